@@ -1,0 +1,1 @@
+//! Turns run directories into PNG charts and summary tables
