@@ -1,1 +1,35 @@
-#![doc = "placeholder"]
+//! The kernel's view of a TCP socket and a host: `TCP_INFO`, `SO_MEMINFO`, socket options,
+//! `/proc/net/sockstat`, `/proc/net/netstat` `TcpExt` and the sysctls that shape a run.
+//! Linux only. Every unit is in the field name; rates are bits per second.
+
+#[allow(unsafe_code)]
+mod sys;
+
+pub mod host;
+pub mod meminfo;
+pub mod netstat;
+mod proc;
+pub mod sockopt;
+pub mod sockstat;
+pub mod tcp_info;
+
+pub use host::HostFacts;
+pub use meminfo::SkMemInfo;
+pub use netstat::TcpExt;
+pub use proc::{ParseError, ReadError};
+pub use sockopt::{OptionsInForce, SocketOptions, SockoptError};
+pub use sockstat::Sockstat;
+pub use tcp_info::TcpInfo;
+
+#[cfg(test)]
+mod test_util {
+    use std::net::{TcpListener, TcpStream};
+
+    /// A connected loopback TCP pair: (client, server).
+    pub fn loopback_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (client, server)
+    }
+}

@@ -1,0 +1,121 @@
+//! `/proc/net/netstat` `TcpExt` counters: receive-queue collapses, prunes and drops that
+//! show a reader falling behind.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::proc::{read_file, ParseError, ReadError};
+
+const FILE: &str = "/proc/net/netstat";
+
+/// The counters worth reporting over a session.
+pub const WATCHED: &[&str] = &[
+    "TCPRcvCollapsed",
+    "PruneCalled",
+    "RcvPruned",
+    "OfoPruned",
+    "TCPRcvQDrop",
+    "TCPBacklogDrop",
+];
+
+/// Every `TcpExt` counter by name. Per network namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpExt(pub BTreeMap<String, u64>);
+
+/// Parses the text of `/proc/net/netstat`: a header line of names, then a line of values,
+/// both starting with `TcpExt:`.
+pub fn parse(text: &str) -> Result<TcpExt, ParseError> {
+    let mut lines = text.lines().filter_map(|l| l.strip_prefix("TcpExt:"));
+    let names = lines
+        .next()
+        .ok_or_else(|| ParseError::new(FILE, "no \"TcpExt:\" header line"))?;
+    let values = lines
+        .next()
+        .ok_or_else(|| ParseError::new(FILE, "\"TcpExt:\" header has no value line"))?;
+    let names: Vec<&str> = names.split_whitespace().collect();
+    let values: Vec<&str> = values.split_whitespace().collect();
+    if names.len() != values.len() {
+        return Err(ParseError::new(
+            FILE,
+            format!(
+                "TcpExt has {} names but {} values",
+                names.len(),
+                values.len()
+            ),
+        ));
+    }
+    names
+        .into_iter()
+        .zip(values)
+        .map(|(name, value)| {
+            let v = value.parse().map_err(|_| {
+                ParseError::new(
+                    FILE,
+                    format!("TcpExt {name}: expected a number, found {value:?}"),
+                )
+            })?;
+            Ok((name.to_string(), v))
+        })
+        .collect::<Result<_, _>>()
+        .map(TcpExt)
+}
+
+/// Reads and parses `/proc/net/netstat` of the caller's network namespace.
+pub fn read() -> Result<TcpExt, ReadError> {
+    Ok(parse(&read_file(FILE)?)?)
+}
+
+/// How much each named counter grew from `before` to `after` (saturating at 0). A name
+/// missing from either side is left out rather than guessed.
+pub fn delta(before: &TcpExt, after: &TcpExt, names: &[&str]) -> BTreeMap<String, u64> {
+    names
+        .iter()
+        .filter_map(|&name| {
+            let (b, a) = (before.0.get(name)?, after.0.get(name)?);
+            Some((name.to_string(), a.saturating_sub(*b)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_captured_text() {
+        let t = parse(include_str!("../fixtures/netstat.txt")).unwrap();
+        assert_eq!(t.0["TW"], 10);
+        assert_eq!(t.0["DelayedACKs"], 1);
+        assert_eq!(t.0["TCPHPHits"], 12);
+        assert_eq!(t.0["TCPOrigDataSent"], 158);
+        assert_eq!(t.0["SyncookiesSent"], 0);
+        for name in WATCHED {
+            assert!(t.0.contains_key(*name), "{name} missing");
+        }
+        assert!(!t.0.contains_key("InOctets"), "IpExt must not leak in");
+    }
+
+    #[test]
+    fn count_mismatch_is_an_error() {
+        let e = parse("TcpExt: A B C\nTcpExt: 1 2\n").unwrap_err();
+        assert!(e.reason.contains("3 names but 2 values"), "{e}");
+        assert!(parse("IpExt: A\nIpExt: 1\n").is_err());
+        assert!(parse("TcpExt: A\n").is_err());
+    }
+
+    #[test]
+    fn delta_is_per_name_saturating_and_skips_missing() {
+        let before = parse("TcpExt: PruneCalled RcvPruned TW\nTcpExt: 5 9 1\n").unwrap();
+        let after = parse("TcpExt: PruneCalled RcvPruned TW\nTcpExt: 12 3 4\n").unwrap();
+        let d = delta(&before, &after, &["PruneCalled", "RcvPruned", "Missing"]);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d["PruneCalled"], 7);
+        assert_eq!(d["RcvPruned"], 0);
+    }
+
+    #[test]
+    fn reads_this_host() {
+        assert!(read().unwrap().0.len() > 50);
+    }
+}

@@ -1,0 +1,103 @@
+//! The only unsafe code of the crate: thin wrappers over `getsockopt`, `setsockopt` and
+//! `sysconf`, each taking a borrowed fd so the socket outlives the call.
+
+use std::io;
+use std::mem::{size_of, MaybeUninit};
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// Number of `SK_MEMINFO_*` slots the kernel fills for `SO_MEMINFO` (`SK_MEMINFO_VARS`).
+pub const SK_MEMINFO_VARS: usize = 9;
+
+/// `getsockopt(TCP_INFO)`. Returns the struct and the number of bytes the kernel filled;
+/// fields past that length stay zero (older kernels return a shorter struct).
+pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<(libc::tcp_info, usize)> {
+    let mut info = MaybeUninit::<libc::tcp_info>::zeroed();
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` is a zeroed, writable buffer of `len` bytes, valid for the whole call;
+    // `tcp_info` is plain data, so any bytes the kernel writes are a valid value.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: zero-initialised plain data, possibly partly overwritten by the kernel.
+    Ok((unsafe { info.assume_init() }, len as usize))
+}
+
+/// `getsockopt(SOL_SOCKET, SO_MEMINFO)`: the socket's `sk_meminfo` array.
+pub fn meminfo(fd: BorrowedFd<'_>) -> io::Result<[u32; SK_MEMINFO_VARS]> {
+    let mut buf = [0u8; SK_MEMINFO_VARS * 4];
+    let len = get_bytes(fd, libc::SOL_SOCKET, libc::SO_MEMINFO, &mut buf)?;
+    if len < buf.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("SO_MEMINFO returned {len} bytes, expected {}", buf.len()),
+        ));
+    }
+    let mut out = [0u32; SK_MEMINFO_VARS];
+    for (slot, chunk) in out.iter_mut().zip(buf.chunks_exact(4)) {
+        *slot = u32::from_ne_bytes(chunk.try_into().expect("chunks of 4"));
+    }
+    Ok(out)
+}
+
+/// `getsockopt` into a byte buffer; returns how many bytes the kernel wrote.
+pub fn get_bytes(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: `buf` is a writable buffer of `len` bytes, valid for the whole call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(len as usize)
+}
+
+/// `setsockopt` from a byte buffer.
+pub fn set_bytes(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    buf: &[u8],
+) -> io::Result<()> {
+    // SAFETY: `buf` is a readable buffer of the given length, valid for the whole call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            buf.as_ptr().cast(),
+            buf.len() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The kernel's page size, the unit of `/proc/net/sockstat` `mem`.
+pub fn page_size_bytes() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(v).unwrap_or(4096)
+}
