@@ -1,1 +1,13 @@
+//! What oscil's pieces say to each other: the control protocol between reader and daemon,
+//! the sample records, the reading pattern's timetable, the run directory that the report
+//! reads, and the parsers for the units people type.
 
+pub mod control;
+pub mod pattern;
+pub mod records;
+pub mod rundir;
+pub mod units;
+
+pub use pattern::{PatternConfig, PhaseSpan};
+pub use records::{HostSample, Phase, ReaderSample, SenderSample, Side};
+pub use rundir::{Ending, Run, RunConfig, RunDirError, RunMeta, RunStatus, RunWriter};

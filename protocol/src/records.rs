@@ -1,0 +1,175 @@
+//! One row of each CSV in a run directory. Field names are the column names of the
+//! contract in DESIGN.md, so serde writes and reads the files with no mapping table.
+//! Columns the contract lists come first, in its order; extra columns follow.
+
+use serde::{Deserialize, Serialize};
+
+/// What the reader was doing when a sample was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Reading as fast as the socket delivers.
+    Fast,
+    /// Reading a fixed budget per second, then stopping until the second is over.
+    Slow,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Fast => "fast",
+            Phase::Slow => "slow",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which end of the test a host row describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Reader,
+    Sender,
+}
+
+/// `reader.csv`: the receiver's side of one flow over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReaderSample {
+    /// Seconds since the session's start on the reader's monotonic clock.
+    pub t_s: f64,
+    pub flow: u32,
+    pub phase: Phase,
+    /// Bytes the application read in this interval.
+    pub bytes: u64,
+    /// Window the receiver last advertised, in bytes (tcpi_rcv_wnd).
+    pub rcv_wnd: u32,
+    pub rcv_ssthresh: u32,
+    pub rcv_space: u32,
+    pub rtt_us: u32,
+    /// Receive queue memory including metadata (SO_MEMINFO rmem_alloc), bytes.
+    pub rmem_alloc: u32,
+    /// The socket's receive buffer limit (sk_rcvbuf), bytes.
+    pub rcvbuf: u32,
+    /// The receiver's own RTT estimate (tcpi_rcv_rtt), which works on a silent receiver.
+    pub rcv_rtt_us: u32,
+    /// The slow-phase budget for the current second; 0 in a fast phase.
+    pub budget_bytes: u64,
+}
+
+/// `sender.csv`: the daemon's side of one flow over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SenderSample {
+    /// Seconds since the session's start on the daemon's monotonic clock.
+    pub t_s: f64,
+    pub flow: u32,
+    /// Bytes the kernel accepted from the daemon in this interval (not bytes on the wire).
+    pub bytes: u64,
+    /// Congestion window, segments.
+    pub cwnd: u32,
+    /// Sent but not yet acknowledged, segments.
+    pub unacked: u32,
+    /// Accepted by the kernel but never sent (write_seq - snd_nxt).
+    pub notsent_bytes: u32,
+    /// The peer's advertised window as the sender sees it, bytes.
+    pub snd_wnd: u32,
+    pub rtt_us: u32,
+    pub delivery_rate_bps: u64,
+    /// Send queue memory including metadata (SO_MEMINFO wmem_queued), bytes.
+    pub wmem_queued: u32,
+    /// The socket's send buffer limit (sk_sndbuf), bytes.
+    pub sndbuf: u32,
+    pub snd_mss_bytes: u32,
+    /// unacked x MSS: an estimate of bytes in flight.
+    pub inflight_bytes: u64,
+    pub total_retrans: u32,
+    pub pacing_rate_bps: u64,
+}
+
+/// `host.csv`: one host's `/proc/net/sockstat` TCP line at one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSample {
+    pub t_s: f64,
+    pub side: Side,
+    pub tcp_inuse: u64,
+    pub tcp_orphan: u64,
+    pub tcp_tw: u64,
+    pub tcp_alloc: u64,
+    /// TCP memory in pages; global across network namespaces on this kernel.
+    pub tcp_mem_pages: u64,
+}
+
+impl HostSample {
+    pub fn from_sockstat(t_s: f64, side: Side, s: &oscil_kernel::Sockstat) -> Self {
+        HostSample {
+            t_s,
+            side,
+            tcp_inuse: s.tcp_inuse,
+            tcp_orphan: s.tcp_orphan,
+            tcp_tw: s.tcp_tw,
+            tcp_alloc: s.tcp_alloc,
+            tcp_mem_pages: s.tcp_mem_pages,
+        }
+    }
+}
+
+impl SenderSample {
+    /// Builds a row from what the kernel said of the socket at `t_s`.
+    pub fn from_kernel(
+        t_s: f64,
+        flow: u32,
+        bytes: u64,
+        info: &oscil_kernel::TcpInfo,
+        mem: &oscil_kernel::SkMemInfo,
+    ) -> Self {
+        SenderSample {
+            t_s,
+            flow,
+            bytes,
+            cwnd: info.snd_cwnd_segs,
+            unacked: info.unacked_segs,
+            notsent_bytes: info.notsent_bytes,
+            snd_wnd: info.snd_wnd_bytes,
+            rtt_us: info.rtt_us,
+            delivery_rate_bps: info.delivery_rate_bps,
+            wmem_queued: mem.wmem_queued_bytes,
+            sndbuf: mem.sndbuf_bytes,
+            snd_mss_bytes: info.snd_mss_bytes,
+            inflight_bytes: info.inflight_bytes_est(),
+            total_retrans: info.total_retrans,
+            pacing_rate_bps: info.pacing_rate_bps,
+        }
+    }
+}
+
+impl ReaderSample {
+    /// Builds a row from what the kernel said of the socket at `t_s`.
+    pub fn from_kernel(
+        t_s: f64,
+        flow: u32,
+        phase: Phase,
+        bytes: u64,
+        budget_bytes: u64,
+        info: &oscil_kernel::TcpInfo,
+        mem: &oscil_kernel::SkMemInfo,
+    ) -> Self {
+        ReaderSample {
+            t_s,
+            flow,
+            phase,
+            bytes,
+            rcv_wnd: info.rcv_wnd_bytes,
+            rcv_ssthresh: info.rcv_ssthresh_bytes,
+            rcv_space: info.rcv_space_bytes,
+            rtt_us: info.rtt_us,
+            rmem_alloc: mem.rmem_alloc_bytes,
+            rcvbuf: mem.rcvbuf_bytes,
+            rcv_rtt_us: info.rcv_rtt_us,
+            budget_bytes,
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! The run directory: the interface between the reader, which writes it as the run goes,
+//! and the report, which reads only it.
+//!
+//! ```text
+//! <out>/run.json    what was run and how it ended (RunMeta)
+//! <out>/reader.csv  ReaderSample rows
+//! <out>/sender.csv  SenderSample rows
+//! <out>/host.csv    HostSample rows
+//! ```
+//!
+//! `run.json` is written first, saying the run is partial, and rewritten (atomically) when
+//! the run ends, so a reader that is killed still leaves a directory that says so.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use oscil_kernel::{HostFacts, OptionsInForce, SocketOptions};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use crate::pattern::{PatternConfig, PhaseSpan};
+use crate::records::{HostSample, ReaderSample, SenderSample};
+
+/// Bumped when a reader of an older directory would misread a newer one.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub const RUN_JSON: &str = "run.json";
+pub const READER_CSV: &str = "reader.csv";
+pub const SENDER_CSV: &str = "sender.csv";
+pub const HOST_CSV: &str = "host.csv";
+
+/// A CSV record type with its header, so files get headers even with no rows and loaders
+/// can name a missing column.
+pub trait Columns: Serialize + DeserializeOwned {
+    const FILE: &'static str;
+    const COLUMNS: &'static [&'static str];
+}
+
+impl Columns for ReaderSample {
+    const FILE: &'static str = READER_CSV;
+    const COLUMNS: &'static [&'static str] = &[
+        "t_s",
+        "flow",
+        "phase",
+        "bytes",
+        "rcv_wnd",
+        "rcv_ssthresh",
+        "rcv_space",
+        "rtt_us",
+        "rmem_alloc",
+        "rcvbuf",
+        "rcv_rtt_us",
+        "budget_bytes",
+    ];
+}
+
+impl Columns for SenderSample {
+    const FILE: &'static str = SENDER_CSV;
+    const COLUMNS: &'static [&'static str] = &[
+        "t_s",
+        "flow",
+        "bytes",
+        "cwnd",
+        "unacked",
+        "notsent_bytes",
+        "snd_wnd",
+        "rtt_us",
+        "delivery_rate_bps",
+        "wmem_queued",
+        "sndbuf",
+        "snd_mss_bytes",
+        "inflight_bytes",
+        "total_retrans",
+        "pacing_rate_bps",
+    ];
+}
+
+impl Columns for HostSample {
+    const FILE: &'static str = HOST_CSV;
+    const COLUMNS: &'static [&'static str] = &[
+        "t_s",
+        "side",
+        "tcp_inuse",
+        "tcp_orphan",
+        "tcp_tw",
+        "tcp_alloc",
+        "tcp_mem_pages",
+    ];
+}
+
+/// `run.json`: everything needed to know what a run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub format_version: u32,
+    /// A short name for the run, shown on charts; defaults to the directory name.
+    pub label: Option<String>,
+    pub reader_software: String,
+    pub daemon_software: Option<String>,
+    pub started_unix_ms: u64,
+    pub config: RunConfig,
+    /// The phases actually run, cut at the moment the run ended.
+    pub schedule: Vec<PhaseSpan>,
+    pub reader_host: HostFacts,
+    pub sender_host: Option<HostFacts>,
+    /// Options in force on the daemon's data sockets, read back after setting them.
+    pub sender_options: Option<OptionsInForce>,
+    /// Options in force on the reader's data sockets.
+    pub reader_options: Option<OptionsInForce>,
+    /// TcpExt counters that moved during the run, per side.
+    pub tcpext_delta: BTreeMap<String, BTreeMap<String, u64>>,
+    pub ending: Ending,
+    /// Free-form facts from whoever ran the reader (the lab puts its link and sysctls here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<serde_json::Value>,
+}
+
+/// The reader's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The daemon's address as given.
+    pub connect: String,
+    pub flows: u32,
+    pub interval_us: u64,
+    pub pattern: PatternConfig,
+    /// Socket options asked of the daemon.
+    pub sender_request: SocketOptions,
+    /// Socket options set on the reader's own sockets.
+    pub reader_request: SocketOptions,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// The whole pattern ran.
+    Complete,
+    /// The run was cut short; `Ending::reason` says why.
+    Partial,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ending {
+    pub status: RunStatus,
+    pub reason: String,
+    /// Seconds from the session's start to its end on the reader's clock.
+    pub duration_s: f64,
+    pub ended_unix_ms: u64,
+}
+
+impl Ending {
+    /// What `run.json` says while the run is going: true if the reader never finishes.
+    pub fn in_progress() -> Self {
+        Ending {
+            status: RunStatus::Partial,
+            reason: "the reader did not finish (it was killed or crashed)".into(),
+            duration_s: 0.0,
+            ended_unix_ms: 0,
+        }
+    }
+}
+
+/// What went wrong reading or writing a run directory; every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("{0}: not a run directory (no run.json)")]
+    NotARunDir(PathBuf),
+    #[error("{0}: the directory is not empty (pass --force to write into it)")]
+    NotEmpty(PathBuf),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a valid run.json: {source}")]
+    BadMeta {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{path}: run directory format {found} is newer than this build reads ({FORMAT_VERSION})"
+    )]
+    NewerFormat { path: PathBuf, found: u32 },
+    #[error("{path}: missing column {column:?}")]
+    MissingColumn { path: PathBuf, column: &'static str },
+    #[error("{path}: {source}")]
+    BadCsv { path: PathBuf, source: csv::Error },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
+    move |source| RunDirError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Writes a run directory row by row; every `flush` makes what was written durable
+/// enough for a report, so nothing is lost when the run is cut short.
+pub struct RunWriter {
+    dir: PathBuf,
+    meta: RunMeta,
+    reader: CsvFile,
+    sender: CsvFile,
+    host: CsvFile,
+}
+
+struct CsvFile {
+    path: PathBuf,
+    writer: csv::Writer<BufWriter<File>>,
+}
+
+impl CsvFile {
+    fn create<R: Columns>(dir: &Path) -> Result<Self, RunDirError> {
+        let path = dir.join(R::FILE);
+        let file = File::create(&path).map_err(io_error(&path))?;
+        let mut writer = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(BufWriter::with_capacity(256 << 10, file));
+        writer
+            .write_record(R::COLUMNS)
+            .map_err(|source| RunDirError::BadCsv {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(CsvFile { path, writer })
+    }
+
+    fn row<R: Columns>(&mut self, row: &R) -> Result<(), RunDirError> {
+        self.writer
+            .serialize(row)
+            .map_err(|source| RunDirError::BadCsv {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    fn flush(&mut self) -> Result<(), RunDirError> {
+        self.writer.flush().map_err(io_error(&self.path))
+    }
+}
+
+impl RunWriter {
+    /// Creates the directory (or reuses an empty one; a non-empty one only with `force`),
+    /// writes `run.json` saying the run is in progress and the CSV headers.
+    pub fn create(dir: &Path, force: bool, meta: RunMeta) -> Result<Self, RunDirError> {
+        fs::create_dir_all(dir).map_err(io_error(dir))?;
+        let mut entries = fs::read_dir(dir).map_err(io_error(dir))?;
+        if !force && entries.next().is_some() {
+            return Err(RunDirError::NotEmpty(dir.to_owned()));
+        }
+        let writer = RunWriter {
+            dir: dir.to_owned(),
+            meta,
+            reader: CsvFile::create::<ReaderSample>(dir)?,
+            sender: CsvFile::create::<SenderSample>(dir)?,
+            host: CsvFile::create::<HostSample>(dir)?,
+        };
+        writer.write_meta()?;
+        Ok(writer)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn meta(&self) -> &RunMeta {
+        &self.meta
+    }
+
+    /// Changes to the metadata reach disk at the next `write_meta` or `finish`.
+    pub fn meta_mut(&mut self) -> &mut RunMeta {
+        &mut self.meta
+    }
+
+    pub fn reader_row(&mut self, row: &ReaderSample) -> Result<(), RunDirError> {
+        self.reader.row(row)
+    }
+
+    pub fn sender_row(&mut self, row: &SenderSample) -> Result<(), RunDirError> {
+        self.sender.row(row)
+    }
+
+    pub fn host_row(&mut self, row: &HostSample) -> Result<(), RunDirError> {
+        self.host.row(row)
+    }
+
+    /// Pushes buffered rows to the files.
+    pub fn flush(&mut self) -> Result<(), RunDirError> {
+        self.reader.flush()?;
+        self.sender.flush()?;
+        self.host.flush()
+    }
+
+    /// Rewrites `run.json` through a temporary file and a rename, so it is never half written.
+    pub fn write_meta(&self) -> Result<(), RunDirError> {
+        let path = self.dir.join(RUN_JSON);
+        let tmp = self.dir.join(".run.json.tmp");
+        let mut text = serde_json::to_vec_pretty(&self.meta).expect("RunMeta serializes");
+        text.push(b'\n');
+        fs::write(&tmp, text).map_err(io_error(&tmp))?;
+        fs::rename(&tmp, &path).map_err(io_error(&path))
+    }
+
+    /// Flushes every file and records how the run ended.
+    pub fn finish(mut self, ending: Ending) -> Result<RunMeta, RunDirError> {
+        self.flush()?;
+        self.meta.ending = ending;
+        self.write_meta()?;
+        Ok(self.meta)
+    }
+}
+
+/// A run directory read back whole.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub meta: RunMeta,
+    pub reader: Vec<ReaderSample>,
+    pub sender: Vec<SenderSample>,
+    pub host: Vec<HostSample>,
+}
+
+impl Run {
+    /// The run's name on charts: its label, else the directory's name.
+    pub fn label(&self) -> String {
+        self.meta.label.clone().unwrap_or_else(|| {
+            self.dir
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_else(|| self.dir.display().to_string())
+        })
+    }
+}
+
+/// Reads `run.json` alone.
+pub fn load_meta(dir: &Path) -> Result<RunMeta, RunDirError> {
+    let path = dir.join(RUN_JSON);
+    if !path.is_file() {
+        return Err(RunDirError::NotARunDir(dir.to_owned()));
+    }
+    let text = fs::read(&path).map_err(io_error(&path))?;
+    let version: Option<u32> = serde_json::from_slice::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("format_version")?.as_u64())
+        .map(|v| v as u32);
+    if let Some(found) = version.filter(|&v| v > FORMAT_VERSION) {
+        return Err(RunDirError::NewerFormat { path, found });
+    }
+    serde_json::from_slice(&text).map_err(|source| RunDirError::BadMeta { path, source })
+}
+
+/// Reads one CSV of a run directory, checking its header names every column first.
+pub fn load_csv<R: Columns>(dir: &Path) -> Result<Vec<R>, RunDirError> {
+    let path = dir.join(R::FILE);
+    let bad_csv = |source| RunDirError::BadCsv {
+        path: path.clone(),
+        source,
+    };
+    let mut reader = csv::Reader::from_path(&path).map_err(bad_csv)?;
+    let headers = reader.headers().map_err(bad_csv)?.clone();
+    if let Some(column) = R::COLUMNS
+        .iter()
+        .find(|column| !headers.iter().any(|h| h == **column))
+    {
+        return Err(RunDirError::MissingColumn {
+            path: path.clone(),
+            column,
+        });
+    }
+    reader
+        .deserialize()
+        .collect::<Result<_, _>>()
+        .map_err(bad_csv)
+}
+
+/// Reads a whole run directory.
+pub fn load(dir: &Path) -> Result<Run, RunDirError> {
+    Ok(Run {
+        dir: dir.to_owned(),
+        meta: load_meta(dir)?,
+        reader: load_csv(dir)?,
+        sender: load_csv(dir)?,
+        host: load_csv(dir)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{Phase, Side};
+
+    fn host() -> HostFacts {
+        HostFacts {
+            hostname: "test".into(),
+            kernel_release: "6.18.0".into(),
+            page_size_bytes: 4096,
+            sysctls: BTreeMap::from([("net.ipv4.tcp_notsent_lowat".into(), "4294967295".into())]),
+            wall_clock_unix_ms: 1,
+            clock: "CLOCK_MONOTONIC".into(),
+            netns_inode: None,
+        }
+    }
+
+    fn meta() -> RunMeta {
+        RunMeta {
+            format_version: FORMAT_VERSION,
+            label: Some("lowat-default".into()),
+            reader_software: "oscil-reader test".into(),
+            daemon_software: None,
+            started_unix_ms: 1,
+            config: RunConfig {
+                connect: "127.0.0.1:5250".into(),
+                flows: 1,
+                interval_us: 100_000,
+                pattern: PatternConfig::CLOUDFLARE,
+                sender_request: SocketOptions::default(),
+                reader_request: SocketOptions::default(),
+            },
+            schedule: PatternConfig::CLOUDFLARE.schedule(),
+            reader_host: host(),
+            sender_host: None,
+            sender_options: None,
+            reader_options: None,
+            tcpext_delta: BTreeMap::new(),
+            ending: Ending::in_progress(),
+            lab: None,
+        }
+    }
+
+    fn reader_row(t_s: f64) -> ReaderSample {
+        ReaderSample {
+            t_s,
+            flow: 0,
+            phase: Phase::Slow,
+            bytes: 1 << 20,
+            rcv_wnd: 65535,
+            rcv_ssthresh: 65535,
+            rcv_space: 14600,
+            rtt_us: 50,
+            rmem_alloc: 0,
+            rcvbuf: 131072,
+            rcv_rtt_us: 40,
+            budget_bytes: 52428,
+        }
+    }
+
+    #[test]
+    fn a_run_reads_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = RunWriter::create(dir.path(), false, meta()).unwrap();
+        writer.reader_row(&reader_row(0.1)).unwrap();
+        writer.reader_row(&reader_row(0.2)).unwrap();
+        let host_row = HostSample {
+            t_s: 0.1,
+            side: Side::Sender,
+            tcp_inuse: 3,
+            tcp_orphan: 0,
+            tcp_tw: 1,
+            tcp_alloc: 5,
+            tcp_mem_pages: 12,
+        };
+        writer.host_row(&host_row).unwrap();
+        let ending = Ending {
+            status: RunStatus::Complete,
+            reason: "pattern done".into(),
+            duration_s: 60.0,
+            ended_unix_ms: 2,
+        };
+        writer.finish(ending.clone()).unwrap();
+
+        let run = load(dir.path()).unwrap();
+        assert_eq!(run.reader, vec![reader_row(0.1), reader_row(0.2)]);
+        assert!(run.sender.is_empty(), "header only");
+        assert_eq!(run.host, vec![host_row]);
+        assert_eq!(run.meta.ending, ending);
+        assert_eq!(run.label(), "lowat-default");
+    }
+
+    #[test]
+    fn files_use_the_contract_column_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = RunWriter::create(dir.path(), false, meta()).unwrap();
+        writer.reader_row(&reader_row(0.1)).unwrap();
+        writer.flush().unwrap();
+        let text = fs::read_to_string(dir.path().join("reader.csv")).unwrap();
+        let header = text.lines().next().unwrap();
+        assert!(header.starts_with(
+            "t_s,flow,phase,bytes,rcv_wnd,rcv_ssthresh,rcv_space,rtt_us,rmem_alloc,rcvbuf"
+        ));
+        assert_eq!(text.lines().nth(1).unwrap().split(',').nth(2), Some("slow"));
+        let sender = fs::read_to_string(dir.path().join("sender.csv")).unwrap();
+        assert!(sender.starts_with("t_s,flow,bytes,cwnd,unacked,notsent_bytes,snd_wnd,rtt_us,delivery_rate_bps,wmem_queued,sndbuf"));
+        let host = fs::read_to_string(dir.path().join("host.csv")).unwrap();
+        assert!(host.starts_with("t_s,side,tcp_inuse,tcp_orphan,tcp_tw,tcp_alloc,tcp_mem_pages"));
+    }
+
+    #[test]
+    fn an_unfinished_run_says_partial() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = RunWriter::create(dir.path(), false, meta()).unwrap();
+        drop(writer);
+        let meta = load_meta(dir.path()).unwrap();
+        assert_eq!(meta.ending.status, RunStatus::Partial);
+    }
+
+    #[test]
+    fn refuses_a_non_empty_directory_without_force() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+        let err = RunWriter::create(dir.path(), false, meta()).err().unwrap();
+        assert!(matches!(err, RunDirError::NotEmpty(_)), "{err}");
+        RunWriter::create(dir.path(), true, meta()).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_file_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(load(dir.path()), Err(RunDirError::NotARunDir(_))));
+        RunWriter::create(dir.path(), false, meta()).unwrap();
+        fs::write(dir.path().join("sender.csv"), "t_s,flow,bytes\n0.1,0,5\n").unwrap();
+        let message = load(dir.path()).unwrap_err().to_string();
+        assert!(
+            message.ends_with("sender.csv: missing column \"cwnd\""),
+            "{message}"
+        );
+    }
+}
