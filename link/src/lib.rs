@@ -1,1 +1,263 @@
-//! A userspace long-haul link emulator over TUN: delay, rate with a bounded queue, loss
+//! A userspace long-haul link emulator over TUN: delay, rate with a bounded queue, loss.
+//!
+//! Two TUN devices, one in each network namespace, joined by two threads, one per
+//! direction. Each direction applies the same [`path::Path`] model: random loss, a
+//! drop-tail queue in front of a serializer at the link rate, then a one-way delay. The
+//! model is deterministic and takes time as a parameter; [`forward`] is the thin I/O layer.
+
+pub mod delay_line;
+pub mod forward;
+pub mod path;
+pub mod units;
+pub mod wire;
+
+#[allow(unsafe_code)]
+mod sys;
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::forward::{Direction, DirectionStats};
+use crate::path::{Path, PathConfig, QUEUE_COUNTS};
+
+pub use sys::{block_term_signals, process_cpu, wait_term_signal, CpuSeconds};
+
+/// Bytes a queued segment may take in the delay line's buffer (MTU 1500 and headers).
+const RING_BYTES_PER_QUEUED_SEGMENT: usize = 1600;
+
+/// Why the link could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// The namespace file could not be opened.
+    #[error("network namespace {path}: {source}")]
+    Netns {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The TUN device could not be created or attached.
+    #[error("TUN device {dev} in {ns}: {source}")]
+    Tun {
+        dev: String,
+        ns: String,
+        source: std::io::Error,
+    },
+    /// A forwarding thread failed.
+    #[error("forwarding {direction}: {source}")]
+    Forward {
+        direction: &'static str,
+        source: std::io::Error,
+    },
+}
+
+/// One end of the link: a TUN device name in a network namespace.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Namespace name (as for `ip netns`) or a path to a namespace file; None: our own.
+    pub netns: Option<String>,
+    pub dev: String,
+}
+
+impl Endpoint {
+    fn netns_path(&self) -> Option<PathBuf> {
+        self.netns.as_ref().map(|ns| {
+            if ns.contains('/') {
+                PathBuf::from(ns)
+            } else {
+                PathBuf::from("/run/netns").join(ns)
+            }
+        })
+    }
+
+    fn describe(&self) -> String {
+        self.netns.clone().unwrap_or_else(|| "own namespace".into())
+    }
+}
+
+/// The whole link: the same figures apply to both directions.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    pub a: Endpoint,
+    pub b: Endpoint,
+    pub rate_bps: u64,
+    /// One-way delay of each direction.
+    pub delay: Duration,
+    /// Queue limit in segments; see [`path::QUEUE_COUNTS`].
+    pub queue_limit: u32,
+    /// Loss probability per packet read from TUN, 0..=1.
+    pub loss: f64,
+    pub seed: u64,
+    /// Let the kernel hand over TCP super-packets of up to 64 KB (TSO/GSO on the TUN).
+    pub gso: bool,
+}
+
+/// What the link did, per direction, and what it cost. Serialized as the stats JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkStats {
+    pub emulator: &'static str,
+    pub version: &'static str,
+    pub rate_bps: u64,
+    pub one_way_delay_ms: f64,
+    pub queue_limit: u32,
+    pub queue_counts: &'static str,
+    pub loss_pct: f64,
+    pub seed: u64,
+    pub gso: bool,
+    pub elapsed_s: f64,
+    /// CPU of the whole emulator process.
+    pub cpu: CpuSeconds,
+    pub a_to_b: DirectionStats,
+    pub b_to_a: DirectionStats,
+}
+
+/// A running link.
+pub struct Link {
+    config: LinkConfig,
+    started: Instant,
+    stop: Arc<AtomicBool>,
+    shared: [Arc<Mutex<DirectionStats>>; 2],
+    threads: Vec<(&'static str, JoinHandle<std::io::Result<()>>)>,
+}
+
+impl Link {
+    /// Creates (or attaches to) the two TUN devices and starts forwarding.
+    pub fn start(config: LinkConfig) -> Result<Link, LinkError> {
+        let ns_a = open_netns(&config.a)?;
+        let ns_b = open_netns(&config.b)?;
+        let tun_a = Arc::new(open_tun_in(&config.a, ns_a.as_ref(), config.gso)?);
+        let tun_b = Arc::new(open_tun_in(&config.b, ns_b.as_ref(), config.gso)?);
+        let path_config = PathConfig {
+            rate_bps: config.rate_bps,
+            delay: config.delay,
+            queue_limit: config.queue_limit,
+            loss: config.loss,
+            seed: config.seed,
+        };
+        let ring_bytes = (config.rate_bps as f64 / 8.0 * config.delay.as_secs_f64()) as usize
+            + config.queue_limit as usize * RING_BYTES_PER_QUEUED_SEGMENT;
+        let ring_bytes = ring_bytes + ring_bytes / 4 + 4 * delay_line::MAX_FRAME;
+        let epoch = Instant::now();
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared = [Arc::default(), Arc::default()];
+        let directions = [
+            (
+                "a_to_b",
+                Direction {
+                    input: tun_a.clone(),
+                    output: tun_b.clone(),
+                    input_netns: ns_a,
+                    input_dev: config.a.dev.clone(),
+                    path: Path::new(path_config),
+                    ring_bytes,
+                },
+            ),
+            (
+                "b_to_a",
+                Direction {
+                    input: tun_b,
+                    output: tun_a,
+                    input_netns: ns_b,
+                    input_dev: config.b.dev.clone(),
+                    path: Path::new(PathConfig {
+                        seed: path_config.seed.wrapping_add(1),
+                        ..path_config
+                    }),
+                    ring_bytes,
+                },
+            ),
+        ];
+        let threads = directions
+            .into_iter()
+            .zip(shared.iter().cloned())
+            .map(|((name, dir), stats)| {
+                let stop = stop.clone();
+                let handle = std::thread::Builder::new()
+                    .name(format!("link-{name}"))
+                    .spawn(move || forward::run(dir, epoch, &stop, &stats))
+                    .expect("spawn a thread");
+                (name, handle)
+            })
+            .collect();
+        Ok(Link {
+            config,
+            started: epoch,
+            stop,
+            shared,
+            threads,
+        })
+    }
+
+    /// Whether both directions are still forwarding.
+    pub fn is_running(&self) -> bool {
+        self.threads.iter().all(|(_, t)| !t.is_finished())
+    }
+
+    /// Current statistics.
+    pub fn stats(&self) -> LinkStats {
+        let dir = |i: usize| *self.shared[i].lock().unwrap_or_else(|e| e.into_inner());
+        LinkStats {
+            emulator: "oscil-link",
+            version: env!("CARGO_PKG_VERSION"),
+            rate_bps: self.config.rate_bps,
+            one_way_delay_ms: self.config.delay.as_secs_f64() * 1e3,
+            queue_limit: self.config.queue_limit,
+            queue_counts: QUEUE_COUNTS,
+            loss_pct: self.config.loss * 100.0,
+            seed: self.config.seed,
+            gso: self.config.gso,
+            elapsed_s: self.started.elapsed().as_secs_f64(),
+            cpu: process_cpu(),
+            a_to_b: dir(0),
+            b_to_a: dir(1),
+        }
+    }
+
+    /// Stops both directions and returns the final statistics.
+    pub fn stop(mut self) -> Result<LinkStats, LinkError> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut first_error = None;
+        for (direction, handle) in self.threads.drain(..) {
+            let result = handle
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("forwarding thread panicked")));
+            if let Err(source) = result {
+                first_error.get_or_insert(LinkError::Forward { direction, source });
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(self.stats()),
+        }
+    }
+}
+
+fn open_netns(end: &Endpoint) -> Result<Option<File>, LinkError> {
+    end.netns_path()
+        .map(|path| File::open(&path).map_err(|source| LinkError::Netns { path, source }))
+        .transpose()
+}
+
+/// Opens the TUN device on a short-lived thread inside the endpoint's namespace, where
+/// the kernel creates it; the fd then works from any thread.
+fn open_tun_in(end: &Endpoint, ns: Option<&File>, gso: bool) -> Result<File, LinkError> {
+    let result = std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(ns) = ns {
+                sys::enter_netns(ns)?;
+            }
+            sys::open_tun(&end.dev, gso)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("TUN thread panicked")))
+    });
+    result.map(File::from).map_err(|source| LinkError::Tun {
+        dev: end.dev.clone(),
+        ns: end.describe(),
+        source,
+    })
+}

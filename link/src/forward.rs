@@ -1,0 +1,196 @@
+//! The I/O layer of one direction: read frames from one TUN, let the [`Path`] decide their
+//! fate, hold them in a [`DelayLine`], write them to the other TUN when due.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::delay_line::DelayLine;
+use crate::path::{Path, PathStats, Verdict};
+use crate::sys::{self, CpuSeconds};
+use crate::wire::wire_size;
+
+/// Reads between two delivery passes, so a flood of arrivals cannot delay deliveries.
+const READ_BATCH: usize = 64;
+/// Longest sleep, so a stop request is seen promptly.
+const MAX_SLEEP: Duration = Duration::from_millis(50);
+/// How often the shared statistics are refreshed.
+const PUBLISH_EVERY: Duration = Duration::from_millis(250);
+/// A packet written later than this past its delivery time counts as late.
+const LATE_NS: u64 = 1_000_000;
+
+/// Failures of the emulator itself, kept apart from what the emulated link did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct IoStats {
+    /// Packets the kernel dropped at the input TUN because this thread did not read them in
+    /// time (TX dropped of the input device, counted since the emulator attached).
+    pub tun_tx_dropped: u64,
+    /// Writes to the output TUN that failed (e.g. device down).
+    pub write_errors: u64,
+    /// Packets written more than 1 ms after their delivery time.
+    pub packets_late_over_1ms: u64,
+    /// Largest lateness of a write past its delivery time, in microseconds.
+    pub max_late_us: u64,
+    /// Times reading paused because the delay line's buffer was full.
+    pub ring_full_waits: u64,
+    /// CPU used by this direction's thread.
+    pub cpu: CpuSeconds,
+}
+
+/// Statistics of one direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct DirectionStats {
+    /// What the emulated link did to the packets.
+    pub link: PathStats,
+    /// Where the emulator fell short.
+    pub emulator: IoStats,
+}
+
+/// One direction: frames from `input` (a TUN in namespace `input_netns`) to `output`.
+pub struct Direction {
+    pub input: Arc<File>,
+    pub output: Arc<File>,
+    /// The namespace of the input device, entered so its counters can be read.
+    pub input_netns: Option<File>,
+    pub input_dev: String,
+    pub path: Path,
+    pub ring_bytes: usize,
+}
+
+/// Runs one direction until `stop` is set, refreshing `shared` as it goes.
+pub fn run(
+    mut dir: Direction,
+    epoch: Instant,
+    stop: &AtomicBool,
+    shared: &Mutex<DirectionStats>,
+) -> io::Result<()> {
+    if let Some(ns) = &dir.input_netns {
+        sys::enter_netns(ns)?;
+    }
+    sys::set_timer_slack(10_000);
+    let tx_dropped_at_start = tun_tx_dropped(&dir.input_dev).unwrap_or(0);
+    let mut line = DelayLine::new(dir.ring_bytes);
+    let mut io_stats = IoStats::default();
+    let now_ns = || epoch.elapsed().as_nanos() as u64;
+    let mut next_publish = Instant::now();
+    let mut input = &*dir.input;
+    let mut output = &*dir.output;
+
+    while !stop.load(Ordering::Relaxed) {
+        let now = now_ns();
+        while let Some((frame, deliver_ns)) = line.front() {
+            if deliver_ns > now {
+                break;
+            }
+            if output.write(frame).is_err() {
+                io_stats.write_errors += 1;
+            }
+            let late_ns = now - deliver_ns;
+            io_stats.max_late_us = io_stats.max_late_us.max(late_ns / 1000);
+            if late_ns > LATE_NS {
+                io_stats.packets_late_over_1ms += 1;
+            }
+            line.pop();
+        }
+
+        let mut reads = 0;
+        let mut ring_full = false;
+        while reads < READ_BATCH {
+            let Some(buf) = line.reserve() else {
+                ring_full = true;
+                io_stats.ring_full_waits += 1;
+                break;
+            };
+            let n = match input.read(buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            reads += 1;
+            let size = wire_size(&buf[..n]);
+            if let Verdict::Deliver { at_ns } = dir.path.admit(now_ns(), size) {
+                line.commit(n, at_ns);
+            }
+        }
+
+        if next_publish <= Instant::now() {
+            publish(&dir, &io_stats, tx_dropped_at_start, shared);
+            next_publish += PUBLISH_EVERY;
+        }
+        if reads == READ_BATCH {
+            continue;
+        }
+        let now = now_ns();
+        let sleep = match line.front() {
+            Some((_, at)) if at <= now => continue,
+            Some((_, at)) => Duration::from_nanos(at - now).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        };
+        if ring_full {
+            std::thread::sleep(sleep);
+        } else {
+            sys::wait_readable(dir.input.as_fd(), sleep)?;
+        }
+    }
+    publish(&dir, &io_stats, tx_dropped_at_start, shared);
+    Ok(())
+}
+
+fn publish(
+    dir: &Direction,
+    io: &IoStats,
+    tx_dropped_at_start: u64,
+    shared: &Mutex<DirectionStats>,
+) {
+    let mut emulator = *io;
+    emulator.tun_tx_dropped = tun_tx_dropped(&dir.input_dev)
+        .unwrap_or(0)
+        .saturating_sub(tx_dropped_at_start);
+    emulator.cpu = sys::thread_cpu();
+    let stats = DirectionStats {
+        link: *dir.path.stats(),
+        emulator,
+    };
+    *shared.lock().unwrap_or_else(|e| e.into_inner()) = stats;
+}
+
+/// TX dropped of `dev` in the calling thread's network namespace.
+fn tun_tx_dropped(dev: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev").ok()?;
+    parse_tx_dropped(&text, dev)
+}
+
+/// Finds `dev`'s TX drop counter in the text of `/proc/net/dev`.
+fn parse_tx_dropped(text: &str, dev: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (name, counters) = line.split_once(':')?;
+        if name.trim() != dev {
+            return None;
+        }
+        // 8 receive counters, then transmit: bytes packets errs drop ...
+        counters.split_whitespace().nth(11)?.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tx_dropped_is_read_from_proc_net_dev() {
+        let text = "Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:    1000      10    0    0    0     0          0         0     1000      10    0    0    0     0       0          0
+  osl0: 5229952    3517    0    1    0     0          0         0 91236771   62431    0   17    0     0       0          0
+";
+        assert_eq!(parse_tx_dropped(text, "osl0"), Some(17));
+        assert_eq!(parse_tx_dropped(text, "lo"), Some(0));
+        assert_eq!(parse_tx_dropped(text, "eth0"), None);
+    }
+}

@@ -1,0 +1,332 @@
+//! The deterministic model of one direction of the link. No I/O: the caller passes `now`.
+//!
+//! A packet meets, in order: random loss (as netem: before the queue), a drop-tail queue of
+//! `queue_limit` segments in front of a serializer running at `rate_bps`, then a fixed
+//! propagation delay. Departure = max(now, last departure) + wire bits / rate; delivery =
+//! departure + delay. The queue holds the segments whose serialization has not finished
+//! (a router's queue); packets already in the delay line do not count.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::wire::WireSize;
+
+/// What the queue limit counts, recorded in stats and the lab's run metadata.
+pub const QUEUE_COUNTS: &str = "segments (wire packets; a GSO skb counts each of its segments) \
+waiting for or in serialization at the bottleneck; packets in the delay line are not counted";
+
+/// Configuration of one direction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathConfig {
+    /// Bottleneck rate in bits per second.
+    pub rate_bps: u64,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Drop-tail queue limit in segments.
+    pub queue_limit: u32,
+    /// Probability that a packet is lost, 0..=1.
+    pub loss: f64,
+    /// Seed of the loss generator.
+    pub seed: u64,
+}
+
+/// Default queue limit: the packets of 1514 wire bytes that drain in 60 ms at `rate_bps`
+/// (the seed's netem `limit 50` at 10 Mbit/s), at least 50.
+pub fn default_queue_limit(rate_bps: u64) -> u32 {
+    let drain_bits = rate_bps as f64 * 0.060;
+    let packets = (drain_bits / (1514.0 * 8.0)).round() as u64;
+    packets.clamp(50, u32::MAX as u64) as u32
+}
+
+/// What happens to one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Deliver at this time (nanoseconds on the caller's clock).
+    Deliver { at_ns: u64 },
+    /// The bottleneck queue was full.
+    DropQueue,
+    /// Random loss.
+    DropLoss,
+}
+
+/// What the link did to the packets of one direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PathStats {
+    pub packets_in: u64,
+    pub segments_in: u64,
+    pub wire_bytes_in: u64,
+    pub packets_forwarded: u64,
+    pub segments_forwarded: u64,
+    pub wire_bytes_forwarded: u64,
+    pub packets_dropped_queue: u64,
+    pub segments_dropped_queue: u64,
+    pub packets_dropped_loss: u64,
+    pub segments_dropped_loss: u64,
+    pub max_queue_segments: u32,
+}
+
+/// One direction of the link.
+#[derive(Debug)]
+pub struct Path {
+    config: PathConfig,
+    rng: SplitMix64,
+    /// When the serializer is next free, and the sub-nanosecond remainder (in bit-ns / rate).
+    last_departure_ns: u64,
+    departure_remainder: u128,
+    /// Departure time and segments of each packet still in the queue, oldest first.
+    queue: VecDeque<(u64, u32)>,
+    queued_segments: u32,
+    stats: PathStats,
+}
+
+impl Path {
+    pub fn new(config: PathConfig) -> Self {
+        Path {
+            config,
+            rng: SplitMix64(config.seed),
+            last_departure_ns: 0,
+            departure_remainder: 0,
+            queue: VecDeque::new(),
+            queued_segments: 0,
+            stats: PathStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &PathConfig {
+        &self.config
+    }
+
+    pub fn stats(&self) -> &PathStats {
+        &self.stats
+    }
+
+    /// Segments in the queue at `now_ns`.
+    pub fn queued_segments(&mut self, now_ns: u64) -> u32 {
+        self.drain(now_ns);
+        self.queued_segments
+    }
+
+    /// Decides the fate of a packet of `size` arriving at `now_ns`. `now_ns` must not go
+    /// backwards between calls.
+    pub fn admit(&mut self, now_ns: u64, size: WireSize) -> Verdict {
+        let segments = size.segments.max(1);
+        self.stats.packets_in += 1;
+        self.stats.segments_in += segments as u64;
+        self.stats.wire_bytes_in += size.bytes;
+        if self.config.loss > 0.0 && self.rng.next_f64() < self.config.loss {
+            self.stats.packets_dropped_loss += 1;
+            self.stats.segments_dropped_loss += segments as u64;
+            return Verdict::DropLoss;
+        }
+        self.drain(now_ns);
+        // An empty queue takes even a packet larger than the limit, or a GSO packet of more
+        // segments than the limit could never pass.
+        if self.queued_segments > 0
+            && self.queued_segments as u64 + segments as u64 > self.config.queue_limit as u64
+        {
+            self.stats.packets_dropped_queue += 1;
+            self.stats.segments_dropped_queue += segments as u64;
+            return Verdict::DropQueue;
+        }
+        if self.last_departure_ns < now_ns {
+            self.last_departure_ns = now_ns;
+            self.departure_remainder = 0;
+        }
+        let rate = self.config.rate_bps as u128;
+        let numerator = size.bytes as u128 * 8 * 1_000_000_000 + self.departure_remainder;
+        self.last_departure_ns += (numerator / rate) as u64;
+        self.departure_remainder = numerator % rate;
+        let departure_ns = self.last_departure_ns;
+        self.queue.push_back((departure_ns, segments));
+        self.queued_segments += segments;
+        self.stats.max_queue_segments = self.stats.max_queue_segments.max(self.queued_segments);
+        self.stats.packets_forwarded += 1;
+        self.stats.segments_forwarded += segments as u64;
+        self.stats.wire_bytes_forwarded += size.bytes;
+        Verdict::Deliver {
+            at_ns: departure_ns + self.config.delay.as_nanos() as u64,
+        }
+    }
+
+    /// Removes from the queue the packets whose serialization ended by `now_ns`.
+    fn drain(&mut self, now_ns: u64) {
+        while let Some(&(departure_ns, segments)) = self.queue.front() {
+            if departure_ns > now_ns {
+                break;
+            }
+            self.queue.pop_front();
+            self.queued_segments -= segments;
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64): reproducible loss without a dependency.
+#[derive(Debug)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn config(rate_bps: u64, delay_ms: u64, queue_limit: u32) -> PathConfig {
+        PathConfig {
+            rate_bps,
+            delay: Duration::from_millis(delay_ms),
+            queue_limit,
+            loss: 0.0,
+            seed: 1,
+        }
+    }
+
+    fn packet(bytes: u64) -> WireSize {
+        WireSize { segments: 1, bytes }
+    }
+
+    #[test]
+    fn idle_link_adds_serialization_and_delay() {
+        // 1250 bytes at 10 Mbit/s take 1 ms on the wire; then 20 ms of delay.
+        let mut path = Path::new(config(10_000_000, 20, 50));
+        assert_eq!(
+            path.admit(5 * MS, packet(1250)),
+            Verdict::Deliver { at_ns: 26 * MS }
+        );
+        // Long after, the serializer is idle again: same cost from the new arrival.
+        assert_eq!(
+            path.admit(100 * MS, packet(1250)),
+            Verdict::Deliver { at_ns: 121 * MS }
+        );
+    }
+
+    #[test]
+    fn back_to_back_packets_leave_at_the_rate() {
+        // 1000 packets of 1514 bytes arriving together at 100 Mbit/s: the last one leaves
+        // after 1000 * 1514 * 8 / 1e8 s = 121.12 ms, regardless of rounding per packet.
+        let mut path = Path::new(config(100_000_000, 0, 10_000));
+        let mut last = 0;
+        for _ in 0..1000 {
+            match path.admit(0, packet(1514)) {
+                Verdict::Deliver { at_ns } => last = at_ns,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(last, 121_120_000);
+        // A rate that does not divide evenly still adds up exactly: 3 bits at 7 bit/s.
+        let mut path = Path::new(config(7, 0, 10));
+        let mut last = 0;
+        for _ in 0..7 {
+            if let Verdict::Deliver { at_ns } = path.admit(0, packet(1)) {
+                last = at_ns;
+            }
+        }
+        assert_eq!(last, 8_000_000_000);
+    }
+
+    #[test]
+    fn queue_limit_drops_tail_and_frees_as_packets_leave() {
+        // Each 1250-byte packet takes 1 ms at 10 Mbit/s; limit 5 packets.
+        let mut path = Path::new(config(10_000_000, 40, 5));
+        let verdicts: Vec<_> = (0..8).map(|_| path.admit(0, packet(1250))).collect();
+        assert!(verdicts[..5]
+            .iter()
+            .all(|v| matches!(v, Verdict::Deliver { .. })));
+        assert!(verdicts[5..].iter().all(|v| *v == Verdict::DropQueue));
+        assert_eq!(path.stats().max_queue_segments, 5);
+        // After 2 ms two packets have left the queue (they are in the delay line, which
+        // does not count) and two more fit.
+        assert_eq!(path.queued_segments(2 * MS), 3);
+        assert!(matches!(
+            path.admit(2 * MS, packet(1250)),
+            Verdict::Deliver { .. }
+        ));
+        assert!(matches!(
+            path.admit(2 * MS, packet(1250)),
+            Verdict::Deliver { .. }
+        ));
+        assert_eq!(path.admit(2 * MS, packet(1250)), Verdict::DropQueue);
+        let stats = path.stats();
+        assert_eq!(
+            (stats.packets_forwarded, stats.packets_dropped_queue),
+            (7, 4)
+        );
+    }
+
+    #[test]
+    fn gso_packets_occupy_one_slot_per_segment() {
+        let mut path = Path::new(config(1_000_000_000, 0, 50));
+        let big = WireSize {
+            segments: 44,
+            bytes: 44 * 1514,
+        };
+        assert!(matches!(path.admit(0, big), Verdict::Deliver { .. }));
+        // 44 queued: a further 7-segment packet would exceed 50.
+        assert_eq!(
+            path.admit(
+                0,
+                WireSize {
+                    segments: 7,
+                    bytes: 7 * 1514
+                }
+            ),
+            Verdict::DropQueue
+        );
+        assert!(matches!(
+            path.admit(
+                0,
+                WireSize {
+                    segments: 6,
+                    bytes: 6 * 1514
+                }
+            ),
+            Verdict::Deliver { .. }
+        ));
+        // A packet larger than the whole limit still passes an empty queue.
+        let mut path = Path::new(config(1_000_000_000, 0, 10));
+        assert!(matches!(path.admit(0, big), Verdict::Deliver { .. }));
+    }
+
+    #[test]
+    fn loss_is_random_at_the_configured_rate_and_seeded() {
+        let run = |seed| {
+            let mut path = Path::new(PathConfig {
+                loss: 0.1,
+                seed,
+                ..config(1_000_000_000, 0, 1_000_000)
+            });
+            (0..100_000u64)
+                .map(|i| path.admit(i * MS, packet(100)))
+                .filter(|v| *v == Verdict::DropLoss)
+                .count()
+        };
+        let lost = run(7);
+        // Binomial(100000, 0.1): sd is about 95; allow 5 sd.
+        assert!((9_525..=10_475).contains(&lost), "lost {lost}");
+        assert_eq!(lost, run(7), "same seed, same losses");
+        assert_ne!(lost, run(8), "another seed, other losses");
+    }
+
+    #[test]
+    fn default_queue_scales_with_rate() {
+        assert_eq!(default_queue_limit(10_000_000), 50);
+        assert_eq!(default_queue_limit(1_000_000), 50);
+        assert_eq!(default_queue_limit(1_000_000_000), 4954);
+    }
+}
