@@ -120,13 +120,13 @@ pub fn decode_frame<M: DeserializeOwned>(buf: &[u8]) -> Result<Option<(M, usize)
     Ok(Some((serde_json::from_slice(body)?, 4 + len)))
 }
 
-/// A control connection: buffers reads, writes whole frames.
+/// A control connection, or one half of it: buffers reads, writes whole frames.
 pub struct Connection<S> {
     stream: S,
     buf: Vec<u8>,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
+impl<S> Connection<S> {
     pub fn new(stream: S) -> Self {
         Connection {
             stream,
@@ -134,6 +134,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
         }
     }
 
+    pub fn get_ref(&self) -> &S {
+        &self.stream
+    }
+}
+
+impl<S: AsyncRead + Unpin> Connection<S> {
     /// Reads the next message; `Ok(None)` when the peer closed cleanly between frames.
     pub async fn read<M: DeserializeOwned>(&mut self) -> Result<Option<M>, FrameError> {
         loop {
@@ -157,15 +163,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
             self.buf.extend_from_slice(&chunk[..n]);
         }
     }
+}
 
+impl<S: AsyncWrite + Unpin> Connection<S> {
     pub async fn write<M: Serialize>(&mut self, message: &M) -> Result<(), FrameError> {
         self.stream.write_all(&encode_frame(message)).await?;
         self.stream.flush().await?;
         Ok(())
-    }
-
-    pub fn get_ref(&self) -> &S {
-        &self.stream
     }
 }
 

@@ -79,6 +79,15 @@ impl PhaseSpan {
     }
 }
 
+/// The phase a sample taken at `t_s` describes. A sample covers the interval that ends at
+/// `t_s`, so one taken exactly at a boundary belongs to the phase that ended there.
+pub fn phase_of_sample(schedule: &[PhaseSpan], t_s: f64) -> Option<Phase> {
+    schedule
+        .iter()
+        .find(|s| s.start_s < t_s && t_s <= s.end_s)
+        .map(|s| s.phase)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +111,15 @@ mod tests {
             ]
         );
         assert_eq!(PatternConfig::CLOUDFLARE.total(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_sample_at_a_boundary_belongs_to_the_phase_that_ended() {
+        let spans = PatternConfig::CLOUDFLARE.schedule();
+        assert_eq!(phase_of_sample(&spans, 5.0), Some(Phase::Fast));
+        assert_eq!(phase_of_sample(&spans, 5.1), Some(Phase::Slow));
+        assert_eq!(phase_of_sample(&spans, 0.0), None);
+        assert_eq!(phase_of_sample(&spans, 60.5), None);
     }
 
     #[test]

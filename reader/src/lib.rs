@@ -1,1 +1,330 @@
-//! The receiver: runs the oscillating reading pattern, samples its side, collects the daemon's samples, writes a run directory
+//! The receiver: opens a session with oscil-daemon, runs the oscillating reading pattern
+//! on every data connection, samples its side while the daemon sends its own, and writes
+//! one run directory as it goes.
+//!
+//! Data flow: `session` opens the connections; each `flow` reads as its `pacer` says;
+//! `sampler` records the reader's side and the control task the daemon's, both through
+//! the `recorder` into the run directory and the running `summary`.
+
+mod flow;
+pub mod pacer;
+mod progress;
+mod recorder;
+mod sampler;
+mod session;
+pub mod summary;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use oscil_kernel::{host, netstat, SocketOptions, SockoptError};
+use oscil_protocol::control::{DaemonMessage, Ended, FrameError, ReaderMessage};
+use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
+use oscil_protocol::{Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter};
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::flow::Flow;
+use crate::pacer::Pacer;
+use crate::progress::Progress;
+use crate::recorder::Recorder;
+use crate::sampler::Sampler;
+use crate::summary::{Summary, SummaryBuilder};
+
+pub const SOFTWARE: &str = concat!("oscil-reader ", env!("CARGO_PKG_VERSION"));
+
+/// How long the reader waits for the daemon's last samples after asking it to stop.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Everything a run needs, already validated.
+#[derive(Debug, Clone)]
+pub struct ReaderConfig {
+    /// The daemon, as `HOST:PORT`.
+    pub connect: String,
+    pub out: PathBuf,
+    /// Write into a non-empty directory.
+    pub force: bool,
+    pub flows: u32,
+    pub interval: Duration,
+    pub pattern: PatternConfig,
+    /// Socket options the daemon sets on its data sockets.
+    pub sender_request: SocketOptions,
+    /// Socket options set on the reader's data sockets.
+    pub reader_request: SocketOptions,
+    pub token: Option<String>,
+    pub label: Option<String>,
+    /// Embedded in run.json as `lab`.
+    pub lab_meta: Option<serde_json::Value>,
+    pub progress: bool,
+}
+
+/// Why a run could not start, or could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum ReaderError {
+    #[error("cannot resolve daemon address {addr:?}: {detail}")]
+    Address { addr: String, detail: String },
+    #[error("cannot connect to the daemon at {addr}: {source}")]
+    Connect {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("timed out {0}")]
+    Timeout(&'static str),
+    #[error("the daemon refused the session: {0}")]
+    Refused(String),
+    #[error(
+        "the daemon speaks protocol version {daemon}, this reader speaks {}; use matching versions",
+        oscil_protocol::control::PROTOCOL_VERSION
+    )]
+    Version { daemon: u32 },
+    #[error("the daemon sent something other than {0}")]
+    Unexpected(&'static str),
+    #[error("the daemon closed the control connection before answering")]
+    ClosedEarly,
+    #[error(transparent)]
+    Control(#[from] FrameError),
+    #[error("data connection {flow}: {source}")]
+    Data { flow: u32, source: std::io::Error },
+    #[error("reader socket option: {0}")]
+    Sockopt(#[from] SockoptError),
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+}
+
+/// A finished run: what `run.json` says and the per-phase figures.
+pub struct Outcome {
+    pub meta: RunMeta,
+    pub summary: Summary,
+}
+
+/// Runs one session. A run cut short (daemon gone, `shutdown` fired) is not an error: the
+/// run directory is complete up to that moment and `Outcome::meta.ending` says why.
+pub async fn run(
+    config: ReaderConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Outcome, ReaderError> {
+    check_out_dir(&config)?;
+    let session = session::open(&config).await?;
+    let reader_host = host::collect();
+    let page_size_bytes = session.welcome.host.page_size_bytes;
+    let schedule = config.pattern.schedule();
+    let meta = RunMeta {
+        format_version: FORMAT_VERSION,
+        label: config.label.clone(),
+        reader_software: SOFTWARE.into(),
+        daemon_software: Some(session.welcome.software.clone()),
+        started_unix_ms: unix_ms(),
+        config: RunConfig {
+            connect: config.connect.clone(),
+            flows: config.flows,
+            interval_us: config.interval.as_micros() as u64,
+            pattern: config.pattern,
+            sender_request: config.sender_request.clone(),
+            reader_request: config.reader_request.clone(),
+        },
+        schedule: schedule.clone(),
+        reader_host,
+        sender_host: Some(session.welcome.host.clone()),
+        sender_options: Some(session.welcome.options_in_force.clone()),
+        reader_options: Some(session.reader_options.clone()),
+        tcpext_delta: BTreeMap::new(),
+        ending: Ending::in_progress(),
+        lab: config.lab_meta.clone(),
+    };
+    let recorder = Arc::new(Mutex::new(Recorder {
+        writer: RunWriter::create(&config.out, config.force, meta)?,
+        summary: SummaryBuilder::new(schedule.clone(), page_size_bytes),
+    }));
+    let tcpext_before = netstat::read().ok();
+
+    let session::Session {
+        mut control_rx,
+        mut control_tx,
+        data,
+        ..
+    } = session;
+    control_tx.write(&ReaderMessage::Start).await?;
+    let start = Instant::now();
+
+    let flows: Vec<Arc<Flow>> = data
+        .into_iter()
+        .zip(0..)
+        .map(|(stream, index)| Arc::new(Flow::new(index, stream)))
+        .collect();
+    let mut readers = JoinSet::new();
+    for flow in &flows {
+        readers.spawn(flow::read_pattern(
+            flow.clone(),
+            Pacer::new(&config.pattern),
+            start,
+        ));
+    }
+    let stop_sampling = Arc::new(Notify::new());
+    let sampler = tokio::spawn(
+        Sampler {
+            flows: flows.clone(),
+            recorder: recorder.clone(),
+            start,
+            interval: config.interval,
+            schedule: schedule.clone(),
+            progress: Progress::new(
+                config.progress,
+                config.pattern.total(),
+                schedule.clone(),
+                config.pattern.cycles,
+            ),
+        }
+        .run(stop_sampling.clone()),
+    );
+    let control_recorder = recorder.clone();
+    let mut control = tokio::spawn(async move {
+        loop {
+            match control_rx.read::<DaemonMessage>().await {
+                Ok(Some(DaemonMessage::Samples { host, flows })) => {
+                    let mut recorder = control_recorder.lock().expect("recorder lock");
+                    if let Err(e) = recorder.sender(&flows, &host) {
+                        return ControlEnd::Failed(format!("recording the daemon's samples: {e}"));
+                    }
+                }
+                Ok(Some(DaemonMessage::Ended(ended))) => return ControlEnd::Ended(ended),
+                Ok(Some(_)) => {
+                    return ControlEnd::Failed("the daemon sent an unexpected message".into())
+                }
+                Ok(None) => {
+                    return ControlEnd::Failed("the daemon closed the control connection".into())
+                }
+                Err(e) => return ControlEnd::Failed(format!("control connection: {e}")),
+            }
+        }
+    });
+
+    // Wait for the pattern to finish, or for the first reason to stop early.
+    let all_read = async {
+        while let Some(joined) = readers.join_next().await {
+            match joined {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Some(e.to_string()),
+                Err(e) => return Some(format!("a reading task failed: {e}")),
+            }
+        }
+        None
+    };
+    let mut daemon_end = None;
+    let cut_short: Option<String> = tokio::select! {
+        error = all_read => error,
+        end = &mut control => {
+            let reason = match &end {
+                Ok(ControlEnd::Ended(ended)) => format!("the daemon ended the session: {}", ended.reason),
+                Ok(ControlEnd::Failed(reason)) => reason.clone(),
+                Err(e) => format!("control task failed: {e}"),
+            };
+            daemon_end = end.ok();
+            Some(reason)
+        }
+        _ = shutdown => Some("interrupted by a signal".into()),
+    };
+    let end_s = start.elapsed().as_secs_f64();
+    readers.abort_all();
+    stop_sampling.notify_one();
+    let sample_error = match sampler.await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(e) => Some(format!("sampler failed: {e}")),
+    };
+
+    // Ask the daemon to stop and take its last samples and counters.
+    if daemon_end.is_none() {
+        let reason = cut_short
+            .clone()
+            .unwrap_or_else(|| "pattern complete".into());
+        let _ = control_tx.write(&ReaderMessage::Stop { reason }).await;
+        daemon_end = match tokio::time::timeout(STOP_GRACE, &mut control).await {
+            Ok(end) => end.ok(),
+            Err(_) => {
+                control.abort();
+                None
+            }
+        };
+    }
+    let daemon_ended = match daemon_end {
+        Some(ControlEnd::Ended(ended)) => Some(ended),
+        _ => None,
+    };
+
+    let mut recorder = Arc::into_inner(recorder)
+        .expect("every task holding the recorder has ended")
+        .into_inner()
+        .expect("recorder lock");
+    let meta = recorder.writer.meta_mut();
+    if let (Some(before), Ok(after)) = (&tcpext_before, netstat::read()) {
+        let delta = netstat::delta(before, &after, netstat::WATCHED);
+        meta.tcpext_delta.insert("reader".into(), delta);
+    }
+    if let Some(ended) = &daemon_ended {
+        meta.tcpext_delta
+            .insert("sender".into(), ended.tcpext_delta.clone());
+    }
+    meta.schedule = cut_schedule(&schedule, end_s);
+    let reason = cut_short.or(sample_error);
+    let ending = Ending {
+        status: if reason.is_none() {
+            RunStatus::Complete
+        } else {
+            RunStatus::Partial
+        },
+        reason: reason.unwrap_or_else(|| "pattern complete".into()),
+        duration_s: end_s,
+        ended_unix_ms: unix_ms(),
+    };
+    let summary = recorder.summary.finish(end_s);
+    let meta = recorder.writer.finish(ending)?;
+    Ok(Outcome { meta, summary })
+}
+
+/// How the control connection ended.
+enum ControlEnd {
+    Ended(Ended),
+    Failed(String),
+}
+
+/// Fails early, before any connection, on an output directory that cannot be used.
+fn check_out_dir(config: &ReaderConfig) -> Result<(), RunDirError> {
+    let io_error = |source| RunDirError::Io {
+        path: config.out.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&config.out).map_err(io_error)?;
+    let probe = config.out.join(".oscil-write-test");
+    std::fs::write(&probe, b"").map_err(io_error)?;
+    std::fs::remove_file(&probe).map_err(io_error)?;
+    let mut entries = std::fs::read_dir(&config.out).map_err(io_error)?;
+    if !config.force && entries.next().is_some() {
+        return Err(RunDirError::NotEmpty(config.out.clone()));
+    }
+    Ok(())
+}
+
+/// The schedule as it ran: spans after `end_s` dropped, the one running then cut.
+fn cut_schedule(
+    schedule: &[oscil_protocol::PhaseSpan],
+    end_s: f64,
+) -> Vec<oscil_protocol::PhaseSpan> {
+    schedule
+        .iter()
+        .filter(|s| s.start_s < end_s)
+        .map(|s| oscil_protocol::PhaseSpan {
+            end_s: s.end_s.min(end_s),
+            ..*s
+        })
+        .collect()
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,96 @@
+//! Samples the reader's side of every flow at the interval, on absolute deadlines.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use oscil_kernel::{meminfo, sockstat, tcp_info};
+use oscil_protocol::pattern::phase_of_sample;
+use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, RunDirError, Side};
+use tokio::sync::Notify;
+use tokio::time::{sleep_until, Instant};
+
+use crate::flow::Flow;
+use crate::progress::Progress;
+use crate::recorder::Recorder;
+
+pub struct Sampler {
+    pub flows: Vec<Arc<Flow>>,
+    pub recorder: Arc<Mutex<Recorder>>,
+    pub start: Instant,
+    pub interval: Duration,
+    pub schedule: Vec<PhaseSpan>,
+    pub progress: Progress,
+}
+
+/// Why sampling stopped before it was told to.
+#[derive(Debug, thiserror::Error)]
+pub enum SampleError {
+    #[error("recording the run: {0}")]
+    Record(#[from] RunDirError),
+    #[error("flow {flow}: reading TCP_INFO or SO_MEMINFO: {source}")]
+    Socket { flow: u32, source: std::io::Error },
+    #[error("reading /proc/net/sockstat: {0}")]
+    Sockstat(#[from] oscil_kernel::ReadError),
+}
+
+impl Sampler {
+    /// Samples until `stop` is notified, then takes a last sample so that the bytes read
+    /// since the last tick are not lost.
+    pub async fn run(self, stop: Arc<Notify>) -> Result<(), SampleError> {
+        let mut tick = 1u32;
+        let mut last = self.start;
+        loop {
+            tokio::select! {
+                _ = sleep_until(self.start + self.interval * tick) => {}
+                _ = stop.notified() => break,
+            }
+            last = self.sample(last)?;
+            // Skip ticks that are already past rather than bunching them up.
+            let behind = self.start.elapsed().as_nanos() / self.interval.as_nanos();
+            tick = (tick + 1).max(behind as u32 + 1);
+        }
+        if last.elapsed() >= self.interval / 10 {
+            self.sample(last)?;
+        }
+        self.progress.finish();
+        Ok(())
+    }
+
+    fn sample(&self, last: Instant) -> Result<Instant, SampleError> {
+        let now = Instant::now();
+        let t_s = now.duration_since(self.start).as_secs_f64();
+        let phase = phase_of_sample(&self.schedule, t_s)
+            .or_else(|| self.schedule.last().map(|s| s.phase))
+            .unwrap_or(Phase::Fast);
+        let mut total_bytes = 0;
+        let mut rows = Vec::with_capacity(self.flows.len());
+        for flow in &self.flows {
+            let socket_error = |source| SampleError::Socket {
+                flow: flow.index,
+                source,
+            };
+            let info = tcp_info::read(&flow.stream).map_err(socket_error)?;
+            let mem = meminfo::read(&flow.stream).map_err(socket_error)?;
+            let bytes = flow.take_bytes_read();
+            total_bytes += bytes;
+            rows.push(ReaderSample::from_kernel(
+                t_s,
+                flow.index,
+                phase,
+                bytes,
+                flow.budget_bytes(),
+                &info,
+                &mem,
+            ));
+        }
+        let host = HostSample::from_sockstat(t_s, Side::Reader, &sockstat::read()?);
+        self.recorder
+            .lock()
+            .expect("recorder lock")
+            .reader(&rows, &host)?;
+        let elapsed_s = now.duration_since(last).as_secs_f64().max(1e-9);
+        self.progress
+            .update(t_s, total_bytes as f64 * 8.0 / elapsed_s);
+        Ok(now)
+    }
+}
