@@ -1,1 +1,107 @@
-fn main() {}
+//! `oscil-daemon`: the sender end of an oscil test. Flags become a `DaemonConfig`; the
+//! library does the rest.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use oscil_daemon::DaemonConfig;
+use oscil_kernel::SocketOptions;
+use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration};
+
+/// Serve oscil test sessions: stream at full speed on every data connection, with the socket
+/// options each session asks for, and send samples of the sender's side to the reader.
+#[derive(Debug, Parser)]
+#[command(name = "oscil-daemon", version)]
+struct Cli {
+    /// Address to listen on for control and data connections (IPv4 or IPv6, e.g. [::]:5250).
+    #[arg(long, default_value = "127.0.0.1:5250")]
+    listen: SocketAddr,
+    /// TCP_NOTSENT_LOWAT for sessions that do not ask (e.g. 128k); unset: the sysctl applies.
+    #[arg(long, value_parser = parse_bytes_u32)]
+    notsent_lowat: Option<u32>,
+    /// SO_SNDBUF for sessions that do not ask (the kernel doubles it; disables autotuning).
+    #[arg(long, value_parser = parse_bytes_u32)]
+    sndbuf: Option<u32>,
+    /// Congestion control for sessions that do not ask (e.g. cubic, bbr, reno).
+    #[arg(long)]
+    congestion: Option<String>,
+    /// Shared secret every session's hello must carry.
+    #[arg(long)]
+    token: Option<String>,
+    /// Sessions served at once; more are refused as busy.
+    #[arg(long, default_value_t = 16)]
+    max_sessions: usize,
+    /// Data connections one session may open.
+    #[arg(long, default_value_t = 256)]
+    max_flows: u32,
+    /// Longest session served.
+    #[arg(long, default_value = "15m", value_parser = parse_positive_duration)]
+    max_session: Duration,
+    /// Time allowed for each setup step (hello, data connections, start) and control write.
+    #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
+    handshake_timeout: Duration,
+}
+
+impl Cli {
+    fn into_config(self) -> DaemonConfig {
+        DaemonConfig {
+            default_options: SocketOptions {
+                notsent_lowat_bytes: self.notsent_lowat,
+                sndbuf_bytes: self.sndbuf,
+                congestion: self.congestion,
+                ..Default::default()
+            },
+            token: self.token,
+            max_sessions: self.max_sessions,
+            max_flows: self.max_flows,
+            max_session: self.max_session,
+            handshake_timeout: self.handshake_timeout,
+            ..Default::default()
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match serve(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("oscil-daemon: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(cli: Cli) -> anyhow::Result<()> {
+    let listen = cli.listen;
+    let config = cli.into_config();
+    if let Err(e) = oscil_daemon::check_default_options(&config, listen.is_ipv6()) {
+        anyhow::bail!("default socket options: {e}");
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("listening on {listen}"))?;
+    eprintln!("oscil-daemon: listening on {}", listener.local_addr()?);
+    oscil_daemon::run(listener, config, shutdown_signal()).await?;
+    eprintln!("oscil-daemon: stopped");
+    Ok(())
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

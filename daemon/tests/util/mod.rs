@@ -1,0 +1,166 @@
+//! Helpers for driving a real daemon over loopback with a raw oscil-protocol client.
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use oscil_daemon::DaemonConfig;
+use oscil_kernel::SocketOptions;
+use oscil_protocol::control::{
+    Connection, DaemonMessage, DataHello, Hello, ReaderMessage, Welcome, PROTOCOL_VERSION,
+};
+use oscil_protocol::SenderSample;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::timeout;
+
+/// A daemon serving on an ephemeral loopback port; shut down on drop.
+pub struct Daemon {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Daemon {
+    pub async fn start(config: DaemonConfig) -> Self {
+        Self::start_on("127.0.0.1:0", config).await
+    }
+
+    pub async fn start_on(addr: &str, config: DaemonConfig) -> Self {
+        let listener = TcpListener::bind(addr).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(oscil_daemon::run(listener, config, async move {
+            let _ = rx.await;
+        }));
+        Daemon {
+            addr,
+            stop: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Stops the daemon and waits for it to finish.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.take().unwrap().await.unwrap().unwrap();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: Duration) -> Hello {
+    Hello {
+        version: PROTOCOL_VERSION,
+        software: "daemon-test".into(),
+        token: None,
+        flows,
+        options,
+        interval_us: interval.as_micros() as u64,
+        duration_us: duration.as_micros() as u64,
+    }
+}
+
+/// The reader's end of a control connection.
+pub struct Client {
+    pub addr: SocketAddr,
+    pub conn: Connection<TcpStream>,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Self {
+        Client {
+            addr,
+            conn: Connection::new(TcpStream::connect(addr).await.unwrap()),
+        }
+    }
+
+    pub async fn send(&mut self, message: &ReaderMessage) {
+        self.conn.write(message).await.unwrap();
+    }
+
+    /// The next daemon message; panics if none comes within 5 s.
+    pub async fn next(&mut self) -> Option<DaemonMessage> {
+        timeout(Duration::from_secs(5), self.conn.read())
+            .await
+            .expect("daemon said nothing for 5 s")
+            .unwrap()
+    }
+
+    pub async fn hello(&mut self, hello: Hello) -> DaemonMessage {
+        self.send(&ReaderMessage::Hello(hello)).await;
+        self.next().await.expect("an answer to the hello")
+    }
+
+    /// Says hello, opens the data connections and starts; returns the welcome and the flows.
+    pub async fn start_session(&mut self, hello: Hello) -> (Welcome, Vec<TcpStream>) {
+        let flows = hello.flows;
+        let welcome = match self.hello(hello).await {
+            DaemonMessage::Welcome(w) => w,
+            other => panic!("expected a welcome, got {other:?}"),
+        };
+        let mut streams = Vec::new();
+        for flow in 0..flows {
+            let mut s = TcpStream::connect(self.addr).await.unwrap();
+            let hello = DataHello {
+                session_id: welcome.session_id,
+                flow,
+            };
+            s.write_all(&hello.encode()).await.unwrap();
+            streams.push(s);
+        }
+        self.send(&ReaderMessage::Start).await;
+        (welcome, streams)
+    }
+
+    /// Collects sample messages for `how_long`: (t_s, flows) per message.
+    pub async fn samples_for(&mut self, how_long: Duration) -> Vec<(f64, Vec<SenderSample>)> {
+        let mut got = Vec::new();
+        let until = tokio::time::Instant::now() + how_long;
+        while tokio::time::Instant::now() < until {
+            match self.next().await {
+                Some(DaemonMessage::Samples { host, flows }) => got.push((host.t_s, flows)),
+                other => panic!("expected samples, got {other:?}"),
+            }
+        }
+        got
+    }
+
+    /// Sends stop and returns the daemon's `Ended` reason and TcpExt delta, skipping samples.
+    pub async fn stop(&mut self) -> oscil_protocol::control::Ended {
+        self.send(&ReaderMessage::Stop {
+            reason: "test done".into(),
+        })
+        .await;
+        loop {
+            match self.next().await {
+                Some(DaemonMessage::Samples { .. }) => continue,
+                Some(DaemonMessage::Ended(e)) => return e,
+                other => panic!("expected ended, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// Reads and discards everything from a data connection until it closes.
+pub fn drain(mut stream: TcpStream) -> JoinHandle<u64> {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 256 << 10];
+        let mut total = 0u64;
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        total
+    })
+}
