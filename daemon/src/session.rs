@@ -146,6 +146,12 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
             config.min_interval
         ));
     }
+    if interval > config.max_session {
+        return Err(format!(
+            "sampling interval {interval:?} is longer than this daemon's session limit {:?}",
+            config.max_session
+        ));
+    }
     let duration = Duration::from_micros(hello.duration_us);
     if duration > config.max_session {
         return Err(format!(
@@ -449,6 +455,8 @@ mod tests {
             .contains("--max-session"));
         h.duration_us = 1_000_000;
         h.interval_us = 10;
+        assert!(check_hello(&h, &config).unwrap_err().contains("interval"));
+        h.interval_us = u64::MAX;
         assert!(check_hello(&h, &config).unwrap_err().contains("interval"));
         h.interval_us = 100_000;
         h.token = None;
