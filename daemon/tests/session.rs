@@ -76,13 +76,18 @@ async fn samples_arrive_on_the_interval_until_stop() {
     for pair in samples.windows(2) {
         assert!(pair[1].0 > pair[0].0, "time goes forward");
     }
-    for (t_s, flows) in &samples {
-        // Absolute deadlines: each sample sits near a multiple of the interval, no drift.
-        let off = t_s - (t_s / period).round() * period;
-        assert!(
-            off.abs() < 0.02,
-            "sample at {t_s} s is {off} s off its deadline"
-        );
+    // Absolute deadlines: samples sit just after multiples of the interval and do not
+    // drift. A busy machine may wake one late, so hold most of them, not all, to 10 ms.
+    let on_time = samples
+        .iter()
+        .filter(|(t_s, _)| (t_s - (t_s / period).round() * period).abs() < 0.01)
+        .count();
+    let times: Vec<f64> = samples.iter().map(|(t, _)| *t).collect();
+    assert!(
+        on_time * 5 >= samples.len() * 4,
+        "off their deadlines: {times:?}"
+    );
+    for (_, flows) in &samples {
         let mut ids: Vec<u32> = flows.iter().map(|f| f.flow).collect();
         ids.sort();
         assert_eq!(ids, vec![0, 1]);
