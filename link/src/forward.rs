@@ -38,6 +38,8 @@ pub struct IoStats {
     pub max_late_us: u64,
     /// Times reading paused because the delay line's buffer was full.
     pub ring_full_waits: u64,
+    /// Whether the thread ran at real-time priority.
+    pub realtime: bool,
     /// CPU used by this direction's thread.
     pub cpu: CpuSeconds,
 }
@@ -60,6 +62,8 @@ pub struct Direction {
     pub input_dev: String,
     pub path: Path,
     pub ring_bytes: usize,
+    /// Run at SCHED_FIFO priority 10 if the kernel allows.
+    pub realtime: bool,
 }
 
 /// Runs one direction until `stop` is set, refreshing `shared` as it goes.
@@ -73,9 +77,12 @@ pub fn run(
         sys::enter_netns(ns)?;
     }
     sys::set_timer_slack(10_000);
+    let mut io_stats = IoStats {
+        realtime: dir.realtime && sys::set_realtime(10).is_ok(),
+        ..IoStats::default()
+    };
     let tx_dropped_at_start = tun_tx_dropped(&dir.input_dev).unwrap_or(0);
     let mut line = DelayLine::new(dir.ring_bytes);
-    let mut io_stats = IoStats::default();
     let now_ns = || epoch.elapsed().as_nanos() as u64;
     let mut next_publish = Instant::now();
     let mut input = &*dir.input;

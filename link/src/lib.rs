@@ -94,6 +94,8 @@ pub struct LinkConfig {
     pub seed: u64,
     /// Let the kernel hand over TCP super-packets of up to 64 KB (TSO/GSO on the TUN).
     pub gso: bool,
+    /// Forward at real-time (SCHED_FIFO) priority when allowed.
+    pub realtime: bool,
 }
 
 /// What the link did, per direction, and what it cost. Serialized as the stats JSON.
@@ -154,6 +156,7 @@ impl Link {
                     input_dev: config.a.dev.clone(),
                     path: Path::new(path_config),
                     ring_bytes,
+                    realtime: config.realtime,
                 },
             ),
             (
@@ -168,6 +171,7 @@ impl Link {
                         ..path_config
                     }),
                     ring_bytes,
+                    realtime: config.realtime,
                 },
             ),
         ];
@@ -234,6 +238,17 @@ impl Link {
             None => Ok(self.stats()),
         }
     }
+}
+
+/// Moves the calling thread into a network namespace given by name (as for `ip netns`)
+/// or path; sockets it opens afterwards live there. For tests and tools around the link.
+pub fn enter_netns(name_or_path: &str) -> std::io::Result<()> {
+    let end = Endpoint {
+        netns: Some(name_or_path.to_string()),
+        dev: String::new(),
+    };
+    let path = end.netns_path().expect("netns was given");
+    sys::enter_netns(&File::open(path)?)
 }
 
 fn open_netns(end: &Endpoint) -> Result<Option<File>, LinkError> {

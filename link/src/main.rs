@@ -52,6 +52,9 @@ struct Cli {
     /// queue drops hit single segments; too slow for 1gbit).
     #[arg(long)]
     no_gso: bool,
+    /// Do not raise the forwarding threads to real-time (SCHED_FIFO) priority.
+    #[arg(long)]
+    no_realtime: bool,
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         loss: cli.loss,
         seed: cli.seed,
         gso: !cli.no_gso,
+        realtime: !cli.no_realtime,
     };
     oscil_link::block_term_signals().context("blocking SIGINT/SIGTERM")?;
     let link = Link::start(config)?;

@@ -94,6 +94,21 @@ pub fn set_timer_slack(slack_ns: u64) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack_ns as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Gives the calling thread real-time (SCHED_FIFO) priority, so compiler jobs on the same
+/// cores cannot make deliveries late. The kernel's RT throttling still bounds it.
+pub fn set_realtime(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: valid sched_param for the calling thread.
+    let ret =
+        unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    if ret != 0 {
+        return Err(io::Error::from_raw_os_error(ret));
+    }
+    Ok(())
+}
+
 /// User and system CPU seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct CpuSeconds {

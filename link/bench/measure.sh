@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Measures oscil-link itself: idle RTT (ping), then one bulk TCP flow (iperf3) through it,
+# and prints configured vs delivered rate, configured vs measured RTT, queue drops and the
+# emulator's CPU. Root only; needs iperf3, ping and python3.
+#   link/bench/measure.sh RATE RTT [SECONDS] [CC] [FLOWS]   e.g.  link/bench/measure.sh 1gbit 466ms 40 cubic 4
+# OSCIL_LINK: the oscil-link binary (default: target/release/oscil-link).
+set -euo pipefail
+rate=${1:?rate, e.g. 100mbit}; rtt=${2:?rtt, e.g. 100ms}; secs=${3:-20}; cc=${4:-bbr}; flows=${5:-1}
+bin=${OSCIL_LINK:-$(dirname "$0")/../../target/release/oscil-link}
+[[ $(id -u) == 0 ]] || { echo "measure.sh: needs root (network namespaces, TUN)" >&2; exit 1; }
+rtt_ms=${rtt%ms}; delay_us=$((rtt_ms * 500))
+a=olbA$$; b=olbB$$; dir=$(mktemp -d)
+link_pid=
+cleanup() {
+  [[ -n $link_pid ]] && kill "$link_pid" 2>/dev/null && wait "$link_pid" 2>/dev/null
+  ip netns pids "$b" 2>/dev/null | xargs -r kill 2>/dev/null || true
+  ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+for n in "$a" "$b"; do
+  ip netns add "$n"; ip -n "$n" link set lo up
+  ip -n "$n" tuntap add dev osl0 mode tun vnet_hdr
+  ip -n "$n" link set osl0 up txqueuelen 10000
+  ip netns exec "$n" sysctl -qw net.ipv4.tcp_rmem="8192 262144 536870912" \
+    net.ipv4.tcp_wmem="4096 16384 536870912"
+done
+ip -n "$a" addr add 10.77.0.1/24 dev osl0; ip -n "$b" addr add 10.77.0.2/24 dev osl0
+"$bin" --a-netns "$a" --b-netns "$b" --rate "$rate" --delay "${delay_us}us" --stats "$dir/link.json" &
+link_pid=$!
+sleep 0.5
+echo "== $rate, RTT $rtt (one-way ${delay_us}us each direction), ${flows} flow(s) of ${secs}s with $cc"
+ip netns exec "$a" ping -q -c 10 -i 0.2 10.77.0.2 | tail -1 | sed 's/^/idle ping: /'
+ip netns exec "$b" iperf3 -s -1 -D; sleep 0.3
+ip netns exec "$a" iperf3 -c 10.77.0.2 -t 4 -b 1M -J > "$dir/paced.json"
+ip netns exec "$b" iperf3 -s -1 -p 5202 -J --logfile "$dir/server.json" -D
+sleep 0.3
+ip netns exec "$a" ping -q -i 0.5 -w "$secs" 10.77.0.2 > "$dir/ping.txt" &
+ping_pid=$!
+cp "$dir/link.json" "$dir/link0.json" 2>/dev/null || true
+ip netns exec "$a" iperf3 -c 10.77.0.2 -p 5202 -t "$secs" -C "$cc" -P "$flows" -J > "$dir/client.json"
+wait "$ping_pid" || true
+sleep 1.2
+kill "$link_pid"; wait "$link_pid" || true; link_pid=
+tail -1 "$dir/ping.txt" | sed 's/^/ping under load: /'
+python3 - "$dir" "$rate" "$rtt_ms" "$secs" <<'PY'
+import json, sys
+d, rate_s, rtt_ms, secs = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+link = json.load(open(f"{d}/link.json")); rate = link["rate_bps"]
+server = json.load(open(f"{d}/server.json")); client = json.load(open(f"{d}/client.json"))
+paced = json.load(open(f"{d}/paced.json"))["end"]["streams"][0]["sender"]
+iv = [i["sum"] for i in server["intervals"]]
+# steady state: the last half of the flow
+half = iv[len(iv) // 2:]
+goodput = sum(i["bytes"] for i in half) * 8 / sum(i["seconds"] for i in half)
+mss = 1448
+wire_equiv = goodput * (mss + 52 + 14) / mss
+s = client["end"]["streams"][0]["sender"]
+print(f"configured rate {rate/1e6:.1f} Mbit/s; receiver goodput (2nd half) {goodput/1e6:.2f} Mbit/s;"
+      f" wire-equivalent {wire_equiv/1e6:.2f} Mbit/s = {100*wire_equiv/rate:.1f}% of configured")
+print(f"configured RTT {rtt_ms:.1f} ms; TCP_INFO srtt of the bulk flow: min {s['min_rtt']/1e3:.2f} ms,"
+      f" mean {s['mean_rtt']/1e3:.2f} ms, max {s['max_rtt']/1e3:.2f} ms; retransmits (all flows) {client['end']['sum_sent']['retransmits']}")
+print(f"TCP_INFO srtt of a paced 1 Mbit/s flow on the idle link: min {paced['min_rtt']/1e3:.2f} ms,"
+      f" mean {paced['mean_rtt']/1e3:.2f} ms")
+for k in ("a_to_b", "b_to_a"):
+    l, e = link[k]["link"], link[k]["emulator"]
+    print(f"{k}: in {l['packets_in']} pkts/{l['segments_in']} segs, dropped at queue {l['packets_dropped_queue']} pkts/"
+          f"{l['segments_dropped_queue']} segs, max queue {l['max_queue_segments']}/{link['queue_limit']} segs;"
+          f" emulator: tun tx_dropped {e['tun_tx_dropped']}, late>1ms {e['packets_late_over_1ms']},"
+          f" max late {e['max_late_us']} us, ring full {e['ring_full_waits']}, realtime {e['realtime']}")
+c = link["cpu"]
+print(f"emulator CPU {c['user_s']:.2f}s user + {c['system_s']:.2f}s sys over {link['elapsed_s']:.1f}s"
+      f" = {100*(c['user_s']+c['system_s'])/link['elapsed_s']:.0f}% of one core")
+PY

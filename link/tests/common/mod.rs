@@ -1,0 +1,181 @@
+//! Helpers for tests that need real network namespaces joined by oscil-link.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const ADDR_A: &str = "10.77.0.1";
+pub const ADDR_B: &str = "10.77.0.2";
+
+/// Whether we run as root; tests that need namespaces skip with a message otherwise.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[macro_export]
+macro_rules! require_root {
+    () => {
+        if !common::is_root() {
+            eprintln!("skipped: needs root (network namespaces, TUN devices)");
+            return;
+        }
+    };
+}
+
+fn ip(args: &[&str]) {
+    let status = Command::new("ip").args(args).status().expect("run ip");
+    assert!(status.success(), "ip {args:?} failed");
+}
+
+/// Unique name: prefix, our PID and a counter, short enough for an interface name.
+pub fn unique(prefix: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}{}x{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A network namespace deleted (with every process in it) on drop.
+pub struct Netns(pub String);
+
+impl Netns {
+    pub fn new(prefix: &str) -> Netns {
+        let name = unique(prefix);
+        ip(&["netns", "add", &name]);
+        let ns = Netns(name);
+        ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+        ns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", &self.0]).output() {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = Command::new("kill").arg(pid).status();
+            }
+        }
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// Two namespaces, A (10.77.0.1) and B (10.77.0.2), with a persistent TUN `osl0` each,
+/// joined by a running oscil-link. Stopped and removed on drop.
+pub struct LinkedPair {
+    pub a: Netns,
+    pub b: Netns,
+    link: Option<Child>,
+    pub stats_path: PathBuf,
+}
+
+impl LinkedPair {
+    /// Starts oscil-link with `args` (e.g. `["--rate", "20mbit", "--delay", "25ms"]`).
+    pub fn start(args: &[&str]) -> LinkedPair {
+        let a = Netns::new("olA");
+        let b = Netns::new("olB");
+        for (ns, addr) in [(&a, ADDR_A), (&b, ADDR_B)] {
+            ip(&[
+                "-n", &ns.0, "tuntap", "add", "dev", "osl0", "mode", "tun", "vnet_hdr",
+            ]);
+            ip(&[
+                "-n",
+                &ns.0,
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                "osl0",
+            ]);
+            ip(&[
+                "-n",
+                &ns.0,
+                "link",
+                "set",
+                "osl0",
+                "up",
+                "txqueuelen",
+                "1000",
+            ]);
+        }
+        let stats_path = std::env::temp_dir().join(format!("{}.json", a.0));
+        let link = Command::new(env!("CARGO_BIN_EXE_oscil-link"))
+            .args(["--a-netns", &a.0, "--b-netns", &b.0, "--stats"])
+            .arg(&stats_path)
+            .args(args)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start oscil-link");
+        let pair = LinkedPair {
+            a,
+            b,
+            link: Some(link),
+            stats_path,
+        };
+        pair.wait_for_carrier();
+        pair
+    }
+
+    /// The TUN reports carrier once the emulator has attached to it.
+    fn wait_for_carrier(&self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for ns in [&self.a, &self.b] {
+            loop {
+                let out = Command::new("ip")
+                    .args(["-n", &ns.0, "-o", "link", "show", "osl0"])
+                    .output()
+                    .expect("ip link show");
+                if String::from_utf8_lossy(&out.stdout).contains("LOWER_UP") {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "oscil-link did not attach to {}",
+                    ns.0
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// Stops the emulator (SIGTERM) and returns the statistics it wrote.
+    pub fn stop(&mut self) -> serde_json::Value {
+        let mut child = self.link.take().expect("link still running");
+        let _ = Command::new("kill").arg(child.id().to_string()).status();
+        let status = child.wait().expect("wait for oscil-link");
+        assert!(status.success(), "oscil-link exited with {status}");
+        let text = std::fs::read_to_string(&self.stats_path).expect("stats file");
+        serde_json::from_str(&text).expect("stats JSON")
+    }
+}
+
+impl Drop for LinkedPair {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.link.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_file(&self.stats_path);
+    }
+}
+
+/// Runs `f` on a new thread inside namespace `ns`, where its sockets will live.
+pub fn spawn_in<T: Send + 'static>(
+    ns: &Netns,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let name = ns.0.clone();
+    std::thread::spawn(move || {
+        oscil_link::enter_netns(&name).expect("enter namespace");
+        f()
+    })
+}
