@@ -45,7 +45,7 @@ struct Cli {
     /// Seed of the loss generator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write statistics as JSON here, every second and on exit.
+    /// Write statistics as JSON here: once the devices are attached, every second, on exit.
     #[arg(long)]
     stats: Option<PathBuf>,
     /// Take one MTU-sized packet per read instead of 64 KB GSO packets (then loss and
@@ -87,6 +87,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     oscil_link::block_term_signals().context("blocking SIGINT/SIGTERM")?;
     let link = Link::start(config)?;
+    // Written at once, so a script can wait for the file to know the link is up.
+    if let Some(path) = &cli.stats {
+        write_stats(path, &link.stats())?;
+    }
     loop {
         let signal = oscil_link::wait_term_signal(Duration::from_secs(1));
         if signal.is_some() || !link.is_running() {
