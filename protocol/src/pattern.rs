@@ -80,11 +80,13 @@ impl PhaseSpan {
 }
 
 /// The phase a sample taken at `t_s` describes. A sample covers the interval that ends at
-/// `t_s`, so one taken exactly at a boundary belongs to the phase that ended there.
-pub fn phase_of_sample(schedule: &[PhaseSpan], t_s: f64) -> Option<Phase> {
+/// `t_s`, so it belongs to the phase that holds the middle of that interval: a sample a
+/// little late at a boundary still belongs to the phase that just ended.
+pub fn phase_of_sample(schedule: &[PhaseSpan], t_s: f64, interval_s: f64) -> Option<Phase> {
+    let middle_s = t_s - interval_s / 2.0;
     schedule
         .iter()
-        .find(|s| s.start_s < t_s && t_s <= s.end_s)
+        .find(|s| s.contains(middle_s))
         .map(|s| s.phase)
 }
 
@@ -116,10 +118,11 @@ mod tests {
     #[test]
     fn a_sample_at_a_boundary_belongs_to_the_phase_that_ended() {
         let spans = PatternConfig::CLOUDFLARE.schedule();
-        assert_eq!(phase_of_sample(&spans, 5.0), Some(Phase::Fast));
-        assert_eq!(phase_of_sample(&spans, 5.1), Some(Phase::Slow));
-        assert_eq!(phase_of_sample(&spans, 0.0), None);
-        assert_eq!(phase_of_sample(&spans, 60.5), None);
+        assert_eq!(phase_of_sample(&spans, 5.0, 0.1), Some(Phase::Fast));
+        assert_eq!(phase_of_sample(&spans, 5.001, 0.1), Some(Phase::Fast));
+        assert_eq!(phase_of_sample(&spans, 5.1, 0.1), Some(Phase::Slow));
+        assert_eq!(phase_of_sample(&spans, 0.0, 0.1), None);
+        assert_eq!(phase_of_sample(&spans, 60.5, 0.1), None);
     }
 
     #[test]

@@ -24,7 +24,6 @@ use oscil_kernel::{host, netstat, SocketOptions, SockoptError};
 use oscil_protocol::control::{DaemonMessage, Ended, FrameError, ReaderMessage};
 use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
 use oscil_protocol::{Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter};
-use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -93,6 +92,8 @@ pub enum ReaderError {
     Sockopt(#[from] SockoptError),
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    #[error("cannot start the sampler thread: {0}")]
+    Thread(std::io::Error),
 }
 
 /// A finished run: what `run.json` says and the per-phase figures.
@@ -137,7 +138,11 @@ pub async fn run(
     };
     let recorder = Arc::new(Mutex::new(Recorder {
         writer: RunWriter::create(&config.out, config.force, meta)?,
-        summary: SummaryBuilder::new(schedule.clone(), page_size_bytes),
+        summary: SummaryBuilder::new(
+            schedule.clone(),
+            config.interval.as_secs_f64(),
+            page_size_bytes,
+        ),
     }));
     let tcpext_before = netstat::read().ok();
 
@@ -163,23 +168,24 @@ pub async fn run(
             start,
         ));
     }
-    let stop_sampling = Arc::new(Notify::new());
-    let sampler = tokio::spawn(
-        Sampler {
-            flows: flows.clone(),
-            recorder: recorder.clone(),
-            start,
-            interval: config.interval,
-            schedule: schedule.clone(),
-            progress: Progress::new(
-                config.progress,
-                config.pattern.total(),
-                schedule.clone(),
-                config.pattern.cycles,
-            ),
-        }
-        .run(stop_sampling.clone()),
-    );
+    let (stop_sampling, stop_rx) = std::sync::mpsc::channel();
+    let sampler = Sampler {
+        flows: flows.clone(),
+        recorder: recorder.clone(),
+        start: start.into_std(),
+        interval: config.interval,
+        schedule: schedule.clone(),
+        progress: Progress::new(
+            config.progress,
+            config.pattern.total(),
+            schedule.clone(),
+            config.pattern.cycles,
+        ),
+    };
+    let sampler = std::thread::Builder::new()
+        .name("sampler".into())
+        .spawn(move || sampler.run(stop_rx))
+        .map_err(ReaderError::Thread)?;
     let control_recorder = recorder.clone();
     let mut control = tokio::spawn(async move {
         loop {
@@ -229,11 +235,12 @@ pub async fn run(
     };
     let end_s = start.elapsed().as_secs_f64();
     readers.abort_all();
-    stop_sampling.notify_one();
-    let sample_error = match sampler.await {
+    let _ = stop_sampling.send(());
+    let sampler = tokio::task::spawn_blocking(move || sampler.join());
+    let sample_error = match sampler.await.expect("joining the sampler thread") {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
-        Err(e) => Some(format!("sampler failed: {e}")),
+        Err(_) => Some("the sampler thread panicked".into()),
     };
 
     // Ask the daemon to stop and take its last samples and counters.

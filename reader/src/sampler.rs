@@ -1,13 +1,15 @@
 //! Samples the reader's side of every flow at the interval, on absolute deadlines.
+//!
+//! It runs on its own OS thread: when the reading tasks keep the async workers busy, their
+//! timers fire late, and a sample 100 ms late is a wrong throughput figure.
 
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use oscil_kernel::{meminfo, sockstat, tcp_info};
 use oscil_protocol::pattern::phase_of_sample;
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, RunDirError, Side};
-use tokio::sync::Notify;
-use tokio::time::{sleep_until, Instant};
 
 use crate::flow::Flow;
 use crate::progress::Progress;
@@ -34,15 +36,16 @@ pub enum SampleError {
 }
 
 impl Sampler {
-    /// Samples until `stop` is notified, then takes a last sample so that the bytes read
-    /// since the last tick are not lost.
-    pub async fn run(self, stop: Arc<Notify>) -> Result<(), SampleError> {
+    /// Samples until `stop` receives (or its sender is dropped), then takes a last sample so
+    /// that the bytes read since the last tick are not lost.
+    pub fn run(self, stop: Receiver<()>) -> Result<(), SampleError> {
         let mut tick = 1u32;
         let mut last = self.start;
         loop {
-            tokio::select! {
-                _ = sleep_until(self.start + self.interval * tick) => {}
-                _ = stop.notified() => break,
+            let deadline = self.start + self.interval * tick;
+            match stop.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
             }
             last = self.sample(last)?;
             // Skip ticks that are already past rather than bunching them up.
@@ -59,7 +62,7 @@ impl Sampler {
     fn sample(&self, last: Instant) -> Result<Instant, SampleError> {
         let now = Instant::now();
         let t_s = now.duration_since(self.start).as_secs_f64();
-        let phase = phase_of_sample(&self.schedule, t_s)
+        let phase = phase_of_sample(&self.schedule, t_s, self.interval.as_secs_f64())
             .or_else(|| self.schedule.last().map(|s| s.phase))
             .unwrap_or(Phase::Fast);
         let mut total_bytes = 0;

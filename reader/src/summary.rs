@@ -40,6 +40,7 @@ struct SenderTick {
 /// Running totals per phase.
 pub struct SummaryBuilder {
     schedule: Vec<PhaseSpan>,
+    interval_s: f64,
     page_size_bytes: u64,
     phases: BTreeMap<Phase, PhaseTotals>,
 }
@@ -58,16 +59,17 @@ struct PhaseTotals {
 }
 
 impl SummaryBuilder {
-    pub fn new(schedule: Vec<PhaseSpan>, page_size_bytes: u64) -> Self {
+    pub fn new(schedule: Vec<PhaseSpan>, interval_s: f64, page_size_bytes: u64) -> Self {
         SummaryBuilder {
             schedule,
+            interval_s,
             page_size_bytes,
             phases: BTreeMap::new(),
         }
     }
 
     fn totals(&mut self, t_s: f64) -> Option<&mut PhaseTotals> {
-        let phase = phase_of_sample(&self.schedule, t_s)?;
+        let phase = phase_of_sample(&self.schedule, t_s, self.interval_s)?;
         Some(self.phases.entry(phase).or_default())
     }
 
@@ -234,7 +236,7 @@ mod tests {
             cycles: 1,
             full_speed: false,
         };
-        let mut builder = SummaryBuilder::new(config.schedule(), 4096);
+        let mut builder = SummaryBuilder::new(config.schedule(), 0.1, 4096);
         builder.reader(&reader_row(0.5, 1_000_000));
         builder.reader(&reader_row(1.0, 1_500_000)); // closes the fast second
         builder.reader(&reader_row(2.0, 100_000));
