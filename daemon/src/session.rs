@@ -80,8 +80,9 @@ pub(crate) async fn serve(
         return eprintln!("oscil-daemon: session {session_id:016x} from {peer}: welcome: {e}");
     }
     eprintln!(
-        "oscil-daemon: session {session_id:016x} from {peer} ({}): start, {} flows every {:?} for {:?}, options {:?}{}",
-        hello.software,
+        "oscil-daemon: session {session_id:016x} from {peer} ({:?}): start, {} flows every {:?} for {:?}, options {:?}{}",
+        // The peer's own words: quoted and cut short, so they cannot forge log lines.
+        hello.software.chars().take(80).collect::<String>(),
         hello.flows,
         Duration::from_micros(hello.interval_us),
         Duration::from_micros(hello.duration_us),
