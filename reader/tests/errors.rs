@@ -1,0 +1,144 @@
+//! Every bad input gets one clear line on stderr and a non-zero exit, never a panic.
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::Output;
+
+use util::{free_port, reader, run_reader, Daemon};
+
+/// The error line(s) the reader printed, after checking it failed without a panic.
+fn failure(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        !output.status.success(),
+        "expected a failure, stderr: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+    assert!(
+        !stderr.contains("RUST_BACKTRACE"),
+        "backtrace hint: {stderr}"
+    );
+    stderr
+}
+
+fn only_line(stderr: &str) -> &str {
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
+    lines[0]
+}
+
+#[test]
+fn unreachable_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let output = reader()
+        .args(["--connect", &addr, "--quiet", "--out"])
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    let stderr = failure(&output);
+    let line = only_line(&stderr);
+    assert!(
+        line.starts_with("oscil-reader: cannot connect to the daemon at"),
+        "{line}"
+    );
+    assert!(line.contains(&addr), "{line}");
+}
+
+#[test]
+fn refused_congestion_control_is_named() {
+    let daemon = Daemon::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let output = run_reader(
+        &daemon,
+        &dir.path().join("run"),
+        &["--congestion", "nosuchcc"],
+    );
+    let stderr = failure(&output);
+    let line = only_line(&stderr);
+    assert!(line.contains("refused the session"), "{line}");
+    assert!(line.contains("nosuchcc"), "{line}");
+}
+
+#[test]
+fn unparsable_duration_and_size() {
+    for (flag, value, expected) in [
+        ("--fast", "5parsecs", "duration"),
+        ("--notsent-lowat", "12q", "size"),
+        ("--fraction", "2", "fraction"),
+    ] {
+        let output = reader()
+            .args([
+                "--connect",
+                "127.0.0.1:1",
+                "--out",
+                "/nonexistent",
+                flag,
+                value,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}");
+        let stderr = failure(&output);
+        let first = stderr.lines().next().unwrap();
+        assert!(first.starts_with("error: invalid value"), "{first}");
+        assert!(first.contains(value) && first.contains(expected), "{first}");
+    }
+}
+
+/// A stand-in daemon that answers any hello with a newer protocol version.
+#[test]
+fn protocol_version_mismatch() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut prefix = [0u8; 4];
+        stream.read_exact(&mut prefix).unwrap();
+        let mut hello = vec![0u8; u32::from_be_bytes(prefix) as usize];
+        stream.read_exact(&mut hello).unwrap();
+        let welcome =
+            br#"{"type":"welcome","version":99,"software":"oscil-daemon 9.9","session_id":1,
+            "host":{"hostname":"h","kernel_release":"6","page_size_bytes":4096,"sysctls":{},
+                    "wall_clock_unix_ms":0,"clock":"c","netns_inode":null},
+            "options_in_force":{"notsent_lowat_bytes":0,"sndbuf_bytes":0,"rcvbuf_bytes":0,
+                                "congestion":"bbr","max_pacing_rate_bps":null,"notes":[]}}"#;
+        stream
+            .write_all(&(welcome.len() as u32).to_be_bytes())
+            .unwrap();
+        stream.write_all(welcome).unwrap();
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = reader()
+        .args(["--connect", &addr.to_string(), "--quiet", "--out"])
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    server.join().unwrap();
+    let stderr = failure(&output);
+    let line = only_line(&stderr);
+    assert!(line.contains("protocol version 99"), "{line}");
+}
+
+#[test]
+fn output_directory_problems() {
+    let daemon = Daemon::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("mine.txt"), "keep me").unwrap();
+    let stderr = failure(&run_reader(&daemon, &full, &[]));
+    assert!(only_line(&stderr).contains("--force"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(full.join("mine.txt")).unwrap(),
+        "keep me"
+    );
+
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let stderr = failure(&run_reader(&daemon, &file.join("run"), &[]));
+    assert!(only_line(&stderr).contains("a-file"), "{stderr}");
+}
