@@ -31,7 +31,7 @@ sleep 0.5
 echo "== $rate, RTT $rtt (one-way ${delay_us}us each direction), ${flows} flow(s) of ${secs}s with $cc"
 ip netns exec "$a" ping -q -c 10 -i 0.2 10.77.0.2 | tail -1 | sed 's/^/idle ping: /'
 ip netns exec "$b" iperf3 -s -1 -D; sleep 0.3
-ip netns exec "$a" iperf3 -c 10.77.0.2 -t 4 -b 1M -J > "$dir/paced.json"
+ip netns exec "$a" iperf3 -c 10.77.0.2 -t 4 -b 200K -l 1000 -J > "$dir/paced.json"
 ip netns exec "$b" iperf3 -s -1 -p 5202 -J --logfile "$dir/server.json" -D
 sleep 0.3
 ip netns exec "$a" ping -q -i 0.5 -w "$secs" 10.77.0.2 > "$dir/ping.txt" &
@@ -59,7 +59,7 @@ print(f"configured rate {rate/1e6:.1f} Mbit/s; receiver goodput (2nd half) {good
       f" wire-equivalent {wire_equiv/1e6:.2f} Mbit/s = {100*wire_equiv/rate:.1f}% of configured")
 print(f"configured RTT {rtt_ms:.1f} ms; TCP_INFO srtt of the bulk flow: min {s['min_rtt']/1e3:.2f} ms,"
       f" mean {s['mean_rtt']/1e3:.2f} ms, max {s['max_rtt']/1e3:.2f} ms; retransmits (all flows) {client['end']['sum_sent']['retransmits']}")
-print(f"TCP_INFO srtt of a paced 1 Mbit/s flow on the idle link: min {paced['min_rtt']/1e3:.2f} ms,"
+print(f"TCP_INFO srtt of a paced 0.2 Mbit/s flow on the idle link: min {paced['min_rtt']/1e3:.2f} ms,"
       f" mean {paced['mean_rtt']/1e3:.2f} ms")
 for k in ("a_to_b", "b_to_a"):
     l, e = link[k]["link"], link[k]["emulator"]
