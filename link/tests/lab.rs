@@ -92,7 +92,7 @@ impl Drop for RemoveOnDrop {
     }
 }
 
-const FAST_S: f64 = 3.0;
+const FAST_S: f64 = 4.0;
 const SLOW_S: f64 = 4.0;
 const INTERVAL_S: f64 = 0.1;
 
@@ -119,7 +119,7 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
             "--lowat",
             "default,131072",
         ])
-        .args(["--fast", "3s", "--slow", "4s", "--cycles", "1", "--out"])
+        .args(["--fast", "4s", "--slow", "4s", "--cycles", "1", "--out"])
         .arg(&out)
         .env("OSCIL_BIN_DIR", &bin)
         .status()
@@ -148,11 +148,14 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
             (99.0..=106.0).contains(&min_rtt_ms),
             "min sender RTT {min_rtt_ms} ms on a 100 ms path"
         );
-        // Full-sized segments carry 1448 payload bytes in 1514 wire bytes.
+        // Full-sized segments carry 1448 payload bytes in 1514 wire bytes. Measured after
+        // slow start's losses are repaired: data held behind a hole reaches the reader in a
+        // burst, so short windows right after a loss can read above the link rate.
         let ceiling_bps = 100e6 * 1448.0 / 1514.0;
-        let goodput = run.fast_goodput_bps(1.5);
+        let goodput = run.fast_goodput_bps(2.0);
+        eprintln!("min sender RTT {min_rtt_ms:.2} ms, fast-phase goodput {goodput:.0} bit/s");
         assert!(
-            goodput > 0.85 * ceiling_bps && goodput < 1.03 * ceiling_bps,
+            goodput > 0.85 * ceiling_bps && goodput < 1.05 * ceiling_bps,
             "fast-phase goodput {goodput:.0} bit/s, path ceiling {ceiling_bps:.0}"
         );
     }
