@@ -1,0 +1,371 @@
+//! Renders figures to PNG with plotters and the bundled DejaVu font (no system fonts).
+
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use crate::figure::{Axis, BarFigure, BarPanel, Figure, Panel};
+
+/// Width of every picture, in pixels.
+pub const WIDTH_PX: u32 = 1600;
+/// Height of one time-series panel.
+pub const PANEL_HEIGHT_PX: u32 = 380;
+const LINE_HEIGHT_PX: u32 = 30;
+const FONT: &str = "sans-serif";
+
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: drawing failed: {message}")]
+pub struct DrawError {
+    path: String,
+    message: String,
+}
+
+type Result<T> = std::result::Result<T, String>;
+
+fn register_fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The bytes are the crate's own font files, so registering cannot fail.
+        let _ = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
+        let _ = plotters::style::register_font(FONT, FontStyle::Bold, dejavu::sans::bold());
+    });
+}
+
+fn rgb(c: (u8, u8, u8)) -> RGBColor {
+    RGBColor(c.0, c.1, c.2)
+}
+
+fn header_height(header: &[String], warning: bool) -> u32 {
+    (header.len() as u32 + u32::from(warning)) * LINE_HEIGHT_PX + 20
+}
+
+/// The size a figure is drawn at: full width, a header, then its panels stacked.
+pub fn figure_size(figure: &Figure) -> (u32, u32) {
+    (
+        WIDTH_PX,
+        header_height(&figure.header, figure.warning.is_some())
+            + figure.panels.len() as u32 * PANEL_HEIGHT_PX,
+    )
+}
+
+pub fn bar_figure_size(figure: &BarFigure) -> (u32, u32) {
+    let rows = figure.panels.len().div_ceil(2) as u32;
+    let bars = figure.panels.first().map_or(1, |p| p.bars.len()) as u32;
+    (
+        WIDTH_PX,
+        header_height(&figure.header, false) + rows * bar_panel_height(bars),
+    )
+}
+
+fn bar_panel_height(bars: u32) -> u32 {
+    110 + bars.max(2) * 34
+}
+
+/// Writes a figure of time-series panels to `path`.
+pub fn draw_figure(figure: &Figure, path: &Path) -> std::result::Result<(), DrawError> {
+    render(path, figure_size(figure), |root| {
+        let top = header_height(&figure.header, figure.warning.is_some());
+        let (head, body) = root.split_vertically(top);
+        draw_header(&head, &figure.header, figure.warning.as_deref())?;
+        let areas = body.split_evenly((figure.panels.len().max(1), 1));
+        for (panel, area) in figure.panels.iter().zip(&areas) {
+            draw_panel(area, panel)?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes a figure of bar panels, two to a row.
+pub fn draw_bar_figure(figure: &BarFigure, path: &Path) -> std::result::Result<(), DrawError> {
+    render(path, bar_figure_size(figure), |root| {
+        let (head, body) = root.split_vertically(header_height(&figure.header, false));
+        draw_header(&head, &figure.header, None)?;
+        let rows = figure.panels.len().div_ceil(2).max(1);
+        let areas = body.split_evenly((rows, 2));
+        for (panel, area) in figure.panels.iter().zip(&areas) {
+            draw_bars(area, panel)?;
+        }
+        Ok(())
+    })
+}
+
+fn render(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
+) -> std::result::Result<(), DrawError> {
+    register_fonts();
+    let fail = |message: String| DrawError {
+        path: path.display().to_string(),
+        message,
+    };
+    let root = BitMapBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
+    draw(&root).map_err(fail)?;
+    root.present().map_err(|e| fail(e.to_string()))
+}
+
+fn draw_header<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    lines: &[String],
+    warning: Option<&str>,
+) -> Result<()> {
+    let mut y = 12;
+    for (i, line) in lines.iter().enumerate() {
+        let style = if i == 0 {
+            (FONT, 24).into_font().style(FontStyle::Bold).color(&BLACK)
+        } else {
+            (FONT, 18).into_font().color(&BLACK)
+        };
+        area.draw_text(line, &style, (20, y))
+            .map_err(|e| e.to_string())?;
+        y += LINE_HEIGHT_PX as i32;
+    }
+    if let Some(warning) = warning {
+        let style = (FONT, 22)
+            .into_font()
+            .style(FontStyle::Bold)
+            .color(&RGBColor(200, 0, 0));
+        area.draw_text(warning, &style, (20, y))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The top of an axis: room above the highest value for the legend (which sits in the top
+/// left corner, one row per entry), never an empty range.
+fn axis_top(axis: &Axis, legend_rows: usize) -> f64 {
+    let max = axis.max();
+    if max > 0.0 {
+        max * (1.1 + 0.085 * legend_rows as f64)
+    } else {
+        1.0
+    }
+}
+
+/// Tick labels with as many decimals as the axis needs.
+fn tick(value: f64, top: f64) -> String {
+    if top >= 20.0 {
+        format!("{value:.0}")
+    } else if top >= 2.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let (x0, x1) = panel.x_range;
+    let legend_rows = [Some(&panel.left), panel.right.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|a| a.lines.len() + a.bands.len())
+        .sum::<usize>()
+        + usize::from(!panel.shade.is_empty());
+    let top = axis_top(&panel.left, legend_rows);
+    let right_top = panel
+        .right
+        .as_ref()
+        .map_or(1.0, |axis| axis_top(axis, legend_rows));
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, (FONT, 19).into_font().style(FontStyle::Bold))
+        .margin(12)
+        .margin_right(20)
+        .x_label_area_size(46)
+        .y_label_area_size(90)
+        // Always, so stacked panels share the same time axis pixel for pixel.
+        .right_y_label_area_size(90)
+        .build_cartesian_2d(x0..x1, 0.0..top)
+        .map_err(err)?
+        .set_secondary_coord(x0..x1, 0.0..right_top);
+    chart
+        .configure_mesh()
+        .x_desc(panel.x_label.as_str())
+        .y_desc(panel.left.label.as_str())
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 14))
+        .x_label_formatter(&|x| tick(*x, x1 - x0))
+        .y_label_formatter(&|y| tick(*y, top))
+        .light_line_style(RGBColor(246, 246, 246))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .draw()
+        .map_err(err)?;
+    if let Some(right) = &panel.right {
+        chart
+            .configure_secondary_axes()
+            .y_desc(right.label.as_str())
+            .axis_desc_style((FONT, 16))
+            .label_style((FONT, 14))
+            .y_label_formatter(&|y| tick(*y, right_top))
+            .draw()
+            .map_err(err)?;
+    }
+    let shade = RGBColor(200, 215, 240).mix(0.45);
+    if !panel.shade.is_empty() {
+        chart
+            .draw_series(
+                panel
+                    .shade
+                    .iter()
+                    .map(|&(a, b)| Rectangle::new([(a, 0.0), (b, top)], shade.filled())),
+            )
+            .map_err(err)?
+            .label("slow phase")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], shade.filled()));
+    }
+    for (axis, secondary) in [(Some(&panel.left), false), (panel.right.as_ref(), true)] {
+        let Some(axis) = axis else { continue };
+        for band in &axis.bands {
+            let color = rgb(band.color).mix(0.22);
+            let outline: Vec<(f64, f64)> = band
+                .points
+                .iter()
+                .map(|p| (p.0, p.2))
+                .chain(band.points.iter().rev().map(|p| (p.0, p.1)))
+                .collect();
+            let polygon = std::iter::once(Polygon::new(outline, color.filled()));
+            let anno = if secondary {
+                chart.draw_secondary_series(polygon)
+            } else {
+                chart.draw_series(polygon)
+            }
+            .map_err(err)?;
+            anno.label(band.label.as_str()).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled())
+            });
+        }
+        for line in &axis.lines {
+            let color = rgb(line.color);
+            let style = color.stroke_width(2);
+            let anno = match (line.dashed, secondary) {
+                (true, false) => chart.draw_series(DashedLineSeries::new(
+                    line.points.iter().copied(),
+                    8,
+                    5,
+                    style,
+                )),
+                (true, true) => chart.draw_secondary_series(DashedLineSeries::new(
+                    line.points.iter().copied(),
+                    8,
+                    5,
+                    style,
+                )),
+                (false, false) => {
+                    chart.draw_series(LineSeries::new(line.points.iter().copied(), style))
+                }
+                (false, true) => {
+                    chart.draw_secondary_series(LineSeries::new(line.points.iter().copied(), style))
+                }
+            }
+            .map_err(err)?;
+            anno.label(line.label.as_str()).legend(move |(x, y)| {
+                PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
+            });
+            if line.markers {
+                chart
+                    .draw_series(
+                        line.points
+                            .iter()
+                            .map(|&p| Circle::new(p, 5, color.filled())),
+                    )
+                    .map_err(err)?;
+            }
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .margin(8)
+        .label_font((FONT, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(160, 160, 160))
+        .draw()
+        .map_err(err)
+}
+
+fn draw_bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPanel) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let n = panel.bars.len();
+    let max = panel
+        .bars
+        .iter()
+        .filter_map(|b| b.value)
+        .fold(0.0, f64::max);
+    // Room on the right for the value text.
+    let right = if max > 0.0 { max * 1.45 } else { 1.0 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, (FONT, 17).into_font().style(FontStyle::Bold))
+        .margin(12)
+        .margin_right(24)
+        .x_label_area_size(44)
+        .y_label_area_size(250)
+        .build_cartesian_2d(0.0..right, -0.5..(n as f64 - 0.5))
+        .map_err(err)?;
+    let labels: Vec<String> = panel.bars.iter().map(|b| shorten(&b.label, 34)).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(panel.unit.as_str())
+        .axis_desc_style((FONT, 15))
+        .label_style((FONT, 13))
+        .y_labels(n.max(1))
+        .x_label_formatter(&|x| tick(*x, max))
+        .light_line_style(WHITE)
+        .y_label_formatter(&|y| {
+            let index = y.round();
+            if (y - index).abs() > 0.01 || index < 0.0 {
+                return String::new();
+            }
+            labels
+                .get(n - 1 - index as usize)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .draw()
+        .map_err(err)?;
+    for (i, bar) in panel.bars.iter().enumerate() {
+        let y = (n - 1 - i) as f64;
+        let value = bar.value.unwrap_or(0.0);
+        let color = rgb(bar.color);
+        let style = if bar.baseline {
+            color.mix(0.55).filled()
+        } else {
+            color.filled()
+        };
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y - 0.32), (value, y + 0.32)],
+                style,
+            )))
+            .map_err(err)?;
+        let text_style =
+            (FONT, 14)
+                .into_font()
+                .color(&BLACK)
+                .pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Left,
+                    plotters::style::text_anchor::VPos::Center,
+                ));
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!(" {}", bar.text),
+                (value, y),
+                text_style,
+            )))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut short: String = text.chars().take(max_chars - 1).collect();
+    short.push('…');
+    short
+}
