@@ -9,8 +9,9 @@ use tokio::time::{sleep_until, timeout_at, Instant};
 
 use crate::pacer::{Pacer, Step};
 
-/// Reads of up to this size: large enough that a 10 Gbit/s flow needs few syscalls.
-const READ_BUF_BYTES: usize = 256 << 10;
+/// Reads of up to this size. Larger buffers fall out of the CPU cache: on loopback 256 KiB
+/// reads and writes gave 10 Gbit/s where 64 KiB gave 20 (scripts/bench-loopback).
+const READ_BUF_BYTES: usize = 64 << 10;
 
 /// A data connection shared by its reading task and the sampler.
 pub struct Flow {

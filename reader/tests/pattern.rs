@@ -55,11 +55,12 @@ fn slow_seconds_read_exactly_the_fraction_of_the_fast_peak() {
         (recorded_budget - budget).abs() <= 0.01 * budget,
         "budget {recorded_budget} is not 10% of the peak second {peak}"
     );
-    // The sample at the fast/slow boundary may carry the first read of the slow phase
-    // (at most one 256 KiB read buffer) into the fast side.
+    // The sample taken at the fast/slow boundary belongs to the fast side, and carries
+    // whatever the slow phase read before the sampler woke: the first slow second may
+    // show a little less than its budget, never more.
     let first = seconds[&2];
     assert!(
-        (first - budget).abs() <= 0.01 * budget + 262_144.0,
+        first <= 1.01 * budget && first >= 0.9 * budget,
         "first slow second read {first}, budget {budget}"
     );
     for second in 3..=5 {
