@@ -302,10 +302,10 @@ fn draw_bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPanel
         .margin(12)
         .margin_right(24)
         .x_label_area_size(44)
-        .y_label_area_size(250)
+        .y_label_area_size(340)
         .build_cartesian_2d(0.0..right, -0.5..(n as f64 - 0.5))
         .map_err(err)?;
-    let labels: Vec<String> = panel.bars.iter().map(|b| shorten(&b.label, 34)).collect();
+    let labels: Vec<String> = panel.bars.iter().map(|b| shorten(&b.label, 46)).collect();
     chart
         .configure_mesh()
         .disable_y_mesh()

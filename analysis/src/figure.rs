@@ -560,6 +560,7 @@ pub fn comparison(summaries: &[RunSummary], baselines: &[Option<usize>]) -> BarF
         ),
     ];
     let keys = setting_keys(summaries);
+    let names = summary::distinguishing(summaries);
     let panels = metrics
         .iter()
         .map(|(title, value, unit, words)| BarPanel {
@@ -578,7 +579,7 @@ pub fn comparison(summaries: &[RunSummary], baselines: &[Option<usize>]) -> BarF
                         text.push_str(&format!(" ({})", human::change(c)));
                     }
                     Bar {
-                        label: bar_label(s),
+                        label: bar_label(&names[i], s),
                         value: v.map(|v| v / unit.scale),
                         text,
                         color: PALETTE[keys
@@ -625,12 +626,10 @@ fn setting_keys(summaries: &[RunSummary]) -> Vec<String> {
     keys
 }
 
-fn bar_label(s: &RunSummary) -> String {
-    let mut label = format!("{} [{}]", s.label, s.settings.lowat_text());
-    if s.partial.is_some() {
-        label.push_str(" PARTIAL");
-    }
-    label
+/// What sets the run apart first, then its name: long lab labels are cut at the end.
+fn bar_label(distinguishing: &str, s: &RunSummary) -> String {
+    let partial = if s.partial.is_some() { "PARTIAL " } else { "" };
+    format!("{partial}{distinguishing} | {}", s.label)
 }
 
 /// Slow-phase queued bytes and peak TCP memory against path RTT, one line per setting.

@@ -14,10 +14,10 @@ pub fn size(bytes: f64) -> String {
     format!("{bytes:.0} B")
 }
 
-/// A rate in bits per second: `12.3 Mbit/s`, or Gbit/s from 10 Gbit/s up.
+/// A rate in bits per second: `12.3 Mbit/s`, or `1.25 Gbit/s` from 1 Gbit/s up.
 pub fn rate(bps: f64) -> String {
-    if bps >= 10e9 {
-        format!("{:.1} Gbit/s", bps / 1e9)
+    if bps >= 1e9 {
+        format!("{} Gbit/s", trim(bps / 1e9))
     } else {
         format!("{:.1} Mbit/s", bps / MBIT)
     }
@@ -33,6 +33,9 @@ pub fn ms(ms: f64) -> String {
 
 /// A change against a baseline, signed: `+12%`, `-45%`.
 pub fn change(percent: f64) -> String {
+    if percent.round() == 0.0 {
+        return "±0%".into();
+    }
     format!("{percent:+.0}%")
 }
 
@@ -57,8 +60,10 @@ mod tests {
     #[test]
     fn rates_and_changes() {
         assert_eq!(rate(12_345_678.0), "12.3 Mbit/s");
-        assert_eq!(rate(25e9), "25.0 Gbit/s");
+        assert_eq!(rate(25e9), "25 Gbit/s");
+        assert_eq!(rate(9_912_000_000.0), "9.91 Gbit/s");
         assert_eq!(change(-44.6), "-45%");
         assert_eq!(change(12.0), "+12%");
+        assert_eq!(change(-0.2), "±0%");
     }
 }

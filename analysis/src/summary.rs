@@ -42,8 +42,8 @@ pub struct Settings {
     pub path_rtt_ms: Option<f64>,
     pub path_rate_bps: Option<f64>,
     pub full_speed: bool,
-    /// Further settings the lab recorded, in words (`wmem 4096:16384:4194304`).
-    pub lab_settings: Vec<String>,
+    /// Further settings the lab recorded, by name (`wmem`, `4096:16384:4194304`).
+    pub lab_settings: Vec<(String, String)>,
 }
 
 impl Settings {
@@ -78,24 +78,33 @@ impl Settings {
         }
     }
 
-    /// Everything but the path, in words: runs with the same key differ only in path.
-    pub fn key(&self) -> String {
-        let mut parts = vec![self.lowat_text()];
+    /// The settings in words, each with a name, so runs can be told apart by the ones that
+    /// differ. The path is not among them (see `path_text`).
+    pub fn parts(&self) -> Vec<(String, String)> {
+        let mut parts = vec![("lowat".to_string(), self.lowat_text())];
         if let Some(bytes) = self.sndbuf_bytes {
-            parts.push(format!("sndbuf {}", human::size(f64::from(bytes))));
+            parts.push((
+                "sndbuf".into(),
+                format!("sndbuf {}", human::size(f64::from(bytes))),
+            ));
         }
         if let Some(cc) = &self.congestion {
-            parts.push(cc.clone());
+            parts.push(("congestion".into(), cc.clone()));
         }
-        parts.extend(self.lab_settings.iter().cloned());
-        parts.push(format!(
-            "{} flow{}",
-            self.flows,
-            if self.flows == 1 { "" } else { "s" }
-        ));
+        for (name, value) in &self.lab_settings {
+            parts.push((name.clone(), format!("{name} {value}")));
+        }
+        let plural = if self.flows == 1 { "" } else { "s" };
+        parts.push(("flows".into(), format!("{} flow{plural}", self.flows)));
         if self.full_speed {
-            parts.push("full-speed reader".into());
+            parts.push(("reader".into(), "full-speed reader".into()));
         }
+        parts
+    }
+
+    /// Everything but the path, in words: runs with the same key differ only in path.
+    pub fn key(&self) -> String {
+        let parts: Vec<String> = self.parts().into_iter().map(|(_, text)| text).collect();
         parts.join(", ")
     }
 
@@ -150,8 +159,8 @@ fn lab_number(lab: &Value, keys: &[&str], parse: impl Fn(&str) -> Option<f64>) -
 }
 
 /// Settings the lab recorded that the run directory does not otherwise name
-/// (`lab.settings.wmem`, `rmem`, `adv_win_scale`), as `name value`, skipping defaults.
-fn lab_settings(lab: &Value) -> Vec<String> {
+/// (`lab.settings.wmem`, `rmem`, `adv_win_scale`), skipping defaults.
+fn lab_settings(lab: &Value) -> Vec<(String, String)> {
     let Some(settings) = lab.get("settings") else {
         return Vec::new();
     };
@@ -163,7 +172,7 @@ fn lab_settings(lab: &Value) -> Vec<String> {
                 Value::Number(n) => n.to_string(),
                 _ => return None,
             };
-            (value != "default" && !value.is_empty()).then(|| format!("{key} {value}"))
+            (value != "default" && !value.is_empty()).then(|| (key.to_string(), value))
         })
         .collect()
 }
@@ -361,6 +370,55 @@ pub fn baselines(
         .collect())
 }
 
+/// Each run's settings that are not the same in every run, in words (the path included),
+/// so a chart across runs can name each run briefly. Where nothing differs, the lowat.
+pub fn distinguishing(summaries: &[RunSummary]) -> Vec<String> {
+    let parts: Vec<Vec<(String, String)>> = summaries
+        .iter()
+        .map(|s| {
+            let mut parts = s.settings.parts();
+            parts.push(("path".into(), s.settings.path_text().unwrap_or_default()));
+            parts
+        })
+        .collect();
+    let text_of = |run: &[(String, String)], name: &str| {
+        run.iter()
+            .find(|(n, _)| n == name)
+            .map_or(String::new(), |(_, text)| text.clone())
+    };
+    let mut names: Vec<&String> = parts.iter().flatten().map(|(name, _)| name).collect();
+    let mut seen = Vec::new();
+    names.retain(|name| {
+        let new = !seen.contains(name);
+        seen.push(*name);
+        new
+    });
+    let varying: Vec<&String> = names
+        .into_iter()
+        .filter(|name| {
+            parts
+                .iter()
+                .any(|run| text_of(run, name) != text_of(&parts[0], name))
+        })
+        .collect();
+    parts
+        .iter()
+        .zip(summaries)
+        .map(|(run, summary)| {
+            let texts: Vec<String> = varying
+                .iter()
+                .map(|name| text_of(run, name))
+                .filter(|text| !text.is_empty())
+                .collect();
+            if texts.is_empty() {
+                summary.settings.lowat_text()
+            } else {
+                texts.join(", ")
+            }
+        })
+        .collect()
+}
+
 /// Whether the runs were made on different paths, so figures against RTT say something:
 /// the lab's path facts differ, or, with none recorded, the lowest measured RTTs differ by
 /// more than half (and a millisecond).
@@ -402,10 +460,82 @@ mod tests {
     #[test]
     fn lab_settings_skip_defaults() {
         let lab = json!({"settings": {"lowat": "131072", "wmem": "4096:16384:4194304", "rmem": "default", "adv_win_scale": 1}});
+        let found = lab_settings(&lab);
+        let texts: Vec<(&str, &str)> = found
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         assert_eq!(
-            lab_settings(&lab),
-            vec!["wmem 4096:16384:4194304", "adv_win_scale 1"]
+            texts,
+            vec![("wmem", "4096:16384:4194304"), ("adv_win_scale", "1")]
         );
+    }
+
+    fn run(label: &str, lowat: Option<u64>, rtt_ms: Option<f64>) -> RunSummary {
+        RunSummary {
+            label: label.into(),
+            settings: Settings {
+                flows: 1,
+                lowat: lowat.map(|b| (b, LowatSource::Socket)),
+                sndbuf_bytes: None,
+                congestion: Some("cubic".into()),
+                path_rtt_ms: rtt_ms,
+                path_rate_bps: None,
+                full_speed: false,
+                lab_settings: Vec::new(),
+            },
+            partial: None,
+            duration_s: 60.0,
+            goodput_fast_bps: None,
+            goodput_slow_bps: None,
+            slow_queued_peak_bytes: None,
+            slow_queued_mean_bytes: None,
+            slow_notsent_peak_bytes: None,
+            slow_notsent_mean_bytes: None,
+            tcp_mem_peak_sender_bytes: None,
+            tcp_mem_peak_reader_bytes: None,
+            rtt_slow_mean_ms: None,
+            rtt_min_ms: None,
+        }
+    }
+
+    #[test]
+    fn each_run_is_compared_with_the_default_lowat_run_on_its_path() {
+        let runs = [
+            run("a", Some(16384), Some(20.0)),
+            run("b", None, Some(20.0)),
+            run("c", None, Some(80.0)),
+            run("d", Some(16384), Some(80.0)),
+            run("e", Some(16384), None),
+        ];
+        assert_eq!(
+            baselines(&runs, None).unwrap(),
+            vec![Some(1), Some(1), Some(2), Some(2), Some(1)]
+        );
+        assert_eq!(baselines(&runs, Some("d")).unwrap(), vec![Some(3); 5]);
+        let err = baselines(&runs, Some("z")).unwrap_err();
+        assert!(err.contains("a, b, c, d, e"), "{err}");
+        assert_eq!(baselines(&runs[..1], None).unwrap(), vec![None]);
+        assert!(paths_differ(&runs));
+        assert!(!paths_differ(&runs[..2]));
+    }
+
+    #[test]
+    fn runs_are_named_by_the_settings_that_differ() {
+        let runs = [
+            run("a", Some(16384), Some(20.0)),
+            run("b", None, Some(20.0)),
+            run("c", None, Some(80.0)),
+        ];
+        assert_eq!(
+            distinguishing(&runs),
+            vec![
+                "lowat 16 KiB, RTT 20.0 ms",
+                "lowat default, RTT 20.0 ms",
+                "lowat default, RTT 80.0 ms"
+            ]
+        );
+        assert_eq!(distinguishing(&runs[1..2]), vec!["lowat default"]);
     }
 
     #[test]

@@ -162,6 +162,7 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
     let mut md = String::from("# oscil report\n\n");
     let mut header = vec!["run", "status", "settings", "path"];
     header.extend(COLUMNS.iter().map(|c| c.md_name));
+    header.push("compared with");
     let _ = writeln!(md, "| {} |", header.join(" | "));
     let _ = writeln!(md, "|{}", "---|".repeat(header.len()));
     for (i, s) in summaries.iter().enumerate() {
@@ -190,6 +191,7 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
             }
             cells.push(cell);
         }
+        cells.push(baselines[i].map_or("none".into(), |b| summaries[b].label.clone()));
         let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
     md.push('\n');
@@ -208,7 +210,7 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
          phases. Not sent is `notsent_bytes`, summed the same way. TCP memory is \
          `/proc/net/sockstat` mem times the page size; it is global across network \
          namespaces, so on one machine both hosts' figures are the same host's. RTT is the \
-         sender's smoothed RTT. Changes in brackets are against the baseline column's run.\n",
+         sender's smoothed RTT. Changes in brackets are against the run named in \"compared with\": by default the run with the kernel's default lowat on the same path (`--baseline LABEL` picks one).\n",
     );
     md
 }

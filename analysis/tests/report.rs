@@ -1,0 +1,387 @@
+//! Reports from real run directories: a daemon and a reader over loopback make the runs,
+//! the report binary reads them, and the summary's figures are checked against figures
+//! computed here straight from the CSV text.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Where cargo put the workspace's binaries: `target/<profile>/`, the parent of `deps/`.
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_owned()
+}
+
+fn workspace_bin(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build the workspace first (`cargo build --workspace` or `cargo test --workspace`)",
+        path.display()
+    );
+    path
+}
+
+/// The daemon, killed (by its own handle) when the test is done.
+struct Daemon {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_daemon() -> Daemon {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(workspace_bin("oscil-daemon"))
+        .args(["--listen", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start oscil-daemon");
+    let daemon = Daemon { child, addr };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(&daemon.addr).is_err() {
+        assert!(Instant::now() < deadline, "oscil-daemon never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    daemon
+}
+
+/// Two real runs over loopback, made once for all tests: the kernel's default lowat and
+/// lowat 16 KiB.
+fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
+    static RUNS: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        let daemon = start_daemon();
+        let scratch = tempfile::tempdir().expect("scratch dir");
+        let mut dirs = Vec::new();
+        for (label, extra) in [
+            ("default", &[][..]),
+            ("lowat16k", &["--notsent-lowat", "16384"][..]),
+        ] {
+            let dir = scratch.path().join(label);
+            let out = Command::new(workspace_bin("oscil-reader"))
+                .args(["--connect", &daemon.addr, "--out"])
+                .arg(&dir)
+                .args(["--fast", "1s", "--slow", "2s", "--cycles", "1", "--quiet"])
+                .args(["--label", label])
+                .args(extra)
+                .output()
+                .expect("run oscil-reader");
+            assert!(out.status.success(), "oscil-reader {label}: {out:?}");
+            dirs.push(dir);
+        }
+        (scratch, dirs)
+    })
+}
+
+fn report(args: &[&Path], out: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_oscil-report"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("run oscil-report")
+}
+
+/// Width and height from a PNG's signature and IHDR chunk.
+fn png_size(path: &Path) -> (u32, u32) {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        &bytes[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is not a PNG",
+        path.display()
+    );
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let be = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+/// A CSV file as rows of column name -> text.
+fn table(path: &Path) -> Vec<HashMap<String, String>> {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &HashMap<String, String>, column: &str) -> f64 {
+    row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column} = {:?} is not a number", row[column]))
+}
+
+/// The figures of the summary, computed from a run directory's text. Definitions: goodput
+/// of a phase = 8 x the bytes read in rows of that phase / the phase's length in the
+/// schedule; queued = wmem_queued summed over flows per sampling tick, the tick in the
+/// phase holding the middle of its interval; RTT over sender rows with an estimate.
+struct Expected {
+    goodput_fast_mbps: f64,
+    goodput_slow_mbps: f64,
+    slow_queued_peak_mib: f64,
+    slow_queued_mean_mib: f64,
+    tcp_mem_peak_sender_mib: f64,
+    rtt_slow_mean_ms: f64,
+    rtt_min_ms: f64,
+}
+
+fn expected(dir: &Path) -> Expected {
+    let meta: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).expect("run.json");
+    let interval_s = meta["config"]["interval_us"].as_f64().unwrap() / 1e6;
+    let spans: Vec<(String, f64, f64)> = meta["schedule"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["phase"].as_str().unwrap().to_string(),
+                s["start_s"].as_f64().unwrap(),
+                s["end_s"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let phase_of = |t_s: f64| {
+        let middle = t_s - interval_s / 2.0;
+        spans
+            .iter()
+            .find(|(_, start, end)| *start <= middle && middle < *end)
+            .map(|(phase, _, _)| phase.as_str())
+    };
+    let length_of = |phase: &str| -> f64 {
+        spans
+            .iter()
+            .filter(|(p, _, _)| p == phase)
+            .map(|(_, start, end)| end - start)
+            .sum()
+    };
+
+    let reader = table(&dir.join("reader.csv"));
+    let read_bytes = |phase: &str| -> f64 {
+        reader
+            .iter()
+            .filter(|r| r["phase"] == phase)
+            .map(|r| num(r, "bytes"))
+            .sum()
+    };
+
+    let sender = table(&dir.join("sender.csv"));
+    let mut queued_by_tick: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
+    for row in &sender {
+        let t_s = num(row, "t_s");
+        let tick = (t_s / interval_s).round() as i64;
+        let entry = queued_by_tick
+            .entry(tick)
+            .or_insert((tick as f64 * interval_s, 0.0));
+        entry.1 += num(row, "wmem_queued");
+    }
+    let slow_queued: Vec<f64> = queued_by_tick
+        .values()
+        .filter(|(t_s, _)| phase_of(*t_s) == Some("slow"))
+        .map(|(_, sum)| *sum)
+        .collect();
+    assert!(
+        !slow_queued.is_empty(),
+        "{}: no slow-phase samples",
+        dir.display()
+    );
+    let rtts_ms = |slow_only: bool| -> Vec<f64> {
+        sender
+            .iter()
+            .filter(|r| num(r, "rtt_us") > 0.0)
+            .filter(|r| !slow_only || phase_of(num(r, "t_s")) == Some("slow"))
+            .map(|r| num(r, "rtt_us") / 1000.0)
+            .collect()
+    };
+    let slow_rtts = rtts_ms(true);
+
+    let page_bytes = meta["sender_host"]["page_size_bytes"].as_f64().unwrap();
+    let peak_pages = table(&dir.join("host.csv"))
+        .iter()
+        .filter(|r| r["side"] == "sender")
+        .map(|r| num(r, "tcp_mem_pages"))
+        .fold(0.0, f64::max);
+
+    const MIB: f64 = 1024.0 * 1024.0;
+    Expected {
+        goodput_fast_mbps: read_bytes("fast") * 8.0 / length_of("fast") / 1e6,
+        goodput_slow_mbps: read_bytes("slow") * 8.0 / length_of("slow") / 1e6,
+        slow_queued_peak_mib: slow_queued.iter().copied().fold(0.0, f64::max) / MIB,
+        slow_queued_mean_mib: slow_queued.iter().sum::<f64>() / slow_queued.len() as f64 / MIB,
+        tcp_mem_peak_sender_mib: peak_pages * page_bytes / MIB,
+        rtt_slow_mean_ms: slow_rtts.iter().sum::<f64>() / slow_rtts.len() as f64,
+        rtt_min_ms: rtts_ms(false).into_iter().fold(f64::INFINITY, f64::min),
+    }
+}
+
+/// Equal to the precision the table prints (`decimals` places).
+fn assert_close(label: &str, column: &str, found: f64, want: f64, decimals: i32) {
+    let tolerance = 0.51 * 10f64.powi(-decimals) + want.abs() * 1e-9;
+    assert!(
+        (found - want).abs() <= tolerance,
+        "{label}: {column} is {found} in summary.csv, computed {want} from the CSVs"
+    );
+}
+
+#[test]
+fn reports_real_runs_with_figures_matching_the_csvs() {
+    let (_scratch, dirs) = runs();
+    let out = tempfile::tempdir().unwrap();
+    let paths: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let result = report(&paths, out.path(), &[]);
+    assert!(result.status.success(), "{result:?}");
+
+    for name in ["run-default.png", "run-lowat16k.png"] {
+        // 1600 wide; a two-line header and five 380-pixel panels.
+        assert_eq!(png_size(&out.path().join(name)), (1600, 1980), "{name}");
+    }
+    let (width, height) = png_size(&out.path().join("comparison.png"));
+    assert_eq!(width, 1600);
+    assert!(height > 400, "comparison.png is {height} pixels tall");
+    assert!(
+        !out.path().join("path.png").exists(),
+        "both runs share one path: no chart against RTT"
+    );
+
+    let rows = table(&out.path().join("summary.csv"));
+    assert_eq!(rows.len(), 2);
+    for (row, dir) in rows.iter().zip(dirs) {
+        let label = &row["label"];
+        let want = expected(dir);
+        assert_eq!(row["status"], "complete", "{label}");
+        for (column, value, decimals) in [
+            ("goodput_fast_mbps", want.goodput_fast_mbps, 3),
+            ("goodput_slow_mbps", want.goodput_slow_mbps, 3),
+            ("slow_queued_peak_mib", want.slow_queued_peak_mib, 4),
+            ("slow_queued_mean_mib", want.slow_queued_mean_mib, 4),
+            ("tcp_mem_peak_sender_mib", want.tcp_mem_peak_sender_mib, 4),
+            ("rtt_slow_mean_ms", want.rtt_slow_mean_ms, 3),
+            ("rtt_min_ms", want.rtt_min_ms, 3),
+        ] {
+            assert_close(label, column, num(row, column), value, decimals);
+        }
+        assert_eq!(row["baseline"], "default", "{label}: the default-lowat run");
+    }
+    assert_eq!(rows[0]["lowat"], "lowat default");
+    assert_eq!(rows[1]["lowat"], "lowat 16 KiB");
+    assert_eq!(rows[1]["lowat_bytes"], "16384");
+
+    let md = fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(md.contains("| default | complete |"), "{md}");
+    assert!(md.contains("| lowat16k | complete | lowat 16 KiB"), "{md}");
+}
+
+#[test]
+fn a_partial_run_still_reports_and_says_so() {
+    let (_scratch, dirs) = runs();
+    let copy = tempfile::tempdir().unwrap();
+    for file in ["run.json", "reader.csv", "sender.csv", "host.csv"] {
+        fs::copy(dirs[0].join(file), copy.path().join(file)).unwrap();
+    }
+    let meta_path = copy.path().join("run.json");
+    let mut meta: Value = serde_json::from_str(&fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["ending"]["status"] = "partial".into();
+    meta["ending"]["reason"] = "interrupted (Ctrl-C)".into();
+    meta["label"] = "cut-short".into();
+    fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+
+    let out = tempfile::tempdir().unwrap();
+    let result = report(&[copy.path()], out.path(), &[]);
+    assert!(result.status.success(), "{result:?}");
+    // One more header line, in red: "PARTIAL RUN: <reason>".
+    assert_eq!(
+        png_size(&out.path().join("run-cut-short.png")),
+        (1600, 2010)
+    );
+    let rows = table(&out.path().join("summary.csv"));
+    assert_eq!(rows[0]["status"], "partial");
+    assert_eq!(rows[0]["partial_reason"], "interrupted (Ctrl-C)");
+    let md = fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(
+        md.contains("**cut-short** is partial: interrupted (Ctrl-C)"),
+        "{md}"
+    );
+}
+
+/// The error is one line on stderr, and the exit status says it failed.
+fn one_line_error(result: &Output) -> String {
+    assert!(!result.status.success(), "{result:?}");
+    let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_directory_that_is_not_a_run_is_one_clear_line() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let stderr = one_line_error(&report(&[empty.path()], out.path(), &[]));
+    assert!(stderr.contains("not a run directory"), "{stderr}");
+    assert!(
+        stderr.contains(&empty.path().display().to_string()),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_csv_missing_a_column_names_file_and_column() {
+    let (_scratch, dirs) = runs();
+    let copy = tempfile::tempdir().unwrap();
+    for file in ["run.json", "reader.csv", "host.csv"] {
+        fs::copy(dirs[0].join(file), copy.path().join(file)).unwrap();
+    }
+    let sender = fs::read_to_string(dirs[0].join("sender.csv")).unwrap();
+    fs::write(
+        copy.path().join("sender.csv"),
+        sender.replacen("notsent_bytes", "notsent", 1),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let stderr = one_line_error(&report(&[copy.path()], out.path(), &[]));
+    assert!(
+        stderr.contains("sender.csv: missing column \"notsent_bytes\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unknown_baseline_lists_the_labels() {
+    let (_scratch, dirs) = runs();
+    let out = tempfile::tempdir().unwrap();
+    let stderr = one_line_error(&report(
+        &[&dirs[0], &dirs[1]],
+        out.path(),
+        &["--baseline", "nope"],
+    ));
+    assert!(stderr.contains("\"nope\""), "{stderr}");
+    assert!(stderr.contains("default, lowat16k"), "{stderr}");
+}
