@@ -3,7 +3,7 @@
 # and prints configured vs delivered rate, configured vs measured RTT, queue drops and the
 # emulator's CPU. Root only; needs iperf3, ping and python3.
 #   link/bench/measure.sh RATE RTT [SECONDS] [CC] [FLOWS]   e.g.  link/bench/measure.sh 1gbit 466ms 40 cubic 4
-# OSCIL_LINK: the oscil-link binary (default: target/release/oscil-link).
+# OSCIL_LINK: the oscil-link binary (default: target/release/oscil-link); OSCIL_LINK_ARGS: more flags.
 set -euo pipefail
 rate=${1:?rate, e.g. 100mbit}; rtt=${2:?rtt, e.g. 100ms}; secs=${3:-20}; cc=${4:-bbr}; flows=${5:-1}
 bin=${OSCIL_LINK:-$(dirname "$0")/../../target/release/oscil-link}
@@ -25,7 +25,7 @@ for n in "$a" "$b"; do
     net.ipv4.tcp_wmem="4096 16384 536870912"
 done
 ip -n "$a" addr add 10.77.0.1/24 dev osl0; ip -n "$b" addr add 10.77.0.2/24 dev osl0
-"$bin" --a-netns "$a" --b-netns "$b" --rate "$rate" --delay "${delay_us}us" --stats "$dir/link.json" &
+"$bin" --a-netns "$a" --b-netns "$b" --rate "$rate" --delay "${delay_us}us" --stats "$dir/link.json" ${OSCIL_LINK_ARGS:-} &
 link_pid=$!
 sleep 0.5
 echo "== $rate, RTT $rtt (one-way ${delay_us}us each direction), ${flows} flow(s) of ${secs}s with $cc"

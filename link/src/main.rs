@@ -39,7 +39,8 @@ struct Cli {
     /// in 60 ms at the rate, at least 50 (50 at 10mbit, 4954 at 1gbit).
     #[arg(long)]
     queue: Option<u32>,
-    /// Random loss per packet read from TUN, in percent (0.5 or 0.5%).
+    /// Random loss per packet read from TUN, in percent (0.5 or 0.5%). With GSO a lost
+    /// packet may carry many segments; add --no-gso for loss per wire packet.
     #[arg(long, value_parser = parse_percent, default_value = "0")]
     loss: f64,
     /// Seed of the loss generator.
