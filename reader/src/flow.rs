@@ -3,6 +3,7 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant};
@@ -13,29 +14,47 @@ use crate::pacer::{Pacer, Step};
 /// reads and writes gave 10 Gbit/s where 64 KiB gave 20 (scripts/bench-loopback).
 const READ_BUF_BYTES: usize = 64 << 10;
 
+/// Sample intervals the byte counters remember; the sampler is never this far behind.
+const SLOTS: usize = 64;
+
 /// A data connection shared by its reading task and the sampler.
 pub struct Flow {
     pub index: u32,
     pub stream: TcpStream,
-    /// Bytes read since the sampler last took them.
-    bytes_read: AtomicU64,
+    interval: Duration,
+    /// Bytes read, filed under the sample interval in which each read completed, so that a
+    /// sampler that wakes late still reports every interval's own bytes.
+    bytes_by_interval: [AtomicU64; SLOTS],
     /// The slow budget in force, for the sampler's rows.
     budget_bytes: AtomicU64,
 }
 
 impl Flow {
-    pub fn new(index: u32, stream: TcpStream) -> Self {
+    pub fn new(index: u32, stream: TcpStream, interval: Duration) -> Self {
         Flow {
             index,
             stream,
-            bytes_read: AtomicU64::new(0),
+            interval,
+            bytes_by_interval: std::array::from_fn(|_| AtomicU64::new(0)),
             budget_bytes: AtomicU64::new(0),
         }
     }
 
-    /// Bytes read since the last call.
-    pub fn take_bytes_read(&self) -> u64 {
-        self.bytes_read.swap(0, Ordering::Relaxed)
+    /// The sample interval that holds `elapsed` since the session's start.
+    pub fn interval_index(&self, elapsed: Duration) -> u64 {
+        (elapsed.as_nanos() / self.interval.as_nanos()) as u64
+    }
+
+    fn add_read(&self, elapsed: Duration, bytes: u64) {
+        let slot = self.interval_index(elapsed) as usize % SLOTS;
+        self.bytes_by_interval[slot].fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Takes the bytes read in intervals `from..to` (indices from `interval_index`).
+    pub fn take_bytes_read(&self, from: u64, to: u64) -> u64 {
+        (from..to.min(from + SLOTS as u64))
+            .map(|i| self.bytes_by_interval[i as usize % SLOTS].swap(0, Ordering::Relaxed))
+            .sum()
     }
 
     pub fn budget_bytes(&self) -> u64 {
@@ -60,7 +79,7 @@ pub async fn read_pattern(
 ) -> Result<(), FlowError> {
     let mut buf = vec![0u8; READ_BUF_BYTES];
     let seconds = |at: Instant| at.duration_since(start).as_secs_f64();
-    let instant = |t_s: f64| start + std::time::Duration::from_secs_f64(t_s);
+    let instant = |t_s: f64| start + Duration::from_secs_f64(t_s);
     loop {
         let step = pacer.step(seconds(Instant::now()));
         flow.budget_bytes
@@ -78,8 +97,9 @@ pub async fn read_pattern(
                 match read {
                     Ok(0) => return Err(FlowError::Closed(flow.index)),
                     Ok(n) => {
-                        pacer.record(seconds(Instant::now()), n as u64);
-                        flow.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+                        let elapsed = Instant::now().duration_since(start);
+                        pacer.record(elapsed.as_secs_f64(), n as u64);
+                        flow.add_read(elapsed, n as u64);
                     }
                     Err(source) => {
                         return Err(FlowError::Io {

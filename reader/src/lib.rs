@@ -158,7 +158,7 @@ pub async fn run(
     let flows: Vec<Arc<Flow>> = data
         .into_iter()
         .zip(0..)
-        .map(|(stream, index)| Arc::new(Flow::new(index, stream)))
+        .map(|(stream, index)| Arc::new(Flow::new(index, stream, config.interval)))
         .collect();
     let mut readers = JoinSet::new();
     for flow in &flows {

@@ -40,27 +40,34 @@ impl Sampler {
     /// that the bytes read since the last tick are not lost.
     pub fn run(self, stop: Receiver<()>) -> Result<(), SampleError> {
         let mut tick = 1u32;
-        let mut last = self.start;
+        // Intervals before this one have been reported.
+        let mut taken = 0;
         loop {
             let deadline = self.start + self.interval * tick;
             match stop.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Err(RecvTimeoutError::Timeout) => {}
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
             }
-            last = self.sample(last)?;
-            // Skip ticks that are already past rather than bunching them up.
-            let behind = self.start.elapsed().as_nanos() / self.interval.as_nanos();
-            tick = (tick + 1).max(behind as u32 + 1);
+            // Report every interval that has ended, however late the thread woke.
+            let now = Instant::now();
+            let ended =
+                (now.duration_since(self.start).as_nanos() / self.interval.as_nanos()) as u64;
+            self.sample(now, taken, ended)?;
+            taken = ended;
+            tick = tick.max(ended as u32) + 1;
         }
-        if last.elapsed() >= self.interval / 10 {
-            self.sample(last)?;
+        // The last, partial interval, unless it has barely begun.
+        let now = Instant::now();
+        let since_last = now.duration_since(self.start) - self.interval * taken as u32;
+        if since_last >= self.interval / 10 {
+            self.sample(now, taken, taken + 1)?;
         }
         self.progress.finish();
         Ok(())
     }
 
-    fn sample(&self, last: Instant) -> Result<Instant, SampleError> {
-        let now = Instant::now();
+    /// One row per flow at `now`, with the bytes read in intervals `from..to`.
+    fn sample(&self, now: Instant, from: u64, to: u64) -> Result<(), SampleError> {
         let t_s = now.duration_since(self.start).as_secs_f64();
         let phase = phase_of_sample(&self.schedule, t_s, self.interval.as_secs_f64())
             .or_else(|| self.schedule.last().map(|s| s.phase))
@@ -74,7 +81,7 @@ impl Sampler {
             };
             let info = tcp_info::read(&flow.stream).map_err(socket_error)?;
             let mem = meminfo::read(&flow.stream).map_err(socket_error)?;
-            let bytes = flow.take_bytes_read();
+            let bytes = flow.take_bytes_read(from, to);
             total_bytes += bytes;
             rows.push(ReaderSample::from_kernel(
                 t_s,
@@ -91,9 +98,9 @@ impl Sampler {
             .lock()
             .expect("recorder lock")
             .reader(&rows, &host)?;
-        let elapsed_s = now.duration_since(last).as_secs_f64().max(1e-9);
+        let covered_s = (self.interval * (to - from).max(1) as u32).as_secs_f64();
         self.progress
-            .update(t_s, total_bytes as f64 * 8.0 / elapsed_s);
-        Ok(now)
+            .update(t_s, total_bytes as f64 * 8.0 / covered_s);
+        Ok(())
     }
 }
