@@ -13,7 +13,10 @@ pub mod table;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use oscil_protocol::{rundir, RunDirError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use oscil_protocol::{rundir, Run, RunDirError, RunMeta};
 
 use crate::draw::DrawError;
 use crate::summary::RunSummary;
@@ -54,30 +57,42 @@ pub struct Report {
     pub summaries: Vec<RunSummary>,
 }
 
-/// Loads every run, writes one PNG per run, the comparison charts and the summary tables.
+/// Reads every run, writes one PNG per run, the charts across runs and the summary tables.
 pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
-    // Load all first, so a bad directory fails before anything is written.
-    let runs = config
+    // Every run.json first, so a directory that is not a run fails before any work.
+    let labels = config
         .run_dirs
         .iter()
-        .map(|dir| rundir::load(dir))
-        .collect::<Result<Vec<_>, _>>()?;
-    let summaries: Vec<RunSummary> = runs.iter().map(summary::summarize).collect();
-    let baselines = summary::baselines(&summaries, config.baseline.as_deref())
-        .map_err(ReportError::Baseline)?;
+        .map(|dir| Ok(run_label(dir, rundir::load_meta(dir)?)))
+        .collect::<Result<Vec<_>, RunDirError>>()?;
+    if let Some(baseline) = &config.baseline {
+        summary::check_baseline(&labels, baseline).map_err(ReportError::Baseline)?;
+    }
     let out = &config.out_dir;
     fs::create_dir_all(out).map_err(|source| ReportError::Io {
         path: out.clone(),
         source,
     })?;
 
-    let mut files = Vec::new();
-    let names = file_names(&summaries);
-    for ((run, summary), name) in runs.iter().zip(&summaries).zip(&names) {
-        let path = out.join(format!("{name}.png"));
-        draw::draw_figure(&figure::run_figure(run, summary), &path)?;
-        files.push(path);
-    }
+    // Each run is loaded, summarised and drawn on its own, a few at a time, so memory
+    // holds only the runs in hand however many there are.
+    let jobs: Vec<(&PathBuf, PathBuf)> = config
+        .run_dirs
+        .iter()
+        .zip(file_names(&labels))
+        .map(|(dir, name)| (dir, out.join(format!("{name}.png"))))
+        .collect();
+    let done = parallel_map(&jobs, |(dir, png)| -> Result<RunSummary, ReportError> {
+        let run = rundir::load(dir)?;
+        let summary = summary::summarize(&run);
+        draw::draw_figure(&figure::run_figure(&run, &summary), png)?;
+        Ok(summary)
+    });
+    let summaries = done.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let mut files: Vec<PathBuf> = jobs.into_iter().map(|(_, png)| png).collect();
+
+    let baselines = summary::baselines(&summaries, config.baseline.as_deref())
+        .map_err(ReportError::Baseline)?;
     if summaries.len() > 1 {
         let path = out.join("comparison.png");
         draw::draw_bar_figure(&figure::comparison(&summaries, &baselines), &path)?;
@@ -97,6 +112,43 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
     Ok(Report { files, summaries })
 }
 
+/// The run's name as `Run::label` gives it, from `run.json` alone.
+fn run_label(dir: &Path, meta: RunMeta) -> String {
+    Run {
+        dir: dir.to_owned(),
+        meta,
+        reader: Vec::new(),
+        sender: Vec::new(),
+        host: Vec::new(),
+    }
+    .label()
+}
+
+/// `f` over every item on as many threads as there are cores, results in item order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, items.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new(items.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let result = f(item);
+                results.lock().expect("no worker panics holding the lock")[i] = Some(result);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no worker panics holding the lock")
+        .into_iter()
+        .map(|r| r.expect("every item was taken by a worker"))
+        .collect()
+}
+
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {
     fs::write(path, text).map_err(|source| ReportError::Io {
         path: path.to_owned(),
@@ -105,11 +157,10 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
 }
 
 /// A file name per run from its label, made safe and unique.
-fn file_names(summaries: &[RunSummary]) -> Vec<String> {
+fn file_names(labels: &[String]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for s in summaries {
-        let base: String = s
-            .label
+    for label in labels {
+        let base: String = label
             .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || "-_.".contains(c) {

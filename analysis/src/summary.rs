@@ -332,6 +332,17 @@ pub fn change_percent(value: Option<f64>, baseline: Option<f64>) -> Option<f64> 
     (baseline != 0.0).then(|| (value - baseline) / baseline * 100.0)
 }
 
+/// Whether `--baseline` names one of the runs; the error lists the labels there are.
+pub fn check_baseline(labels: &[String], baseline: &str) -> Result<(), String> {
+    if labels.iter().any(|l| l == baseline) {
+        return Ok(());
+    }
+    Err(format!(
+        "--baseline {baseline:?}: no run has that label (runs: {})",
+        labels.join(", ")
+    ))
+}
+
 /// For each run, the index of the run it is compared with.
 ///
 /// With a label, every run is compared with that run. Without one, a run is compared with
@@ -342,16 +353,9 @@ pub fn baselines(
     label: Option<&str>,
 ) -> Result<Vec<Option<usize>>, String> {
     if let Some(label) = label {
-        let index = summaries
-            .iter()
-            .position(|s| s.label == label)
-            .ok_or_else(|| {
-                let labels: Vec<&str> = summaries.iter().map(|s| s.label.as_str()).collect();
-                format!(
-                    "--baseline {label:?}: no run has that label (runs: {})",
-                    labels.join(", ")
-                )
-            })?;
+        let labels: Vec<String> = summaries.iter().map(|s| s.label.clone()).collect();
+        check_baseline(&labels, label)?;
+        let index = labels.iter().position(|l| l == label).unwrap_or_default();
         return Ok(vec![Some(index); summaries.len()]);
     }
     let same_path = |a: &Settings, b: &Settings| {
