@@ -80,7 +80,7 @@ pub(crate) async fn serve(
         return eprintln!("oscil-daemon: session {session_id:016x} from {peer}: welcome: {e}");
     }
     eprintln!(
-        "oscil-daemon: session {session_id:016x} from {peer} ({:?}): start, {} flows every {:?} for {:?}, options {:?}{}",
+        "oscil-daemon: session {session_id:016x} from {peer} ({:?}): start, {} flows every {:?} for {:?}, options: {}{}",
         // The peer's own words: quoted and cut short, so they cannot forge log lines.
         hello.software.chars().take(80).collect::<String>(),
         hello.flows,

@@ -22,6 +22,33 @@ pub struct SocketOptions {
     pub max_pacing_rate_bps: Option<u64>,
 }
 
+/// One line for logs: `notsent_lowat=16384 congestion=cubic`, or `kernel defaults`.
+impl std::fmt::Display for SocketOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(v) = self.notsent_lowat_bytes {
+            parts.push(format!("notsent_lowat={v}"));
+        }
+        if let Some(v) = self.sndbuf_bytes {
+            parts.push(format!("sndbuf={v}"));
+        }
+        if let Some(v) = self.rcvbuf_bytes {
+            parts.push(format!("rcvbuf={v}"));
+        }
+        if let Some(v) = &self.congestion {
+            parts.push(format!("congestion={v}"));
+        }
+        if let Some(v) = self.max_pacing_rate_bps {
+            parts.push(format!("max_pacing_rate={v}bit"));
+        }
+        if parts.is_empty() {
+            f.write_str("kernel defaults")
+        } else {
+            f.write_str(&parts.join(" "))
+        }
+    }
+}
+
 /// The options in force on a socket, as read back with `getsockopt`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OptionsInForce {
