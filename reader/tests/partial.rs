@@ -2,27 +2,34 @@
 
 mod util;
 
-use std::process::Stdio;
+use std::path::Path;
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use oscil_protocol::rundir;
 use oscil_protocol::RunStatus;
 use util::{reader, Daemon};
 
+/// Starts an 11 s run and returns 1.5 s into it, in the slow phase.
+fn start_long_run(daemon: &Daemon, out: &Path) -> Child {
+    let child = reader()
+        .args(["--connect", &daemon.addr.to_string(), "--quiet"])
+        .args(["--fast", "1s", "--slow", "10s", "--cycles", "1"])
+        .arg("--out")
+        .arg(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    child
+}
+
 #[test]
 fn a_killed_daemon_leaves_a_partial_readable_run() {
     let mut daemon = Daemon::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let child = reader()
-        .args(["--connect", &daemon.addr.to_string(), "--quiet"])
-        .args(["--fast", "1s", "--slow", "10s", "--cycles", "1"])
-        .arg("--out")
-        .arg(&out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let child = start_long_run(&daemon, &out);
     daemon.kill();
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -53,15 +60,7 @@ fn ctrl_c_keeps_everything_recorded_so_far() {
     let daemon = Daemon::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let child = reader()
-        .args(["--connect", &daemon.addr.to_string(), "--quiet"])
-        .args(["--fast", "1s", "--slow", "10s", "--cycles", "1"])
-        .arg("--out")
-        .arg(&out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let child = start_long_run(&daemon, &out);
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
