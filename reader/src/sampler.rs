@@ -98,9 +98,7 @@ impl Sampler {
             .lock()
             .expect("recorder lock")
             .reader(&rows, &host)?;
-        let covered_s = (self.interval * (to - from).max(1) as u32).as_secs_f64();
-        self.progress
-            .update(t_s, total_bytes as f64 * 8.0 / covered_s);
+        self.progress.update(t_s, total_bytes);
         Ok(())
     }
 }

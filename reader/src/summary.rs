@@ -153,7 +153,7 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<6} {:>8} {:>12} {:>14} {:>14} {:>16} {:>10} {:>14}",
+            "{:<6} {:>8} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}",
             "phase",
             "seconds",
             "goodput",
@@ -166,7 +166,7 @@ impl std::fmt::Display for Summary {
         for (phase, s) in &self.phases {
             writeln!(
                 f,
-                "{:<6} {:>8.1} {:>12} {:>14} {:>14} {:>16} {:>10} {:>14}",
+                "{:<6} {:>8.1} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}",
                 phase.as_str(),
                 s.seconds,
                 format!("{:.1} Mbit/s", s.goodput_bps / 1e6),
