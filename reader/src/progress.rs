@@ -44,7 +44,7 @@ impl Progress {
         while recent.front().is_some_and(|&(t, _)| t <= t_s - 1.0) {
             recent.pop_front();
         }
-        let window_s = t_s.min(1.0).max(1e-3);
+        let window_s = t_s.clamp(1e-3, 1.0);
         let goodput_bps = recent.iter().map(|&(_, b)| b).sum::<u64>() as f64 * 8.0 / window_s;
         let span = self.schedule.iter().find(|s| s.contains(t_s));
         let phase = span.map_or("ending".to_string(), |s| {
