@@ -1,11 +1,11 @@
 //! What each chart shows, as plain data: lines, bands and bars already in display units.
 //! Building these is pure; `draw` only renders them.
 
-use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
+use oscil_protocol::records::{Phase, Side};
 use oscil_protocol::Run;
 
 use crate::human::{self, MBIT, MIB};
-use crate::series::{self, Tick};
+use crate::series::Tick;
 use crate::summary::{self, RunSummary};
 
 /// Colours told apart by colour-blind readers too (Okabe and Ito).
@@ -144,24 +144,22 @@ struct Quantity {
 }
 
 impl Quantity {
-    fn sum_line(&self, unit: Unit) -> Line {
-        Line::new(
-            self.label.clone(),
-            self.color,
-            self.ticks
-                .iter()
-                .map(|t| (t.t_s, t.sum / unit.scale))
-                .collect(),
-        )
+    fn new(label: &str, color: (u8, u8, u8), ticks: Vec<Tick>) -> Self {
+        Quantity {
+            label: label.into(),
+            color,
+            ticks,
+        }
     }
 
-    fn median_line(&self, unit: Unit) -> Line {
+    /// A line through one figure of every tick (`t.sum`, `t.median`).
+    fn line(&self, unit: Unit, figure: fn(&Tick) -> f64) -> Line {
         Line::new(
             self.label.clone(),
             self.color,
             self.ticks
                 .iter()
-                .map(|t| (t.t_s, t.median / unit.scale))
+                .map(|t| (t.t_s, figure(t) / unit.scale))
                 .collect(),
         )
     }
@@ -187,32 +185,6 @@ impl Quantity {
     }
 }
 
-fn reader_q(
-    run: &Run,
-    label: &str,
-    color: (u8, u8, u8),
-    value: impl Fn(&ReaderSample) -> Option<f64>,
-) -> Quantity {
-    Quantity {
-        label: label.into(),
-        color,
-        ticks: series::ticks(&run.reader, summary::interval_s(run), |r| r.t_s, value),
-    }
-}
-
-fn sender_q(
-    run: &Run,
-    label: &str,
-    color: (u8, u8, u8),
-    value: impl Fn(&SenderSample) -> Option<f64>,
-) -> Quantity {
-    Quantity {
-        label: label.into(),
-        color,
-        ticks: summary::sender_ticks(run, value),
-    }
-}
-
 /// The sums over flows of some quantities, in one unit chosen to fit them and `at_least`.
 fn sum_axis(
     quantity: &str,
@@ -223,7 +195,7 @@ fn sum_axis(
     let unit = unit_for(sums.iter().map(|q| q.max_sum()).fold(at_least, f64::max));
     let axis = Axis {
         label: format!("{quantity}, sum over flows ({})", unit.name),
-        lines: sums.iter().map(|q| q.sum_line(unit)).collect(),
+        lines: sums.iter().map(|q| q.line(unit, |t| t.sum)).collect(),
         bands: Vec::new(),
         cap: None,
     };
@@ -291,12 +263,16 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
     };
     let mut panels = Vec::new();
 
-    let goodput = reader_q(run, "receiver goodput", BLUE, |r| {
-        Some(r.bytes as f64 * 8.0 / interval_s)
-    });
-    let delivery = sender_q(run, "sender delivery rate", ORANGE, |r| {
-        Some(r.delivery_rate_bps as f64)
-    });
+    let goodput = Quantity::new(
+        "receiver goodput",
+        BLUE,
+        summary::reader_ticks(run, |r| Some(r.bytes as f64 * 8.0 / interval_s)),
+    );
+    let delivery = Quantity::new(
+        "sender delivery rate",
+        ORANGE,
+        summary::sender_ticks(run, |r| Some(r.delivery_rate_bps as f64)),
+    );
     let (mut left, unit) = sum_axis("rate", rate_unit, &[&goodput, &delivery], 0.0);
     // The kernel's delivery-rate estimate can run far above what arrives (on loopback, by
     // tens of times); past three times the goodput it would flatten the goodput line.
@@ -317,12 +293,16 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
         right,
     ));
 
-    let rcv_wnd = reader_q(run, "receive window (rcv_wnd)", GREEN, |r| {
-        Some(f64::from(r.rcv_wnd))
-    });
-    let inflight = sender_q(run, "bytes in flight (unacked x mss)", VERMILLION, |r| {
-        Some(r.inflight_bytes as f64)
-    });
+    let rcv_wnd = Quantity::new(
+        "receive window (rcv_wnd)",
+        GREEN,
+        summary::reader_ticks(run, |r| Some(f64::from(r.rcv_wnd))),
+    );
+    let inflight = Quantity::new(
+        "bytes in flight (unacked x mss)",
+        VERMILLION,
+        summary::sender_ticks(run, |r| Some(r.inflight_bytes as f64)),
+    );
     let (left, _) = sum_axis("bytes", byte_unit, &[&rcv_wnd, &inflight], 0.0);
     let right = several.then(|| spread_axis("bytes", byte_unit, &[&rcv_wnd, &inflight], 0.0).0);
     panels.push(panel(
@@ -331,15 +311,21 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
         right,
     ));
 
-    let queued = sender_q(run, "send queue memory (wmem_queued)", BLUE, |r| {
-        Some(f64::from(r.wmem_queued))
-    });
-    let notsent = sender_q(run, "not sent (notsent_bytes)", VERMILLION, |r| {
-        Some(f64::from(r.notsent_bytes))
-    });
-    let sndbuf = sender_q(run, "send buffer limit (sndbuf)", GREY, |r| {
-        Some(f64::from(r.sndbuf))
-    });
+    let queued = Quantity::new(
+        "send queue memory (wmem_queued)",
+        BLUE,
+        summary::sender_ticks(run, |r| Some(f64::from(r.wmem_queued))),
+    );
+    let notsent = Quantity::new(
+        "not sent (notsent_bytes)",
+        VERMILLION,
+        summary::sender_ticks(run, |r| Some(f64::from(r.notsent_bytes))),
+    );
+    let sndbuf = Quantity::new(
+        "send buffer limit (sndbuf)",
+        GREY,
+        summary::sender_ticks(run, |r| Some(f64::from(r.sndbuf))),
+    );
     let lowat_bytes = summary
         .settings
         .lowat
@@ -362,12 +348,18 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
 
     panels.push(panel(host_memory_title(run), host_memory_axis(run), None));
 
-    let rtt = sender_q(run, "sender smoothed RTT (rtt_us)", BLUE, |r| {
-        (r.rtt_us > 0).then_some(f64::from(r.rtt_us))
-    });
-    let rcv_rtt = reader_q(run, "receiver RTT estimate (rcv_rtt_us)", ORANGE, |r| {
-        (r.rcv_rtt_us > 0).then_some(f64::from(r.rcv_rtt_us))
-    });
+    let rtt = Quantity::new(
+        "sender smoothed RTT (rtt_us)",
+        BLUE,
+        summary::sender_ticks(run, |r| (r.rtt_us > 0).then_some(f64::from(r.rtt_us))),
+    );
+    let rcv_rtt = Quantity::new(
+        "receiver RTT estimate (rcv_rtt_us)",
+        ORANGE,
+        summary::reader_ticks(run, |r| {
+            (r.rcv_rtt_us > 0).then_some(f64::from(r.rcv_rtt_us))
+        }),
+    );
     let mut axis = Axis {
         label: "RTT (ms)".into(),
         ..Axis::default()
@@ -376,7 +368,7 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
         if q.ticks.is_empty() {
             continue;
         }
-        let mut line = q.median_line(MS);
+        let mut line = q.line(MS, |t| t.median);
         if several {
             axis.bands
                 .push(q.band(format!("{}, p10-p90 over flows", q.label), MS));

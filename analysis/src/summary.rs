@@ -10,7 +10,7 @@
 //! - RTT: the sender's smoothed `rtt_us`, rows with no estimate (0) left out.
 
 use oscil_protocol::pattern::phase_of_sample;
-use oscil_protocol::records::{Phase, SenderSample, Side};
+use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
 use oscil_protocol::{Run, RunStatus};
 use serde_json::Value;
 
@@ -242,7 +242,12 @@ pub fn tick_phase(run: &Run, t_s: f64) -> Option<Phase> {
     phase_of_sample(&run.meta.schedule, t_s, interval_s(run))
 }
 
-/// `value` summed over flows at each tick of the sender's rows.
+/// `value` of the reader's rows, gathered by tick.
+pub fn reader_ticks(run: &Run, value: impl Fn(&ReaderSample) -> Option<f64>) -> Vec<Tick> {
+    series::ticks(&run.reader, interval_s(run), |r| r.t_s, value)
+}
+
+/// `value` of the sender's rows, gathered by tick.
 pub fn sender_ticks(run: &Run, value: impl Fn(&SenderSample) -> Option<f64>) -> Vec<Tick> {
     series::ticks(&run.sender, interval_s(run), |r| r.t_s, value)
 }
