@@ -458,22 +458,60 @@ fn host_memory_axis(run: &Run) -> Axis {
 
 /// The run's name, settings and headline figures.
 pub fn run_header(summary: &RunSummary) -> Vec<String> {
-    let mut first = format!("Run {}: {}", summary.label, summary.settings.key());
+    let mut settings = summary.settings.key();
     if let Some(path) = summary.settings.path_text() {
-        first.push_str(&format!(", path {path}"));
+        settings.push_str(&format!("; path {path}"));
     }
+    let first = format!("Run {}: {settings}", summary.label);
+    let mut header = if first.chars().count() <= TITLE_CHARS {
+        vec![first]
+    } else {
+        let mut lines = wrap(&format!("Run {}", summary.label), TITLE_CHARS);
+        lines.extend(wrap(&settings, LINE_CHARS));
+        lines
+    };
     let opt = |value: Option<f64>, f: fn(f64) -> String| value.map_or("n/a".into(), f);
-    let second = format!(
-        "goodput fast {} / slow {}; slow phase: sender queued peak {} mean {}, not sent peak {}; peak TCP memory {}; RTT slow mean {}",
-        opt(summary.goodput_fast_bps, human::rate),
-        opt(summary.goodput_slow_bps, human::rate),
-        opt(summary.slow_queued_peak_bytes, human::mib),
-        opt(summary.slow_queued_mean_bytes, human::mib),
-        opt(summary.slow_notsent_peak_bytes, human::mib),
-        opt(summary.tcp_mem_peak_bytes(), human::mib),
-        opt(summary.rtt_slow_mean_ms, human::ms),
-    );
-    vec![first, second]
+    header.extend(wrap(
+        &format!(
+            "goodput fast {} / slow {}; slow phase: sender queued peak {} mean {}, not sent peak {}; peak TCP memory {}; RTT slow mean {}",
+            opt(summary.goodput_fast_bps, human::rate),
+            opt(summary.goodput_slow_bps, human::rate),
+            opt(summary.slow_queued_peak_bytes, human::mib),
+            opt(summary.slow_queued_mean_bytes, human::mib),
+            opt(summary.slow_notsent_peak_bytes, human::mib),
+            opt(summary.tcp_mem_peak_bytes(), human::mib),
+            opt(summary.rtt_slow_mean_ms, human::ms),
+        ),
+        LINE_CHARS,
+    ));
+    header
+}
+
+/// How many characters fit across a picture in the title font, and in the header font.
+const TITLE_CHARS: usize = 110;
+const LINE_CHARS: usize = 165;
+
+/// Breaks text into lines of at most `width` characters, after a space, comma or
+/// underscore where there is one (long lab labels have no spaces).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut rest: Vec<char> = text.chars().collect();
+    while rest.len() > width {
+        let cut = rest[..width]
+            .iter()
+            .rposition(|c| matches!(c, ' ' | ',' | '_' | ';'))
+            .map_or(width, |i| i + 1);
+        lines.push(
+            rest[..cut]
+                .iter()
+                .collect::<String>()
+                .trim_end()
+                .to_string(),
+        );
+        rest.drain(..cut);
+    }
+    lines.push(rest.into_iter().collect());
+    lines
 }
 
 /// One horizontal bar of a chart across runs.
@@ -589,20 +627,23 @@ pub fn comparison(summaries: &[RunSummary], baselines: &[Option<usize>]) -> BarF
         "Comparison of {} runs: change against each run's baseline in brackets",
         summaries.len()
     )];
-    let mut named: Vec<String> = baselines
-        .iter()
-        .flatten()
-        .map(|&b| summaries[b].label.clone())
-        .collect();
-    named.dedup();
-    header.push(if named.is_empty() {
-        "no baseline: no run has the kernel's default lowat (pass --baseline LABEL)".into()
-    } else {
-        format!(
-            "baseline: {} (same path, kernel's default lowat unless --baseline)",
-            named.join(", ")
-        )
-    });
+    let mut named: Vec<String> = Vec::new();
+    for &b in baselines.iter().flatten() {
+        if !named.contains(&summaries[b].label) {
+            named.push(summaries[b].label.clone());
+        }
+    }
+    header.extend(wrap(
+        &if named.is_empty() {
+            "no baseline: no run has the kernel's default lowat (pass --baseline LABEL)".into()
+        } else {
+            format!(
+                "baseline: {} (same path, kernel's default lowat unless --baseline)",
+                named.join(", ")
+            )
+        },
+        LINE_CHARS,
+    ));
     BarFigure { header, panels }
 }
 
@@ -684,5 +725,25 @@ pub fn path_figure(summaries: &[RunSummary]) -> Figure {
                 axis("peak TCP memory", RunSummary::tcp_mem_peak_bytes),
             ),
         ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_labels_wrap_at_separators() {
+        let label = "100mbit_20ms_cubic_lowat-default_wmem-4096-16384-536870912";
+        assert_eq!(
+            wrap(label, 30),
+            vec![
+                "100mbit_20ms_cubic_",
+                "lowat-default_",
+                "wmem-4096-16384-536870912"
+            ]
+        );
+        assert_eq!(wrap("short", 30), vec!["short"]);
+        assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
     }
 }

@@ -386,7 +386,12 @@ pub fn distinguishing(summaries: &[RunSummary]) -> Vec<String> {
         .iter()
         .map(|s| {
             let mut parts = s.settings.parts();
-            parts.push(("path".into(), s.settings.path_text().unwrap_or_default()));
+            if let Some(rtt) = s.settings.path_rtt_ms {
+                parts.push(("rtt".into(), format!("RTT {}", human::ms(rtt))));
+            }
+            if let Some(rate) = s.settings.path_rate_bps {
+                parts.push(("rate".into(), human::rate(rate)));
+            }
             parts
         })
         .collect();
