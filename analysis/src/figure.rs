@@ -473,7 +473,7 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
     let opt = |value: Option<f64>, f: fn(f64) -> String| value.map_or("n/a".into(), f);
     header.extend(wrap(
         &format!(
-            "goodput fast {} / slow {}; slow phase: sender queued peak {} mean {}, not sent peak {}; peak TCP memory {}; RTT slow mean {}",
+            "goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {}; RTT slow mean {}",
             opt(summary.goodput_fast_bps, human::rate),
             opt(summary.goodput_slow_bps, human::rate),
             opt(summary.slow_queued_peak_bytes, human::mib),
