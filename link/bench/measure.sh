@@ -37,7 +37,9 @@ sleep 0.3
 ip netns exec "$a" ping -q -i 0.5 -w "$secs" 10.77.0.2 > "$dir/ping.txt" &
 ping_pid=$!
 cp "$dir/link.json" "$dir/link0.json" 2>/dev/null || true
+( sleep $((secs / 2)); cp "$dir/link.json" "$dir/link_mid.json" ) &
 ip netns exec "$a" iperf3 -c 10.77.0.2 -p 5202 -t "$secs" -C "$cc" -P "$flows" -J > "$dir/client.json"
+cp "$dir/link.json" "$dir/link_end.json"
 wait "$ping_pid" || true
 sleep 1.2
 kill "$link_pid"; wait "$link_pid" || true; link_pid=
@@ -55,6 +57,10 @@ goodput = sum(i["bytes"] for i in half) * 8 / sum(i["seconds"] for i in half)
 mss = 1448
 wire_equiv = goodput * (mss + 52 + 14) / mss
 s = client["end"]["streams"][0]["sender"]
+mid, end = (json.load(open(f"{d}/link_{w}.json")) for w in ("mid", "end"))
+busy = (end["a_to_b"]["link"]["wire_bytes_forwarded"] - mid["a_to_b"]["link"]["wire_bytes_forwarded"]) * 8 / (
+    end["elapsed_s"] - mid["elapsed_s"]) / rate
+print(f"link utilisation (wire bytes forwarded / rate, 2nd half, stats written each second): {100*busy:.1f}%")
 print(f"configured rate {rate/1e6:.1f} Mbit/s; receiver goodput (2nd half) {goodput/1e6:.2f} Mbit/s;"
       f" wire-equivalent {wire_equiv/1e6:.2f} Mbit/s = {100*wire_equiv/rate:.1f}% of configured")
 print(f"configured RTT {rtt_ms:.1f} ms; TCP_INFO srtt of the bulk flow: min {s['min_rtt']/1e3:.2f} ms,"
