@@ -38,15 +38,75 @@ fn rgb(c: (u8, u8, u8)) -> RGBColor {
     RGBColor(c.0, c.1, c.2)
 }
 
-fn header_height(header: &[String], warning: bool) -> u32 {
-    (header.len() as u32 + u32::from(warning)) * LINE_HEIGHT_PX + 20
+/// The header as drawn: the first line as a title, the rest as text, a warning in red,
+/// each broken into as many lines as the picture's width needs.
+fn header_lines(header: &[String], warning: Option<&str>) -> Vec<(String, TextStyle<'static>)> {
+    register_fonts();
+    let title = (FONT, 24).into_font().style(FontStyle::Bold).color(&BLACK);
+    let text = (FONT, 18).into_font().color(&BLACK);
+    let red = (FONT, 22)
+        .into_font()
+        .style(FontStyle::Bold)
+        .color(&RGBColor(200, 0, 0));
+    let styled = header
+        .iter()
+        .enumerate()
+        .map(|(i, line)| (line.as_str(), if i == 0 { &title } else { &text }))
+        .chain(warning.map(|w| (w, &red)));
+    styled
+        .flat_map(|(line, style)| {
+            wrap(line, WIDTH_PX - 40, |s| {
+                style.font.box_size(s).map_or(u32::MAX, |(w, _)| w)
+            })
+            .into_iter()
+            .map(|l| (l, style.clone()))
+        })
+        .collect()
+}
+
+fn header_height(lines: &[(String, TextStyle)]) -> u32 {
+    lines.len() as u32 * LINE_HEIGHT_PX + 20
+}
+
+/// Breaks text into lines no wider than `max_px`, after a space, comma, semicolon or
+/// underscore where there is one (long lab labels have no spaces), else anywhere.
+fn wrap(text: &str, max_px: u32, width_px: impl Fn(&str) -> u32) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for piece in text.split_inclusive([' ', ',', ';', '_']) {
+        let candidate = format!("{line}{piece}");
+        if line.is_empty() || width_px(candidate.trim_end()) <= max_px {
+            line = candidate;
+        } else {
+            lines.push(line.trim_end().to_string());
+            line = piece.to_string();
+        }
+        // A piece wider than a whole line is cut where the line is full.
+        while width_px(line.trim_end()) > max_px {
+            let mut head = String::new();
+            for c in line.chars() {
+                head.push(c);
+                if width_px(&head) > max_px {
+                    head.pop();
+                    break;
+                }
+            }
+            if head.is_empty() {
+                break;
+            }
+            line = line[head.len()..].to_string();
+            lines.push(head);
+        }
+    }
+    lines.push(line.trim_end().to_string());
+    lines
 }
 
 /// The size a figure is drawn at: full width, a header, then its panels stacked.
 pub fn figure_size(figure: &Figure) -> (u32, u32) {
     (
         WIDTH_PX,
-        header_height(&figure.header, figure.warning.is_some())
+        header_height(&header_lines(&figure.header, figure.warning.as_deref()))
             + figure.panels.len() as u32 * PANEL_HEIGHT_PX,
     )
 }
@@ -56,7 +116,7 @@ pub fn bar_figure_size(figure: &BarFigure) -> (u32, u32) {
     let bars = figure.panels.first().map_or(1, |p| p.bars.len()) as u32;
     (
         WIDTH_PX,
-        header_height(&figure.header, false) + rows * bar_panel_height(bars),
+        header_height(&header_lines(&figure.header, None)) + rows * bar_panel_height(bars),
     )
 }
 
@@ -67,9 +127,9 @@ fn bar_panel_height(bars: u32) -> u32 {
 /// Writes a figure of time-series panels to `path`.
 pub fn draw_figure(figure: &Figure, path: &Path) -> std::result::Result<(), DrawError> {
     render(path, figure_size(figure), |root| {
-        let top = header_height(&figure.header, figure.warning.is_some());
-        let (head, body) = root.split_vertically(top);
-        draw_header(&head, &figure.header, figure.warning.as_deref())?;
+        let header = header_lines(&figure.header, figure.warning.as_deref());
+        let (head, body) = root.split_vertically(header_height(&header));
+        draw_header(&head, &header)?;
         let areas = body.split_evenly((figure.panels.len().max(1), 1));
         for (panel, area) in figure.panels.iter().zip(&areas) {
             draw_panel(area, panel)?;
@@ -81,8 +141,9 @@ pub fn draw_figure(figure: &Figure, path: &Path) -> std::result::Result<(), Draw
 /// Writes a figure of bar panels, two to a row.
 pub fn draw_bar_figure(figure: &BarFigure, path: &Path) -> std::result::Result<(), DrawError> {
     render(path, bar_figure_size(figure), |root| {
-        let (head, body) = root.split_vertically(header_height(&figure.header, false));
-        draw_header(&head, &figure.header, None)?;
+        let header = header_lines(&figure.header, None);
+        let (head, body) = root.split_vertically(header_height(&header));
+        draw_header(&head, &header)?;
         let rows = figure.panels.len().div_ceil(2).max(1);
         let areas = body.split_evenly((rows, 2));
         for (panel, area) in figure.panels.iter().zip(&areas) {
@@ -110,26 +171,11 @@ fn render(
 
 fn draw_header<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    lines: &[String],
-    warning: Option<&str>,
+    lines: &[(String, TextStyle)],
 ) -> Result<()> {
-    let mut y = 12;
-    for (i, line) in lines.iter().enumerate() {
-        let style = if i == 0 {
-            (FONT, 24).into_font().style(FontStyle::Bold).color(&BLACK)
-        } else {
-            (FONT, 18).into_font().color(&BLACK)
-        };
-        area.draw_text(line, &style, (20, y))
-            .map_err(|e| e.to_string())?;
-        y += LINE_HEIGHT_PX as i32;
-    }
-    if let Some(warning) = warning {
-        let style = (FONT, 22)
-            .into_font()
-            .style(FontStyle::Bold)
-            .color(&RGBColor(200, 0, 0));
-        area.draw_text(warning, &style, (20, y))
+    for (i, (line, style)) in lines.iter().enumerate() {
+        let y = 12 + i as i32 * LINE_HEIGHT_PX as i32;
+        area.draw_text(line, style, (20, y))
             .map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -368,4 +414,29 @@ fn shorten(text: &str, max_chars: usize) -> String {
     let mut short: String = text.chars().take(max_chars - 1).collect();
     short.push('…');
     short
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_labels_wrap_at_separators() {
+        let chars = |s: &str| s.chars().count() as u32;
+        let label = "100mbit_20ms_cubic_lowat-default_wmem-4096-16384-536870912";
+        assert_eq!(
+            wrap(label, 30, chars),
+            vec![
+                "100mbit_20ms_cubic_",
+                "lowat-default_",
+                "wmem-4096-16384-536870912"
+            ]
+        );
+        assert_eq!(wrap("a short line", 30, chars), vec!["a short line"]);
+        assert_eq!(
+            wrap("one, two, three", 9, chars),
+            vec!["one, two,", "three"]
+        );
+        assert_eq!(wrap("abcdefgh", 3, chars), vec!["abc", "def", "gh"]);
+    }
 }

@@ -458,60 +458,22 @@ fn host_memory_axis(run: &Run) -> Axis {
 
 /// The run's name, settings and headline figures.
 pub fn run_header(summary: &RunSummary) -> Vec<String> {
-    let mut settings = summary.settings.key();
+    let mut first = format!("Run {}: {}", summary.label, summary.settings.key());
     if let Some(path) = summary.settings.path_text() {
-        settings.push_str(&format!("; path {path}"));
+        first.push_str(&format!("; path {path}"));
     }
-    let first = format!("Run {}: {settings}", summary.label);
-    let mut header = if first.chars().count() <= TITLE_CHARS {
-        vec![first]
-    } else {
-        let mut lines = wrap(&format!("Run {}", summary.label), TITLE_CHARS);
-        lines.extend(wrap(&settings, LINE_CHARS));
-        lines
-    };
     let opt = |value: Option<f64>, f: fn(f64) -> String| value.map_or("n/a".into(), f);
-    header.extend(wrap(
-        &format!(
-            "goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {}; RTT slow mean {}",
-            opt(summary.goodput_fast_bps, human::rate),
-            opt(summary.goodput_slow_bps, human::rate),
-            opt(summary.slow_queued_peak_bytes, human::mib),
-            opt(summary.slow_queued_mean_bytes, human::mib),
-            opt(summary.slow_notsent_peak_bytes, human::mib),
-            opt(summary.tcp_mem_peak_bytes(), human::mib),
-            opt(summary.rtt_slow_mean_ms, human::ms),
-        ),
-        LINE_CHARS,
-    ));
-    header
-}
-
-/// How many characters fit across a picture in the title font, and in the header font.
-const TITLE_CHARS: usize = 110;
-const LINE_CHARS: usize = 165;
-
-/// Breaks text into lines of at most `width` characters, after a space, comma or
-/// underscore where there is one (long lab labels have no spaces).
-pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut rest: Vec<char> = text.chars().collect();
-    while rest.len() > width {
-        let cut = rest[..width]
-            .iter()
-            .rposition(|c| matches!(c, ' ' | ',' | '_' | ';'))
-            .map_or(width, |i| i + 1);
-        lines.push(
-            rest[..cut]
-                .iter()
-                .collect::<String>()
-                .trim_end()
-                .to_string(),
-        );
-        rest.drain(..cut);
-    }
-    lines.push(rest.into_iter().collect());
-    lines
+    let figures = format!(
+        "goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {}; RTT slow mean {}",
+        opt(summary.goodput_fast_bps, human::rate),
+        opt(summary.goodput_slow_bps, human::rate),
+        opt(summary.slow_queued_peak_bytes, human::mib),
+        opt(summary.slow_queued_mean_bytes, human::mib),
+        opt(summary.slow_notsent_peak_bytes, human::mib),
+        opt(summary.tcp_mem_peak_bytes(), human::mib),
+        opt(summary.rtt_slow_mean_ms, human::ms),
+    );
+    vec![first, figures]
 }
 
 /// One horizontal bar of a chart across runs.
@@ -633,17 +595,14 @@ pub fn comparison(summaries: &[RunSummary], baselines: &[Option<usize>]) -> BarF
             named.push(summaries[b].label.clone());
         }
     }
-    header.extend(wrap(
-        &if named.is_empty() {
-            "no baseline: no run has the kernel's default lowat (pass --baseline LABEL)".into()
-        } else {
-            format!(
-                "baseline: {} (same path, kernel's default lowat unless --baseline)",
-                named.join(", ")
-            )
-        },
-        LINE_CHARS,
-    ));
+    header.push(if named.is_empty() {
+        "no baseline: no run has the kernel's default lowat (pass --baseline LABEL)".into()
+    } else {
+        format!(
+            "baseline: {} (same path, kernel's default lowat unless --baseline)",
+            named.join(", ")
+        )
+    });
     BarFigure { header, panels }
 }
 
@@ -725,25 +684,5 @@ pub fn path_figure(summaries: &[RunSummary]) -> Figure {
                 axis("peak TCP memory", RunSummary::tcp_mem_peak_bytes),
             ),
         ],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_labels_wrap_at_separators() {
-        let label = "100mbit_20ms_cubic_lowat-default_wmem-4096-16384-536870912";
-        assert_eq!(
-            wrap(label, 30),
-            vec![
-                "100mbit_20ms_cubic_",
-                "lowat-default_",
-                "wmem-4096-16384-536870912"
-            ]
-        );
-        assert_eq!(wrap("short", 30), vec!["short"]);
-        assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
     }
 }
