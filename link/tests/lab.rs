@@ -126,11 +126,7 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
         .expect("run scripts/lab");
     assert!(status.success(), "scripts/lab failed: {status}");
 
-    let label = |lowat: &str| {
-        out.join(format!(
-            "100mbit_100ms_cubic_lowat-{lowat}_wmem-4096-16384-536870912_rmem-8192-262144-536870912"
-        ))
-    };
+    let label = |lowat: &str| out.join(format!("100mbit_100ms_cubic_lowat-{lowat}"));
     let default = Run::load(&label("default"));
     let lowat = Run::load(&label("131072"));
 
