@@ -35,20 +35,20 @@ const RING_BYTES_PER_QUEUED_SEGMENT: usize = 1600;
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
     /// The namespace file could not be opened.
-    #[error("network namespace {path}: {source}")]
+    #[error("network namespace {path}")]
     Netns {
         path: PathBuf,
         source: std::io::Error,
     },
     /// The TUN device could not be created or attached.
-    #[error("TUN device {dev} in {ns}: {source}")]
+    #[error("TUN device {dev} in {ns}")]
     Tun {
         dev: String,
         ns: String,
         source: std::io::Error,
     },
     /// A forwarding thread failed.
-    #[error("forwarding {direction}: {source}")]
+    #[error("forwarding {direction}")]
     Forward {
         direction: &'static str,
         source: std::io::Error,
