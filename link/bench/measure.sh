@@ -72,7 +72,7 @@ for k in ("a_to_b", "b_to_a"):
     print(f"{k}: in {l['packets_in']} pkts/{l['segments_in']} segs, dropped at queue {l['packets_dropped_queue']} pkts/"
           f"{l['segments_dropped_queue']} segs, max queue {l['max_queue_segments']}/{link['queue_limit']} segs;"
           f" emulator: tun tx_dropped {e['tun_tx_dropped']}, late>1ms {e['packets_late_over_1ms']},"
-          f" max late {e['max_late_us']} us, ring full {e['ring_full_waits']}, realtime {e['realtime']}")
+          f" max late {e['max_late_us']} us, max write {e['max_write_us']} us, ring full {e['ring_full_waits']}, realtime {e['realtime']}")
 c = link["cpu"]
 print(f"emulator CPU {c['user_s']:.2f}s user + {c['system_s']:.2f}s sys over {link['elapsed_s']:.1f}s"
       f" = {100*(c['user_s']+c['system_s'])/link['elapsed_s']:.0f}% of one core")

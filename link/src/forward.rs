@@ -36,6 +36,9 @@ pub struct IoStats {
     pub packets_late_over_1ms: u64,
     /// Largest lateness of a write past its delivery time, in microseconds.
     pub max_late_us: u64,
+    /// Longest single write to the output TUN, in microseconds: the far namespace's
+    /// receive processing runs inside it, and delays everything behind it.
+    pub max_write_us: u64,
     /// Times reading paused because the delay line's buffer was full.
     pub ring_full_waits: u64,
     /// Whether the thread ran at real-time priority.
@@ -94,9 +97,12 @@ pub fn run(
             if deliver_ns > now {
                 break;
             }
+            let write_started = Instant::now();
             if output.write(frame).is_err() {
                 io_stats.write_errors += 1;
             }
+            let write_us = write_started.elapsed().as_micros() as u64;
+            io_stats.max_write_us = io_stats.max_write_us.max(write_us);
             let late_ns = now - deliver_ns;
             io_stats.max_late_us = io_stats.max_late_us.max(late_ns / 1000);
             if late_ns > LATE_NS {
