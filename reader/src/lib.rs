@@ -17,7 +17,7 @@ pub mod summary;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oscil_kernel::{host, netstat, SocketOptions, SockoptError};
@@ -30,7 +30,7 @@ use tokio::time::Instant;
 use crate::flow::Flow;
 use crate::pacer::Pacer;
 use crate::progress::Progress;
-use crate::recorder::Recorder;
+use crate::recorder::{Recorder, SharedRecorder};
 use crate::sampler::Sampler;
 use crate::summary::{Summary, SummaryBuilder};
 
@@ -136,14 +136,14 @@ pub async fn run(
         ending: Ending::in_progress(),
         lab: config.lab_meta.clone(),
     };
-    let recorder = Arc::new(Mutex::new(Recorder {
+    let recorder = SharedRecorder::new(Recorder {
         writer: RunWriter::create(&config.out, config.force, meta)?,
         summary: SummaryBuilder::new(
             schedule.clone(),
             config.interval.as_secs_f64(),
             page_size_bytes,
         ),
-    }));
+    });
     let tcpext_before = netstat::read().ok();
 
     let session::Session {
@@ -191,8 +191,7 @@ pub async fn run(
         loop {
             match control_rx.read::<DaemonMessage>().await {
                 Ok(Some(DaemonMessage::Samples { host, flows })) => {
-                    let mut recorder = control_recorder.lock().expect("recorder lock");
-                    if let Err(e) = recorder.sender(&flows, &host) {
+                    if let Err(e) = control_recorder.record(|r| r.sender(&flows, &host)) {
                         return ControlEnd::Failed(format!("recording the daemon's samples: {e}"));
                     }
                 }
@@ -253,6 +252,7 @@ pub async fn run(
             Ok(end) => end.ok(),
             Err(_) => {
                 control.abort();
+                let _ = (&mut control).await;
                 None
             }
         };
@@ -262,10 +262,7 @@ pub async fn run(
         _ => None,
     };
 
-    let mut recorder = Arc::into_inner(recorder)
-        .expect("every task holding the recorder has ended")
-        .into_inner()
-        .expect("recorder lock");
+    let mut recorder = recorder.close().expect("the recorder is closed only here");
     let meta = recorder.writer.meta_mut();
     if let (Some(before), Ok(after)) = (&tcpext_before, netstat::read()) {
         let delta = netstat::delta(before, &after, netstat::WATCHED);

@@ -4,7 +4,7 @@
 //! timers fire late, and a sample 100 ms late is a wrong throughput figure.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oscil_kernel::{meminfo, sockstat, tcp_info};
@@ -13,11 +13,11 @@ use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, RunDirError, Si
 
 use crate::flow::Flow;
 use crate::progress::Progress;
-use crate::recorder::Recorder;
+use crate::recorder::SharedRecorder;
 
 pub struct Sampler {
     pub flows: Vec<Arc<Flow>>,
-    pub recorder: Arc<Mutex<Recorder>>,
+    pub recorder: SharedRecorder,
     pub start: Instant,
     pub interval: Duration,
     pub schedule: Vec<PhaseSpan>,
@@ -94,10 +94,7 @@ impl Sampler {
             ));
         }
         let host = HostSample::from_sockstat(t_s, Side::Reader, &sockstat::read()?);
-        self.recorder
-            .lock()
-            .expect("recorder lock")
-            .reader(&rows, &host)?;
+        self.recorder.record(|r| r.reader(&rows, &host))?;
         self.progress.update(t_s, total_bytes);
         Ok(())
     }
