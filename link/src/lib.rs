@@ -8,7 +8,6 @@
 pub mod delay_line;
 pub mod forward;
 pub mod path;
-pub mod units;
 pub mod wire;
 
 #[allow(unsafe_code)]

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use oscil_link::path::default_queue_limit;
-use oscil_link::units::{parse_duration, parse_percent, parse_rate_bps};
 use oscil_link::{Endpoint, Link, LinkConfig, LinkStats};
+use oscil_protocol::units::{parse_duration, parse_percent, parse_rate_bps};
 
 /// Emulates a long, fat link between two network namespaces without netem: each direction
 /// gets random loss, a drop-tail queue in front of the rate limit, then a one-way delay.

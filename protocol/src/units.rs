@@ -67,29 +67,58 @@ pub fn parse_bytes_u32(input: &str) -> Result<u32, UnitError> {
     })
 }
 
-/// Parses a bit rate as tc writes it: `10mbit`, `1gbit`, `500kbit`, `100000bit`; decimal
-/// prefixes (1mbit = 1,000,000 bit/s). A bare number is bits per second.
+/// Parses a rate as tc writes it, into bits per second: `bit` (or a bare number), `kbit`,
+/// `mbit`, `gbit`, `tbit` (decimal: 1mbit = 1,000,000 bit/s), `kibit`, `mibit`, `gibit`
+/// (binary), and tc's byte rates `bps`, `kbps`, `mbps`, `gbps` (bytes per second).
 pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
-    const EXPECTED: &str = "a rate such as 10mbit, 1gbit or 500kbit";
+    const EXPECTED: &str = "a rate such as 10mbit, 1gbit, 500kbit or 125mbps (bytes/s, as tc)";
     let err = || UnitError::new("rate", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
     let scale: f64 = match suffix.as_str() {
-        "" | "bit" | "bps" => 1.0,
+        "" | "bit" => 1.0,
         "k" | "kbit" => 1e3,
         "m" | "mbit" => 1e6,
         "g" | "gbit" => 1e9,
         "t" | "tbit" => 1e12,
+        "kibit" => 1024.0,
+        "mibit" => 1024.0 * 1024.0,
+        "gibit" => 1024.0 * 1024.0 * 1024.0,
+        "bps" => 8.0,
+        "kbps" => 8e3,
+        "mbps" => 8e6,
+        "gbps" => 8e9,
         _ => return Err(err()),
     };
     let bps = (number * scale).round();
-    if bps < 1.0 || bps > u64::MAX as f64 {
+    if !(1.0..1e15).contains(&bps) {
         return Err(err());
     }
     Ok(bps as u64)
 }
 
-/// Parses a duration in humantime form: `5s`, `250ms`, `1m30s`.
+/// Parses a percentage, with or without `%` (`0.5`, `1%`), into a probability in [0, 1].
+pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
+    let err = || {
+        UnitError::new(
+            "percentage",
+            input,
+            "a number from 0 to 100, such as 0.5 or 1%",
+        )
+    };
+    let number = input.trim().trim_end_matches('%');
+    let percent: f64 = number.trim().parse().map_err(|_| err())?;
+    if (0.0..=100.0).contains(&percent) {
+        Ok(percent / 100.0)
+    } else {
+        Err(err())
+    }
+}
+
+/// Parses a duration in humantime form: `5s`, `250ms`, `1m30s`; a bare `0` is zero.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
+    if input.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
     humantime::parse_duration(input.trim())
         .map_err(|_| UnitError::new("duration", input, "a duration such as 5s, 250ms or 1m"))
 }
@@ -141,19 +170,35 @@ mod tests {
     }
 
     #[test]
-    fn rates_are_decimal_like_tc() {
+    fn rates_as_tc_writes_them() {
         assert_eq!(parse_rate_bps("10mbit"), Ok(10_000_000));
         assert_eq!(parse_rate_bps("1gbit"), Ok(1_000_000_000));
         assert_eq!(parse_rate_bps("500kbit"), Ok(500_000));
         assert_eq!(parse_rate_bps("2.5gbit"), Ok(2_500_000_000));
+        assert_eq!(parse_rate_bps("1.5Mbit"), Ok(1_500_000));
+        assert_eq!(parse_rate_bps("1kibit"), Ok(1024));
+        assert_eq!(parse_rate_bps("9600"), Ok(9600));
+        // tc's "bps" is bytes per second.
+        assert_eq!(parse_rate_bps("125mbps"), Ok(1_000_000_000));
         assert!(parse_rate_bps("fast").is_err());
-        assert!(parse_rate_bps("0").is_err());
+        assert!(parse_rate_bps("10 furlongs").is_err());
+        assert!(parse_rate_bps("0mbit").is_err());
+        assert!(parse_rate_bps("").is_err());
+    }
+
+    #[test]
+    fn percentages_become_probabilities() {
+        assert_eq!(parse_percent("1%"), Ok(0.01));
+        assert_eq!(parse_percent("0.5"), Ok(0.005));
+        assert!(parse_percent("101").is_err());
+        assert!(parse_percent("-1").is_err());
     }
 
     #[test]
     fn durations_and_fractions() {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_positive_duration("0s").is_err());
         assert_eq!(parse_fraction("0.05"), Ok(0.05));
