@@ -69,11 +69,25 @@ fn header_height(lines: &[(String, TextStyle)]) -> u32 {
 }
 
 /// Breaks text into lines no wider than `max_px`, after a space, comma, semicolon or
-/// underscore where there is one (long lab labels have no spaces), else anywhere.
+/// underscore where there is one (long lab labels have no spaces), else anywhere; never
+/// between a number and its unit.
 fn wrap(text: &str, max_px: u32, width_px: impl Fn(&str) -> u32) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    for piece in text.split_inclusive([' ', ',', ';', '_']) {
+        let after_number = pieces.last().is_some_and(|last| {
+            let mut tail = last.chars().rev();
+            tail.next() == Some(' ') && tail.next().is_some_and(|c| c.is_ascii_digit())
+        });
+        match pieces.last_mut() {
+            Some(last) if after_number && piece.starts_with(char::is_alphabetic) => {
+                last.push_str(piece)
+            }
+            _ => pieces.push(piece.to_string()),
+        }
+    }
     let mut lines = Vec::new();
     let mut line = String::new();
-    for piece in text.split_inclusive([' ', ',', ';', '_']) {
+    for piece in &pieces {
         let candidate = format!("{line}{piece}");
         if line.is_empty() || width_px(candidate.trim_end()) <= max_px {
             line = candidate;
@@ -438,5 +452,9 @@ mod tests {
             vec!["one, two,", "three"]
         );
         assert_eq!(wrap("abcdefgh", 3, chars), vec!["abc", "def", "gh"]);
+        assert_eq!(
+            wrap("RTT 466.0 ms, 1 Gbit/s", 10, chars),
+            vec!["RTT", "466.0 ms,", "1 Gbit/s"]
+        );
     }
 }

@@ -2,75 +2,21 @@
 //! the report binary reads them, and the summary's figures are checked against figures
 //! computed here straight from the CSV text.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
+use oscil_testkit::{number, workspace_bin, Csv, Daemon};
 use serde_json::Value;
-
-/// Where cargo put the workspace's binaries: `target/<profile>/`, the parent of `deps/`.
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_owned()
-}
-
-fn workspace_bin(name: &str) -> PathBuf {
-    let path = bin_dir().join(name);
-    assert!(
-        path.is_file(),
-        "{} is missing: build the workspace first (`cargo build --workspace` or `cargo test --workspace`)",
-        path.display()
-    );
-    path
-}
-
-/// The daemon, killed (by its own handle) when the test is done.
-struct Daemon {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_daemon() -> Daemon {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let child = Command::new(workspace_bin("oscil-daemon"))
-        .args(["--listen", &addr])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start oscil-daemon");
-    let daemon = Daemon { child, addr };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(&daemon.addr).is_err() {
-        assert!(Instant::now() < deadline, "oscil-daemon never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    daemon
-}
 
 /// Two real runs over loopback, made once for all tests: the kernel's default lowat and
 /// lowat 16 KiB.
 fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
     static RUNS: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let daemon = start_daemon();
+        let daemon = Daemon::start(&[]);
         let scratch = tempfile::tempdir().expect("scratch dir");
         let mut dirs = Vec::new();
         for (label, extra) in [
@@ -79,7 +25,7 @@ fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
         ] {
             let dir = scratch.path().join(label);
             let out = Command::new(workspace_bin("oscil-reader"))
-                .args(["--connect", &daemon.addr, "--out"])
+                .args(["--connect", &daemon.addr.to_string(), "--out"])
                 .arg(&dir)
                 .args(["--fast", "1s", "--slow", "2s", "--cycles", "1", "--quiet"])
                 .args(["--label", label])
@@ -131,29 +77,6 @@ fn assert_tall_run_picture(path: &Path) -> u32 {
     height
 }
 
-/// A CSV file as rows of column name -> text.
-fn table(path: &Path) -> Vec<HashMap<String, String>> {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut reader = csv::Reader::from_reader(text.as_bytes());
-    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
-    reader
-        .records()
-        .map(|r| {
-            header
-                .iter()
-                .cloned()
-                .zip(r.unwrap().iter().map(String::from))
-                .collect()
-        })
-        .collect()
-}
-
-fn num(row: &HashMap<String, String>, column: &str) -> f64 {
-    row[column]
-        .parse()
-        .unwrap_or_else(|_| panic!("{column} = {:?} is not a number", row[column]))
-}
-
 /// The figures of the summary, computed from a run directory's text. Definitions: goodput
 /// of a phase = 8 x the bytes read in rows of that phase / the phase's length in the
 /// schedule; queued = wmem_queued summed over flows per sampling tick, the tick in the
@@ -199,24 +122,24 @@ fn expected(dir: &Path) -> Expected {
             .sum()
     };
 
-    let reader = table(&dir.join("reader.csv"));
+    let reader = Csv::read(&dir.join("reader.csv")).rows;
     let read_bytes = |phase: &str| -> f64 {
         reader
             .iter()
             .filter(|r| r["phase"] == phase)
-            .map(|r| num(r, "bytes"))
+            .map(|r| number(r, "bytes"))
             .sum()
     };
 
-    let sender = table(&dir.join("sender.csv"));
+    let sender = Csv::read(&dir.join("sender.csv")).rows;
     let mut queued_by_tick: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
     for row in &sender {
-        let t_s = num(row, "t_s");
+        let t_s = number(row, "t_s");
         let tick = (t_s / interval_s).round() as i64;
         let entry = queued_by_tick
             .entry(tick)
             .or_insert((tick as f64 * interval_s, 0.0));
-        entry.1 += num(row, "wmem_queued");
+        entry.1 += number(row, "wmem_queued");
     }
     let slow_queued: Vec<f64> = queued_by_tick
         .values()
@@ -231,18 +154,19 @@ fn expected(dir: &Path) -> Expected {
     let rtts_ms = |slow_only: bool| -> Vec<f64> {
         sender
             .iter()
-            .filter(|r| num(r, "rtt_us") > 0.0)
-            .filter(|r| !slow_only || phase_of(num(r, "t_s")) == Some("slow"))
-            .map(|r| num(r, "rtt_us") / 1000.0)
+            .filter(|r| number(r, "rtt_us") > 0.0)
+            .filter(|r| !slow_only || phase_of(number(r, "t_s")) == Some("slow"))
+            .map(|r| number(r, "rtt_us") / 1000.0)
             .collect()
     };
     let slow_rtts = rtts_ms(true);
 
     let page_bytes = meta["sender_host"]["page_size_bytes"].as_f64().unwrap();
-    let peak_pages = table(&dir.join("host.csv"))
+    let peak_pages = Csv::read(&dir.join("host.csv"))
+        .rows
         .iter()
         .filter(|r| r["side"] == "sender")
-        .map(|r| num(r, "tcp_mem_pages"))
+        .map(|r| number(r, "tcp_mem_pages"))
         .fold(0.0, f64::max);
 
     const MIB: f64 = 1024.0 * 1024.0;
@@ -285,7 +209,7 @@ fn reports_real_runs_with_figures_matching_the_csvs() {
         "both runs share one path: no chart against RTT"
     );
 
-    let rows = table(&out.path().join("summary.csv"));
+    let rows = Csv::read(&out.path().join("summary.csv")).rows;
     assert_eq!(rows.len(), 2);
     for (row, dir) in rows.iter().zip(dirs) {
         let label = &row["label"];
@@ -300,7 +224,7 @@ fn reports_real_runs_with_figures_matching_the_csvs() {
             ("rtt_slow_mean_ms", want.rtt_slow_mean_ms, 3),
             ("rtt_min_ms", want.rtt_min_ms, 3),
         ] {
-            assert_close(label, column, num(row, column), value, decimals);
+            assert_close(label, column, number(row, column), value, decimals);
         }
     }
     // The run without --notsent-lowat has the kernel's default only where the host's
@@ -341,7 +265,7 @@ fn a_partial_run_still_reports_and_says_so() {
     let complete = assert_tall_run_picture(&out.path().join("run-default.png"));
     let partial = assert_tall_run_picture(&out.path().join("run-cut-short.png"));
     assert_eq!(partial, complete + 30);
-    let rows = table(&out.path().join("summary.csv"));
+    let rows = Csv::read(&out.path().join("summary.csv")).rows;
     assert_eq!(rows[0]["status"], "partial");
     assert_eq!(rows[0]["partial_reason"], "interrupted (Ctrl-C)");
     let md = fs::read_to_string(out.path().join("summary.md")).unwrap();

@@ -7,41 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The directory holding the workspace's binaries: this test runs from
-/// `target/<profile>/deps/`, and cargo puts every workspace binary in `target/<profile>/`.
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf()
-}
-
-/// One CSV file as rows of column name -> value.
-fn read_csv(path: &Path) -> Vec<HashMap<String, String>> {
-    let mut reader =
-        csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let headers = reader.headers().expect("header").clone();
-    reader
-        .records()
-        .map(|r| {
-            let r = r.expect("record");
-            headers
-                .iter()
-                .map(String::from)
-                .zip(r.iter().map(String::from))
-                .collect()
-        })
-        .collect()
-}
-
-fn num(row: &HashMap<String, String>, key: &str) -> f64 {
-    let text = row
-        .get(key)
-        .unwrap_or_else(|| panic!("column {key} in {row:?}"));
-    text.parse()
-        .unwrap_or_else(|_| panic!("{key} = {text:?} is not a number"))
-}
+use oscil_testkit::{bin_dir, number, Csv};
 
 struct Run {
     reader: Vec<HashMap<String, String>>,
@@ -51,8 +17,8 @@ struct Run {
 impl Run {
     fn load(dir: &Path) -> Run {
         Run {
-            reader: read_csv(&dir.join("reader.csv")),
-            sender: read_csv(&dir.join("sender.csv")),
+            reader: Csv::read(&dir.join("reader.csv")).rows,
+            sender: Csv::read(&dir.join("sender.csv")).rows,
         }
     }
 
@@ -61,11 +27,16 @@ impl Run {
         let rows: Vec<_> = self
             .reader
             .iter()
-            .filter(|r| r["phase"] == "fast" && num(r, "t_s") >= from_s && num(r, "t_s") <= FAST_S)
+            .filter(|r| {
+                r["phase"] == "fast" && number(r, "t_s") >= from_s && number(r, "t_s") <= FAST_S
+            })
             .collect();
-        let bytes: f64 = rows.iter().map(|r| num(r, "bytes")).sum();
-        let first = rows.iter().map(|r| num(r, "t_s")).fold(f64::MAX, f64::min);
-        let last = rows.iter().map(|r| num(r, "t_s")).fold(0.0, f64::max);
+        let bytes: f64 = rows.iter().map(|r| number(r, "bytes")).sum();
+        let first = rows
+            .iter()
+            .map(|r| number(r, "t_s"))
+            .fold(f64::MAX, f64::min);
+        let last = rows.iter().map(|r| number(r, "t_s")).fold(0.0, f64::max);
         // Each sample holds the bytes of the interval that ends at its t_s.
         bytes * 8.0 / (last - first + INTERVAL_S)
     }
@@ -75,8 +46,8 @@ impl Run {
         let rows: Vec<f64> = self
             .sender
             .iter()
-            .filter(|r| num(r, "t_s") >= FAST_S + 1.0 && num(r, "t_s") < FAST_S + SLOW_S)
-            .map(|r| num(r, column))
+            .filter(|r| number(r, "t_s") >= FAST_S + 1.0 && number(r, "t_s") < FAST_S + SLOW_S)
+            .map(|r| number(r, column))
             .collect();
         assert!(!rows.is_empty(), "no slow-phase samples");
         rows.iter().sum::<f64>() / rows.len() as f64
@@ -136,7 +107,7 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
         let min_rtt_ms = run
             .sender
             .iter()
-            .map(|r| num(r, "rtt_us"))
+            .map(|r| number(r, "rtt_us"))
             .filter(|v| *v > 0.0)
             .fold(f64::MAX, f64::min)
             / 1e3;

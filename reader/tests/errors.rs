@@ -6,7 +6,8 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::Output;
 
-use util::{free_port, reader, run_reader, Daemon};
+use oscil_testkit::{free_port, Daemon};
+use util::{reader, run_reader};
 
 /// The error line(s) the reader printed, after checking it failed without a panic.
 fn failure(output: &Output) -> String {

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use oscil_protocol::rundir;
 use oscil_protocol::RunStatus;
-use util::{reader, Daemon};
+use oscil_testkit::Daemon;
+use util::reader;
 
 /// Starts an 11 s run and returns 1.5 s into it, in the slow phase.
 fn start_long_run(daemon: &Daemon, out: &Path) -> Child {

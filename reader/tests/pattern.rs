@@ -5,7 +5,8 @@ mod util;
 
 use std::collections::BTreeMap;
 
-use util::{assert_success, run_reader, Csv, Daemon};
+use oscil_testkit::{Csv, Daemon};
+use util::{assert_success, run_reader};
 
 const INTERVAL_S: f64 = 0.1;
 

@@ -1,0 +1,118 @@
+//! Helpers for oscil's end-to-end tests. They run the workspace's real binaries, and read
+//! CSV files as plain text so that a test's expected figures never come from the code
+//! under test.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The directory holding the workspace's binaries: a test runs from
+/// `target/<profile>/deps/`, and cargo puts every binary in `target/<profile>/`.
+pub fn bin_dir() -> PathBuf {
+    std::env::current_exe()
+        .expect("test executable path")
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_owned()
+}
+
+/// A workspace binary; fails the test with a hint when it is not built.
+pub fn workspace_bin(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built; run the tests with `cargo test --workspace`, which builds every binary",
+        path.display()
+    );
+    path
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// oscil-daemon on a loopback port, killed (by its own handle) when dropped.
+pub struct Daemon {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Daemon {
+    pub fn start(extra_args: &[&str]) -> Daemon {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        let child = Command::new(workspace_bin("oscil-daemon"))
+            .arg("--listen")
+            .arg(addr.to_string())
+            .args(extra_args)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start oscil-daemon");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(addr).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "oscil-daemon never listened on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Daemon { child, addr }
+    }
+
+    /// Kills with SIGKILL: the daemon gets no chance to say goodbye.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("kill oscil-daemon");
+        self.child.wait().expect("reap oscil-daemon");
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A CSV file as rows of column name -> text.
+pub struct Csv {
+    pub rows: Vec<HashMap<String, String>>,
+}
+
+impl Csv {
+    pub fn read(path: &Path) -> Csv {
+        let fail = |e: &dyn std::fmt::Display| -> ! { panic!("{}: {e}", path.display()) };
+        let mut reader = csv::Reader::from_path(path).unwrap_or_else(|e| fail(&e));
+        let header = reader.headers().unwrap_or_else(|e| fail(&e)).clone();
+        let rows = reader
+            .records()
+            .map(|record| {
+                let record = record.unwrap_or_else(|e| fail(&e));
+                header
+                    .iter()
+                    .map(str::to_owned)
+                    .zip(record.iter().map(str::to_owned))
+                    .collect()
+            })
+            .collect();
+        Csv { rows }
+    }
+
+    /// Column `name` of every row, parsed as a number.
+    pub fn column(&self, name: &str) -> Vec<f64> {
+        self.rows.iter().map(|row| number(row, name)).collect()
+    }
+}
+
+/// Field `name` of a row, parsed as a number.
+pub fn number(row: &HashMap<String, String>, name: &str) -> f64 {
+    let text = row
+        .get(name)
+        .unwrap_or_else(|| panic!("no column {name:?}"));
+    text.parse()
+        .unwrap_or_else(|e| panic!("column {name:?} value {text:?}: {e}"))
+}
