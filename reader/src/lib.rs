@@ -15,7 +15,6 @@ mod session;
 pub mod summary;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -24,6 +23,7 @@ use oscil_kernel::{host, netstat, SocketOptions, SockoptError};
 use oscil_protocol::control::{DaemonMessage, Ended, FrameError, ReaderMessage};
 use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
 use oscil_protocol::{Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -102,11 +102,13 @@ pub struct Outcome {
     pub summary: Summary,
 }
 
-/// Runs one session. A run cut short (daemon gone, `shutdown` fired) is not an error: the
-/// run directory is complete up to that moment and `Outcome::meta.ending` says why.
+/// Runs one session. Each message on `stop` is a request to stop (Ctrl-C): the first cuts
+/// the run short, a second one also gives up waiting for the daemon's last samples. A run
+/// cut short is not an error: the run directory is complete up to that moment and
+/// `Outcome::meta.ending` says why.
 pub async fn run(
     config: ReaderConfig,
-    shutdown: impl Future<Output = ()>,
+    mut stop: mpsc::UnboundedReceiver<()>,
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
     let session = session::open(&config).await?;
@@ -230,7 +232,7 @@ pub async fn run(
             daemon_end = end.ok();
             Some(reason)
         }
-        _ = shutdown => Some("interrupted by a signal".into()),
+        Some(()) = stop.recv() => Some("interrupted by a signal".into()),
     };
     let end_s = start.elapsed().as_secs_f64();
     readers.abort_all();
@@ -248,14 +250,16 @@ pub async fn run(
             .clone()
             .unwrap_or_else(|| "pattern complete".into());
         let _ = control_tx.write(&ReaderMessage::Stop { reason }).await;
-        daemon_end = match tokio::time::timeout(STOP_GRACE, &mut control).await {
-            Ok(end) => end.ok(),
-            Err(_) => {
-                control.abort();
-                let _ = (&mut control).await;
-                None
-            }
+        let grace = tokio::time::sleep(STOP_GRACE);
+        daemon_end = tokio::select! {
+            end = &mut control => end.ok(),
+            _ = grace => None,
+            Some(()) = stop.recv() => None,
         };
+        if daemon_end.is_none() {
+            control.abort();
+            let _ = (&mut control).await;
+        }
     }
     let daemon_ended = match daemon_end {
         Some(ControlEnd::Ended(ended)) => Some(ended),

@@ -155,19 +155,29 @@ fn run(args: Args) -> anyhow::Result<Outcome> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let outcome = oscil_reader::run(config, stop_signal()).await?;
+        let outcome = oscil_reader::run(config, stop_signals()?).await?;
         Ok(outcome)
     })
 }
 
-/// Completes on Ctrl-C or SIGTERM.
-async fn stop_signal() {
+/// One message per Ctrl-C or SIGTERM.
+fn stop_signals() -> anyhow::Result<tokio::sync::mpsc::UnboundedReceiver<()>> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
+    let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            if tx.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(rx)
 }
 
 fn report(outcome: &Outcome, json: bool, quiet: bool) -> ExitCode {
