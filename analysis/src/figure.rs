@@ -522,7 +522,7 @@ pub fn comparison(summaries: &[RunSummary], baselines: &[Option<usize>]) -> BarF
         Unit,
         fn(f64) -> String,
     );
-    let metrics: [Metric; 6] = [
+    let metrics: [Metric; 8] = [
         (
             "Goodput, fast phases",
             |s| s.goodput_fast_bps,
@@ -544,6 +544,20 @@ pub fn comparison(summaries: &[RunSummary], baselines: &[Option<usize>]) -> BarF
         (
             "Mean sender queued bytes (wmem_queued), slow phases",
             |s| s.slow_queued_mean_bytes,
+            byte_unit(MIB),
+            human::mib,
+        ),
+        // Not sent apart from queued: lowat trims only what is not yet sent, so these show
+        // whether a run's memory is waiting data or data in flight.
+        (
+            "Peak not-sent bytes (notsent_bytes), slow phases",
+            |s| s.slow_notsent_peak_bytes,
+            byte_unit(MIB),
+            human::mib,
+        ),
+        (
+            "Mean not-sent bytes (notsent_bytes), slow phases",
+            |s| s.slow_notsent_mean_bytes,
             byte_unit(MIB),
             human::mib,
         ),
