@@ -11,6 +11,7 @@ use oscil_protocol::SenderSample;
 use tokio::net::TcpStream;
 
 /// A data connection of a running session.
+#[derive(Clone)]
 pub(crate) struct Flow {
     pub(crate) index: u32,
     /// Shared by the writer task and the sampler, which reads `TCP_INFO` from the same fd.

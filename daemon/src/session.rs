@@ -268,7 +268,8 @@ enum SetupEvent {
 /// What can happen while a session streams.
 enum RunEvent {
     Control(Result<Option<ReaderMessage>, FrameError>),
-    Sample,
+    /// The sampler thread's latest samples, or why it could not take them.
+    Sample(Result<DaemonMessage, String>),
     /// Ends the session for the reason given.
     End(String),
 }
@@ -339,12 +340,11 @@ impl Session<'_> {
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)
             .min(self.config.max_session);
         let end_at = start + length;
-        let mut tick: u32 = 1;
+        let (stop_sampling, mut samples) = spawn_sampler(flows.clone(), start.into_std(), interval);
         let reason = loop {
-            let next_sample = start + interval * tick;
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => RunEvent::Control(m),
-                _ = sleep_until(next_sample) => RunEvent::Sample,
+                Some(sampled) = samples.recv() => RunEvent::Sample(sampled),
                 Some(done) = writers.join_next() => RunEvent::End(match done {
                     Ok((flow, e)) => format!("data connection of flow {flow} failed: {e}"),
                     Err(e) => format!("a writer task failed: {e}"),
@@ -355,23 +355,20 @@ impl Session<'_> {
                 _ = self.stop.changed() => RunEvent::End("daemon shutting down".into()),
             };
             match event {
-                RunEvent::Sample => {
-                    let t_s = (Instant::now() - start).as_secs_f64();
-                    let message = match sample(&flows, t_s) {
-                        Ok(m) => m,
-                        Err(e) => break e,
-                    };
+                RunEvent::Sample(Ok(message)) => {
                     if let Err(e) = send(self.conn, self.config, &message).await {
                         break e;
                     }
-                    // Next deadline after now: late samples are skipped, never bunched.
-                    let behind = (Instant::now() - start).as_nanos() / interval.as_nanos();
-                    tick = (tick + 1).max(u32::try_from(behind + 1).unwrap_or(u32::MAX));
                 }
+                RunEvent::Sample(Err(e)) => break e,
                 RunEvent::Control(m) => break control_ending(m),
                 RunEvent::End(reason) => break reason,
             }
         };
+        // Both ends of the sampler's channels go, so a thread blocked on a full channel
+        // wakes and lets go of its handles on the sockets.
+        drop(stop_sampling);
+        drop(samples);
         writers.shutdown().await;
         for flow in flows {
             flow.reset();
@@ -391,6 +388,47 @@ fn sample(flows: &[Flow], t_s: f64) -> Result<DaemonMessage, String> {
         host: HostSample::from_sockstat(t_s, Side::Sender, &host),
         flows: flows.iter().filter_map(|f| f.sample(t_s)).collect(),
     })
+}
+
+/// Samples on its own OS thread at `start + k * interval` until the returned sender is
+/// dropped. When writer tasks keep every async worker busy their timers fire late (tens of
+/// ms with 200 flows); a thread that sleeps to absolute deadlines does not. A tick already
+/// past is skipped, never bunched; a slow control connection holds the thread back (the
+/// channel is small) rather than piling samples up in memory.
+fn spawn_sampler(
+    flows: Vec<Flow>,
+    start: std::time::Instant,
+    interval: Duration,
+) -> (
+    std::sync::mpsc::Sender<()>,
+    mpsc::Receiver<Result<DaemonMessage, String>>,
+) {
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let (tx, rx) = mpsc::channel(4);
+    let report = tx.clone();
+    let spawned = std::thread::Builder::new()
+        .name("sampler".into())
+        .spawn(move || {
+            let mut tick: u32 = 1;
+            loop {
+                let deadline = start + interval * tick;
+                let wait = deadline.saturating_duration_since(std::time::Instant::now());
+                match stop_rx.recv_timeout(wait) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+                let t_s = start.elapsed().as_secs_f64();
+                if tx.blocking_send(sample(&flows, t_s)).is_err() {
+                    return;
+                }
+                let behind = start.elapsed().as_nanos() / interval.as_nanos();
+                tick = (tick + 1).max(u32::try_from(behind + 1).unwrap_or(u32::MAX));
+            }
+        });
+    if let Err(e) = spawned {
+        let _ = report.try_send(Err(format!("cannot start the sampler thread: {e}")));
+    }
+    (stop_tx, rx)
 }
 
 /// Why a session ends on what came (or did not come) over the control connection.
