@@ -39,6 +39,9 @@ pub const SOFTWARE: &str = concat!("oscil-reader ", env!("CARGO_PKG_VERSION"));
 /// How long the reader waits for the daemon's last samples after asking it to stop.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// How long the daemon may say nothing (at least three intervals) before the run is cut.
+const SILENCE_LIMIT: Duration = Duration::from_secs(5);
+
 /// Everything a run needs, already validated.
 #[derive(Debug, Clone)]
 pub struct ReaderConfig {
@@ -189,9 +192,18 @@ pub async fn run(
         .spawn(move || sampler.run(stop_rx))
         .map_err(ReaderError::Thread)?;
     let control_recorder = recorder.clone();
+    // The daemon sends samples every interval: a long silence means the path or the daemon
+    // is gone, even if no connection has said so yet.
+    let silence_limit = (config.interval * 3).max(SILENCE_LIMIT);
     let mut control = tokio::spawn(async move {
         loop {
-            match control_rx.read::<DaemonMessage>().await {
+            let Ok(message) = tokio::time::timeout(silence_limit, control_rx.read()).await else {
+                return ControlEnd::Failed(format!(
+                    "no word from the daemon for {} s",
+                    silence_limit.as_secs()
+                ));
+            };
+            match message {
                 Ok(Some(DaemonMessage::Samples { host, flows })) => {
                     if let Err(e) = control_recorder.record(|r| r.sender(&flows, &host)) {
                         return ControlEnd::Failed(format!("recording the daemon's samples: {e}"));
@@ -277,7 +289,10 @@ pub async fn run(
             .insert("sender".into(), ended.tcpext_delta.clone());
     }
     meta.schedule = cut_schedule(&schedule, end_s);
-    let reason = cut_short.or(sample_error);
+    let unconfirmed = daemon_ended
+        .is_none()
+        .then(|| "the daemon did not confirm the end of the session".to_string());
+    let reason = cut_short.or(sample_error).or(unconfirmed);
     let ending = Ending {
         status: if reason.is_none() {
             RunStatus::Complete

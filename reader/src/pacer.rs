@@ -2,9 +2,11 @@
 //! what a flow does next. No I/O and no clock of its own, so it is tested on made-up time.
 //!
 //! Time is cut into one-second windows aligned to each phase's start (the last window of a
-//! phase may be shorter). A fast window reads without limit; its byte count, scaled to one
-//! second, updates the peak. Entering a slow phase fixes the budget at `fraction` x peak;
-//! each slow window reads exactly that budget, then waits for the window to end.
+//! phase may be shorter). A fast window reads without limit; a full one-second fast window
+//! updates the peak (a phase shorter than a second counts at its rate per second instead).
+//! Entering a slow phase fixes the budget at `fraction` x peak; each slow window reads
+//! exactly that budget (a shorter last window, its share of it), then waits for the
+//! window to end.
 
 use oscil_protocol::{PatternConfig, Phase, PhaseSpan};
 
@@ -29,6 +31,12 @@ struct Window {
     index: u64,
     start_s: f64,
     end_s: f64,
+}
+
+impl Window {
+    fn length_s(&self) -> f64 {
+        self.end_s - self.start_s
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -61,10 +69,12 @@ impl Pacer {
         self.peak_second_bytes
     }
 
-    /// The slow budget per second in force now; 0 outside a slow phase.
+    /// The slow budget of the current window; 0 outside a slow phase.
     pub fn budget_bytes(&self) -> u64 {
         match self.window {
-            Some(w) if self.schedule[w.span].phase == Phase::Slow => self.budget_bytes,
+            Some(w) if self.schedule[w.span].phase == Phase::Slow => {
+                (self.budget_bytes as f64 * w.length_s().min(1.0)).round() as u64
+            }
             _ => 0,
         }
     }
@@ -86,8 +96,8 @@ impl Pacer {
                 max_bytes: None,
                 until_s: window.end_s,
             },
-            Phase::Slow if self.window_bytes < self.budget_bytes => Step::Read {
-                max_bytes: Some(self.budget_bytes - self.window_bytes),
+            Phase::Slow if self.window_bytes < self.budget_bytes() => Step::Read {
+                max_bytes: Some(self.budget_bytes() - self.window_bytes),
                 until_s: window.end_s,
             },
             Phase::Slow => Step::Wait {
@@ -117,9 +127,13 @@ impl Pacer {
             return;
         }
         if let Some(closed) = self.window {
-            if self.schedule[closed.span].phase == Phase::Fast {
-                let length_s = closed.end_s - closed.start_s;
-                let per_second = (self.window_bytes as f64 / length_s).round() as u64;
+            let span = self.schedule[closed.span];
+            // A short window at the end of a long fast phase is left out: it often drains
+            // a queue that filled in the slow phase at memory speed, and scaled to a second
+            // it would inflate the peak.
+            let counts = closed.length_s() >= 1.0 - 1e-9 || span.end_s - span.start_s < 1.0;
+            if span.phase == Phase::Fast && counts {
+                let per_second = (self.window_bytes as f64 / closed.length_s()).round() as u64;
                 self.peak_second_bytes = self.peak_second_bytes.max(per_second);
             }
         }
@@ -233,6 +247,37 @@ mod tests {
         pacer.step(0.6);
         assert_eq!(pacer.peak_second_bytes(), 600_000);
         assert_eq!(pacer.budget_bytes(), 30_000);
+    }
+
+    #[test]
+    fn a_short_last_fast_window_does_not_set_the_peak() {
+        let config = PatternConfig {
+            fast_ms: 1500,
+            ..short()
+        };
+        let mut pacer = Pacer::new(&config);
+        pacer.record(0.5, 1_000_000); // a full second
+        pacer.record(1.2, 900_000); // half a second: 1.8 MB/s if scaled, left out
+        pacer.step(1.5);
+        assert_eq!(pacer.peak_second_bytes(), 1_000_000);
+    }
+
+    #[test]
+    fn a_short_last_slow_window_reads_its_share_of_the_budget() {
+        let config = PatternConfig {
+            slow_ms: 2500,
+            ..short()
+        };
+        let mut pacer = Pacer::new(&config);
+        pacer.record(0.5, 1_000_000);
+        assert_eq!(
+            pacer.step(4.0),
+            Step::Read {
+                max_bytes: Some(25_000),
+                until_s: 4.5
+            }
+        );
+        assert_eq!(pacer.budget_bytes(), 25_000);
     }
 
     #[test]

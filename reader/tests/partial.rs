@@ -78,3 +78,28 @@ fn ctrl_c_keeps_everything_recorded_so_far() {
     let last_sender_s = run.sender.last().expect("sender rows").t_s;
     assert!(last_sender_s > 1.3, "sender rows stop at {last_sender_s} s");
 }
+
+/// A daemon that stops answering without closing anything, like a path gone dark.
+#[test]
+fn a_silent_daemon_cuts_the_run_short() {
+    let daemon = Daemon::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let child = start_long_run(&daemon, &out);
+    let frozen = std::process::Command::new("kill")
+        .args(["-STOP", &daemon.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(frozen.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(3));
+
+    let run = rundir::load(&out).expect("the run directory loads");
+    assert_eq!(run.meta.ending.status, RunStatus::Partial);
+    assert!(
+        run.meta.ending.reason.contains("no word from the daemon"),
+        "reason: {}",
+        run.meta.ending.reason
+    );
+    assert!(run.meta.ending.duration_s < 9.0);
+}
