@@ -308,10 +308,10 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
     let rcv_wnd = Quantity::new(
         "receive window (rcv_wnd)",
         GREEN,
-        summary::reader_ticks(run, |r| Some(f64::from(r.rcv_wnd))),
+        summary::reader_ticks(run, |r| r.rcv_wnd.map(f64::from)),
     );
     let inflight = Quantity::new(
-        "bytes in flight (unacked x mss)",
+        "bytes in flight (segments in flight x mss)",
         VERMILLION,
         summary::sender_ticks(run, |r| Some(r.inflight_bytes as f64)),
     );

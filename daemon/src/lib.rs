@@ -168,11 +168,7 @@ async fn is_data_connection(stream: &TcpStream) -> std::io::Result<bool> {
             ));
         }
         if n == first.len() {
-            return Ok(first
-                == DataHello::encode(&DataHello {
-                    session_id: 0,
-                    flow: 0,
-                })[..4]);
+            return Ok(first == DataHello::MAGIC);
         }
         // Fewer than four bytes so far: they arrive together in practice, so poll gently.
         sleep(Duration::from_millis(2)).await;

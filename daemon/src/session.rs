@@ -365,9 +365,17 @@ impl Session<'_> {
                 RunEvent::End(reason) => break reason,
             }
         };
-        // Both ends of the sampler's channels go, so a thread blocked on a full channel
-        // wakes and lets go of its handles on the sockets.
-        drop(stop_sampling);
+        // The sampler takes a last sample of the partial interval; what it has queued still
+        // goes to the reader before `Ended`, unless the control connection is what failed.
+        let _ = stop_sampling.send(());
+        while let Ok(Some(sampled)) = timeout(self.config.handshake_timeout, samples.recv()).await {
+            let Ok(message) = sampled else { break };
+            if send(self.conn, self.config, &message).await.is_err() {
+                break;
+            }
+        }
+        // Dropping the receiver wakes a thread blocked on a full channel, so it lets go of
+        // its handles on the sockets.
         drop(samples);
         writers.shutdown().await;
         for flow in flows {
@@ -390,8 +398,8 @@ fn sample(flows: &[Flow], t_s: f64) -> Result<DaemonMessage, String> {
     })
 }
 
-/// Samples on its own OS thread at `start + k * interval` until the returned sender is
-/// dropped. When writer tasks keep every async worker busy their timers fire late (tens of
+/// Samples on its own OS thread at `start + k * interval` until the returned sender sends
+/// (then it samples the partial interval once more) or is dropped. When writer tasks keep every async worker busy their timers fire late (tens of
 /// ms with 200 flows); a thread that sleeps to absolute deadlines does not. A tick already
 /// past is skipped, never bunched; a slow control connection holds the thread back (the
 /// channel is small) rather than piling samples up in memory.
@@ -403,6 +411,8 @@ fn spawn_sampler(
     std::sync::mpsc::Sender<()>,
     mpsc::Receiver<Result<DaemonMessage, String>>,
 ) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let t_s_of = move |at: std::time::Instant| at.duration_since(start).as_secs_f64();
     let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
     let (tx, rx) = mpsc::channel(4);
     let report = tx.clone();
@@ -410,19 +420,25 @@ fn spawn_sampler(
         .name("sampler".into())
         .spawn(move || {
             let mut tick: u32 = 1;
+            let mut last = start;
             loop {
                 let deadline = start + interval * tick;
                 let wait = deadline.saturating_duration_since(std::time::Instant::now());
                 match stop_rx.recv_timeout(wait) {
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => return,
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Ok(()) => break,
+                    Err(RecvTimeoutError::Disconnected) => return,
                 }
-                let t_s = start.elapsed().as_secs_f64();
-                if tx.blocking_send(sample(&flows, t_s)).is_err() {
+                last = std::time::Instant::now();
+                if tx.blocking_send(sample(&flows, t_s_of(last))).is_err() {
                     return;
                 }
                 let behind = start.elapsed().as_nanos() / interval.as_nanos();
                 tick = (tick + 1).max(u32::try_from(behind + 1).unwrap_or(u32::MAX));
+            }
+            // The partial interval since the last tick, unless it has barely begun.
+            if last.elapsed() >= interval / 10 {
+                let _ = tx.blocking_send(sample(&flows, t_s_of(std::time::Instant::now())));
             }
         });
     if let Err(e) = spawned {

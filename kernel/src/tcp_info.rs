@@ -47,15 +47,21 @@ pub struct TcpInfo {
     pub sndbuf_limited_us: u64,
     pub bytes_sent: u64,
     pub bytes_retrans: u64,
-    pub snd_wnd_bytes: u32,
-    pub rcv_wnd_bytes: u32,
+    /// `None` on kernels whose `TCP_INFO` ends before the field (it came in 5.19 / 6.2):
+    /// a zero there would read as a closed window.
+    pub snd_wnd_bytes: Option<u32>,
+    pub rcv_wnd_bytes: Option<u32>,
 }
 
 impl TcpInfo {
-    /// An estimate of bytes in flight: unacknowledged segments times the send MSS. Segments
-    /// are not always full-sized, so this is an upper-bound-ish estimate, not a count.
+    /// An estimate of bytes in flight: segments in flight as the kernel counts them
+    /// (`tcp_packets_in_flight`: unacked - sacked - lost + retransmitted) times the send
+    /// MSS. Segments are not always full-sized, so this is an estimate, not a count.
     pub fn inflight_bytes_est(&self) -> u64 {
-        u64::from(self.unacked_segs) * u64::from(self.snd_mss_bytes)
+        let segs = u64::from(self.unacked_segs)
+            .saturating_sub(u64::from(self.sacked_segs) + u64::from(self.lost_segs))
+            + u64::from(self.retrans_segs);
+        segs * u64::from(self.snd_mss_bytes)
     }
 }
 
@@ -101,16 +107,25 @@ impl From<&libc::tcp_info> for TcpInfo {
             sndbuf_limited_us: t.tcpi_sndbuf_limited,
             bytes_sent: t.tcpi_bytes_sent,
             bytes_retrans: t.tcpi_bytes_retrans,
-            snd_wnd_bytes: t.tcpi_snd_wnd,
-            rcv_wnd_bytes: t.tcpi_rcv_wnd,
+            snd_wnd_bytes: Some(t.tcpi_snd_wnd),
+            rcv_wnd_bytes: Some(t.tcpi_rcv_wnd),
         }
     }
 }
 
-/// Reads `TCP_INFO` of a TCP socket. Fields a (much) older kernel does not fill stay zero.
+/// Reads `TCP_INFO` of a TCP socket. The window fields are `None` where the kernel's
+/// structure is too short to hold them; other fields a much older kernel lacks stay zero.
 pub fn read(fd: impl AsFd) -> io::Result<TcpInfo> {
-    let (raw, _len) = sys::tcp_info(fd.as_fd())?;
-    Ok(TcpInfo::from(&raw))
+    let (raw, len) = sys::tcp_info(fd.as_fd())?;
+    let mut info = TcpInfo::from(&raw);
+    let holds = |offset: usize| len >= offset + std::mem::size_of::<u32>();
+    if !holds(std::mem::offset_of!(libc::tcp_info, tcpi_snd_wnd)) {
+        info.snd_wnd_bytes = None;
+    }
+    if !holds(std::mem::offset_of!(libc::tcp_info, tcpi_rcv_wnd)) {
+        info.rcv_wnd_bytes = None;
+    }
+    Ok(info)
 }
 
 #[cfg(test)]

@@ -182,7 +182,8 @@ pub struct DataHello {
 
 impl DataHello {
     pub const LEN: usize = 20;
-    const MAGIC: [u8; 4] = *b"OSCD";
+    /// The first four bytes of every data connection.
+    pub const MAGIC: [u8; 4] = *b"OSCD";
 
     pub fn encode(&self) -> [u8; Self::LEN] {
         let mut out = [0u8; Self::LEN];

@@ -46,8 +46,9 @@ pub struct ReaderSample {
     pub phase: Phase,
     /// Bytes the application read in this interval.
     pub bytes: u64,
-    /// Window the receiver last advertised, in bytes (tcpi_rcv_wnd).
-    pub rcv_wnd: u32,
+    /// Window the receiver last advertised, in bytes (tcpi_rcv_wnd); empty where the
+    /// kernel does not report it (before 6.2).
+    pub rcv_wnd: Option<u32>,
     pub rcv_ssthresh: u32,
     pub rcv_space: u32,
     pub rtt_us: u32,
@@ -73,10 +74,10 @@ pub struct SenderSample {
     pub cwnd: u32,
     /// Sent but not yet acknowledged, segments.
     pub unacked: u32,
-    /// Accepted by the kernel but never sent (write_seq - snd_nxt).
+    /// Accepted by the kernel but not yet sent (write_seq - snd_nxt).
     pub notsent_bytes: u32,
     /// The peer's advertised window as the sender sees it, bytes.
-    pub snd_wnd: u32,
+    pub snd_wnd: Option<u32>,
     pub rtt_us: u32,
     pub delivery_rate_bps: u64,
     /// Send queue memory including metadata (SO_MEMINFO wmem_queued), bytes.
@@ -84,7 +85,7 @@ pub struct SenderSample {
     /// The socket's send buffer limit (sk_sndbuf), bytes.
     pub sndbuf: u32,
     pub snd_mss_bytes: u32,
-    /// unacked x MSS: an estimate of bytes in flight.
+    /// Segments in flight (unacked - sacked - lost + retransmitted) x MSS: an estimate.
     pub inflight_bytes: u64,
     pub total_retrans: u32,
     pub pacing_rate_bps: u64,

@@ -432,7 +432,7 @@ mod tests {
             flow: 0,
             phase: Phase::Slow,
             bytes: 1 << 20,
-            rcv_wnd: 65535,
+            rcv_wnd: Some(65535),
             rcv_ssthresh: 65535,
             rcv_space: 14600,
             rtt_us: 50,

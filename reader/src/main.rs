@@ -8,7 +8,8 @@ use anyhow::Context;
 use clap::Parser;
 use oscil_kernel::SocketOptions;
 use oscil_protocol::units::{
-    parse_bytes_u32, parse_fraction, parse_positive_duration, parse_rate_bps,
+    parse_bytes_u32, parse_duration, parse_fraction, parse_positive_duration, parse_rate_bps,
+    UnitError,
 };
 use oscil_protocol::{PatternConfig, RunStatus};
 use oscil_reader::{Outcome, ReaderConfig};
@@ -35,7 +36,7 @@ struct Args {
     #[arg(long, default_value = "5s", value_parser = parse_positive_duration, value_name = "DUR")]
     fast: Duration,
     /// Length of each slow phase.
-    #[arg(long, default_value = "15s", value_parser = parse_duration_or_zero, value_name = "DUR")]
+    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DUR")]
     slow: Duration,
     /// Share of the best one-second read that each slow second reads (0.05 or 5%).
     #[arg(long, default_value = "0.05", value_parser = parse_fraction)]
@@ -64,7 +65,7 @@ struct Args {
     #[arg(long, value_name = "NAME")]
     congestion: Option<String>,
     /// SO_MAX_PACING_RATE for the daemon's sockets, as tc writes rates (100mbit).
-    #[arg(long, value_parser = parse_rate_bps, value_name = "RATE")]
+    #[arg(long, value_parser = parse_pacing_rate, value_name = "RATE")]
     pacing_rate: Option<u64>,
     /// SO_RCVBUF for the reader's own sockets (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
@@ -87,8 +88,14 @@ struct Args {
     json: bool,
 }
 
-fn parse_duration_or_zero(input: &str) -> Result<Duration, oscil_protocol::units::UnitError> {
-    oscil_protocol::units::parse_duration(input)
+/// The kernel paces in whole bytes per second, so a rate below 8 bit/s would be no pacing.
+fn parse_pacing_rate(input: &str) -> Result<u64, String> {
+    match parse_rate_bps(input) {
+        Ok(bps) if bps < 8 => Err(format!(
+            "pacing rate {input:?} is below 8 bit/s, the kernel's smallest"
+        )),
+        other => other.map_err(|e: UnitError| e.to_string()),
+    }
 }
 
 impl Args {
@@ -139,7 +146,15 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let json = args.json;
     let quiet = args.quiet;
-    match run(args) {
+    // A --meta file that cannot be used is a bad flag, like those clap rejects: exit 2.
+    let config = match args.into_config() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("oscil-reader: {error:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(config) {
         Ok(outcome) => report(&outcome, json, quiet),
         Err(error) => {
             eprintln!("oscil-reader: {error:#}");
@@ -148,8 +163,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: Args) -> anyhow::Result<Outcome> {
-    let config = args.into_config()?;
+fn run(config: ReaderConfig) -> anyhow::Result<Outcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -69,6 +69,7 @@ fn unparsable_duration_and_size() {
         ("--fast", "5parsecs", "duration"),
         ("--notsent-lowat", "12q", "size"),
         ("--fraction", "2", "fraction"),
+        ("--pacing-rate", "4bit", "below 8 bit/s"),
     ] {
         let output = reader()
             .args([
@@ -87,6 +88,22 @@ fn unparsable_duration_and_size() {
         assert!(first.starts_with("error: invalid value"), "{first}");
         assert!(first.contains(value) && first.contains(expected), "{first}");
     }
+}
+
+#[test]
+fn unusable_meta_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such.json");
+    let output = reader()
+        .args(["--connect", "127.0.0.1:1", "--meta"])
+        .arg(&missing)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = failure(&output);
+    assert!(only_line(&stderr).contains("no-such.json"), "{stderr}");
 }
 
 /// A stand-in daemon that answers any hello with a newer protocol version.
