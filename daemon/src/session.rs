@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use oscil_kernel::{host, netstat, sockopt, sockstat, OptionsInForce, SocketOptions};
 use oscil_protocol::control::{
-    Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome, PROTOCOL_VERSION,
+    Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,
+    MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::{HostSample, Side};
 use tokio::net::TcpStream;
@@ -27,7 +28,7 @@ pub(crate) async fn serve(
     stop: watch::Receiver<bool>,
 ) {
     let ipv6 = stream.local_addr().is_ok_and(|a| a.is_ipv6());
-    let mut conn = Connection::new(stream);
+    let mut conn = Connection::new(stream).with_max_frame_bytes(MAX_READER_FRAME_BYTES);
     let config = &shared.config;
     let hello = match timeout(config.handshake_timeout, conn.read::<ReaderMessage>()).await {
         Ok(Ok(Some(ReaderMessage::Hello(hello)))) => hello,

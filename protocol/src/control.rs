@@ -19,6 +19,10 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// A control frame larger than this ends the session: samples of 200 flows are ~60 KB.
 pub const MAX_FRAME_BYTES: usize = 4 << 20;
 
+/// The daemon's limit on what a reader sends (a hello, start, stop): small, so a stranger
+/// cannot make it hold megabytes before the hello is even checked.
+pub const MAX_READER_FRAME_BYTES: usize = 64 << 10;
+
 /// The reader's opening message on the control connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -85,9 +89,9 @@ pub enum DaemonMessage {
 /// Why bytes on the control connection are not a message.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
-    /// The length prefix exceeds `MAX_FRAME_BYTES`.
-    #[error("control frame of {0} bytes exceeds the limit of {MAX_FRAME_BYTES} bytes")]
-    TooLarge(usize),
+    /// The length prefix exceeds the connection's limit.
+    #[error("control frame of {len} bytes exceeds the limit of {limit} bytes")]
+    TooLarge { len: usize, limit: usize },
     /// The frame is not a JSON message of the expected kind.
     #[error("control frame is not a valid message: {0}")]
     Invalid(#[from] serde_json::Error),
@@ -104,15 +108,21 @@ pub fn encode_frame<M: Serialize>(message: &M) -> Vec<u8> {
     frame
 }
 
-/// Decodes the first frame in `buf`: `Ok(None)` when more bytes are needed, otherwise the
-/// message and how many bytes it used.
-pub fn decode_frame<M: DeserializeOwned>(buf: &[u8]) -> Result<Option<(M, usize)>, FrameError> {
+/// Decodes the first frame in `buf`, of at most `max_bytes`: `Ok(None)` when more bytes are
+/// needed, otherwise the message and how many bytes it used.
+pub fn decode_frame<M: DeserializeOwned>(
+    buf: &[u8],
+    max_bytes: usize,
+) -> Result<Option<(M, usize)>, FrameError> {
     let Some(prefix) = buf.get(..4) else {
         return Ok(None);
     };
     let len = u32::from_be_bytes(prefix.try_into().expect("4 bytes")) as usize;
-    if len > MAX_FRAME_BYTES {
-        return Err(FrameError::TooLarge(len));
+    if len > max_bytes {
+        return Err(FrameError::TooLarge {
+            len,
+            limit: max_bytes,
+        });
     }
     let Some(body) = buf.get(4..4 + len) else {
         return Ok(None);
@@ -124,6 +134,7 @@ pub fn decode_frame<M: DeserializeOwned>(buf: &[u8]) -> Result<Option<(M, usize)
 pub struct Connection<S> {
     stream: S,
     buf: Vec<u8>,
+    max_frame_bytes: usize,
 }
 
 impl<S> Connection<S> {
@@ -131,7 +142,14 @@ impl<S> Connection<S> {
         Connection {
             stream,
             buf: Vec::with_capacity(64 << 10),
+            max_frame_bytes: MAX_FRAME_BYTES,
         }
+    }
+
+    /// Lowers (or raises) the largest frame `read` accepts.
+    pub fn with_max_frame_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_frame_bytes = max_bytes;
+        self
     }
 
     pub fn get_ref(&self) -> &S {
@@ -143,7 +161,7 @@ impl<S: AsyncRead + Unpin> Connection<S> {
     /// Reads the next message; `Ok(None)` when the peer closed cleanly between frames.
     pub async fn read<M: DeserializeOwned>(&mut self) -> Result<Option<M>, FrameError> {
         loop {
-            if let Some((message, used)) = decode_frame(&self.buf)? {
+            if let Some((message, used)) = decode_frame(&self.buf, self.max_frame_bytes)? {
                 self.buf.drain(..used);
                 return Ok(Some(message));
             }
@@ -217,14 +235,16 @@ mod tests {
             reason: "done".into(),
         });
         for cut in 0..frame.len() {
-            let partial: Option<(ReaderMessage, usize)> = decode_frame(&frame[..cut]).unwrap();
+            let partial: Option<(ReaderMessage, usize)> =
+                decode_frame(&frame[..cut], MAX_FRAME_BYTES).unwrap();
             assert!(
                 partial.is_none(),
                 "decoded from {cut} of {} bytes",
                 frame.len()
             );
         }
-        let (message, used): (ReaderMessage, usize) = decode_frame(&frame).unwrap().unwrap();
+        let (message, used): (ReaderMessage, usize) =
+            decode_frame(&frame, MAX_FRAME_BYTES).unwrap().unwrap();
         assert_eq!(used, frame.len());
         assert_eq!(
             message,
@@ -245,13 +265,13 @@ mod tests {
     fn oversized_and_invalid_frames_are_errors() {
         let huge = ((MAX_FRAME_BYTES + 1) as u32).to_be_bytes();
         assert!(matches!(
-            decode_frame::<ReaderMessage>(&huge),
-            Err(FrameError::TooLarge(_))
+            decode_frame::<ReaderMessage>(&huge, MAX_FRAME_BYTES),
+            Err(FrameError::TooLarge { .. })
         ));
         let mut garbage = 5u32.to_be_bytes().to_vec();
         garbage.extend_from_slice(b"hello");
         assert!(matches!(
-            decode_frame::<ReaderMessage>(&garbage),
+            decode_frame::<ReaderMessage>(&garbage, MAX_FRAME_BYTES),
             Err(FrameError::Invalid(_))
         ));
     }

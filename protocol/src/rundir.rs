@@ -103,7 +103,9 @@ pub struct RunMeta {
     pub schedule: Vec<PhaseSpan>,
     pub reader_host: HostFacts,
     pub sender_host: Option<HostFacts>,
-    /// Options in force on the daemon's data sockets, read back after setting them.
+    /// Options the daemon read back after setting the session's request on a socket of
+    /// its own at hello time; every data socket gets the same request (per-flow `sndbuf`
+    /// is in sender.csv).
     pub sender_options: Option<OptionsInForce>,
     /// Options in force on the reader's data sockets.
     pub reader_options: Option<OptionsInForce>,

@@ -73,10 +73,9 @@ impl SummaryBuilder {
         Some(self.phases.entry(phase).or_default())
     }
 
+    /// A reader row counts under the phase it names, as the report counts it.
     pub fn reader(&mut self, row: &ReaderSample) {
-        if let Some(totals) = self.totals(row.t_s) {
-            totals.bytes_read += row.bytes;
-        }
+        self.phases.entry(row.phase).or_default().bytes_read += row.bytes;
     }
 
     /// One interval's rows of every flow, as the daemon sends them.
@@ -190,11 +189,11 @@ mod tests {
     use super::*;
     use oscil_protocol::PatternConfig;
 
-    fn reader_row(t_s: f64, bytes: u64) -> ReaderSample {
+    fn reader_row(t_s: f64, phase: Phase, bytes: u64) -> ReaderSample {
         ReaderSample {
             t_s,
             flow: 0,
-            phase: Phase::Fast,
+            phase,
             bytes,
             rcv_wnd: None,
             rcv_ssthresh: 0,
@@ -237,9 +236,9 @@ mod tests {
             full_speed: false,
         };
         let mut builder = SummaryBuilder::new(config.schedule(), 0.1, 4096);
-        builder.reader(&reader_row(0.5, 1_000_000));
-        builder.reader(&reader_row(1.0, 1_500_000)); // closes the fast second
-        builder.reader(&reader_row(2.0, 100_000));
+        builder.reader(&reader_row(0.5, Phase::Fast, 1_000_000));
+        builder.reader(&reader_row(1.0, Phase::Fast, 1_500_000));
+        builder.reader(&reader_row(2.0, Phase::Slow, 100_000));
         builder.sender(&[sender_row(1.5, 0, 1000), sender_row(1.5, 1, 3000)]);
         builder.sender(&[sender_row(2.5, 0, 0), sender_row(2.5, 1, 0)]);
         let summary = builder.finish(3.0);
