@@ -9,6 +9,7 @@ use oscil_protocol::control::{
     Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,
     MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
+use oscil_protocol::ticker::Ticker;
 use oscil_protocol::{HostSample, Side};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -399,11 +400,10 @@ fn sample(flows: &[Flow], t_s: f64) -> Result<DaemonMessage, String> {
     })
 }
 
-/// Samples on its own OS thread at `start + k * interval` until the returned sender sends
-/// (then it samples the partial interval once more) or is dropped. When writer tasks keep every async worker busy their timers fire late (tens of
-/// ms with 200 flows); a thread that sleeps to absolute deadlines does not. A tick already
-/// past is skipped, never bunched; a slow control connection holds the thread back (the
-/// channel is small) rather than piling samples up in memory.
+/// Samples on its own OS thread on the shared `Ticker` until the returned sender sends or
+/// is dropped, then samples the partial interval once more. A tick that wakes late covers
+/// every interval it slept through in one sample; a slow control connection holds the
+/// thread back (the channel is small) rather than piling samples up in memory.
 fn spawn_sampler(
     flows: Vec<Flow>,
     start: std::time::Instant,
@@ -412,7 +412,6 @@ fn spawn_sampler(
     std::sync::mpsc::Sender<()>,
     mpsc::Receiver<Result<DaemonMessage, String>>,
 ) {
-    use std::sync::mpsc::RecvTimeoutError;
     let t_s_of = move |at: std::time::Instant| at.duration_since(start).as_secs_f64();
     let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
     let (tx, rx) = mpsc::channel(4);
@@ -420,26 +419,14 @@ fn spawn_sampler(
     let spawned = std::thread::Builder::new()
         .name("sampler".into())
         .spawn(move || {
-            let mut tick: u32 = 1;
-            let mut last = start;
-            loop {
-                let deadline = start + interval * tick;
-                let wait = deadline.saturating_duration_since(std::time::Instant::now());
-                match stop_rx.recv_timeout(wait) {
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Ok(()) => break,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                }
-                last = std::time::Instant::now();
-                if tx.blocking_send(sample(&flows, t_s_of(last))).is_err() {
+            let mut ticker = Ticker::new(start, interval);
+            while let Some((_, now)) = ticker.wait(&stop_rx) {
+                if tx.blocking_send(sample(&flows, t_s_of(now))).is_err() {
                     return;
                 }
-                let behind = start.elapsed().as_nanos() / interval.as_nanos();
-                tick = (tick + 1).max(u32::try_from(behind + 1).unwrap_or(u32::MAX));
             }
-            // The partial interval since the last tick, unless it has barely begun.
-            if last.elapsed() >= interval / 10 {
-                let _ = tx.blocking_send(sample(&flows, t_s_of(std::time::Instant::now())));
+            if let Some((_, now)) = ticker.partial() {
+                let _ = tx.blocking_send(sample(&flows, t_s_of(now)));
             }
         });
     if let Err(e) = spawned {

@@ -6,6 +6,7 @@ pub mod control;
 pub mod pattern;
 pub mod records;
 pub mod rundir;
+pub mod ticker;
 pub mod units;
 
 pub use pattern::{PatternConfig, PhaseSpan};

@@ -1,6 +1,7 @@
 //! One data connection: reads by the pacer's steps and counts what it read.
 
 use std::io;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,9 +51,10 @@ impl Flow {
         self.bytes_by_interval[slot].fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// Takes the bytes read in intervals `from..to` (indices from `interval_index`).
-    pub fn take_bytes_read(&self, from: u64, to: u64) -> u64 {
-        (from..to.min(from + SLOTS as u64))
+    /// Takes the bytes read in `intervals` (indices as from `interval_index`).
+    pub fn take_bytes_read(&self, intervals: Range<u64>) -> u64 {
+        let from = intervals.start;
+        (from..intervals.end.min(from + SLOTS as u64))
             .map(|i| self.bytes_by_interval[i as usize % SLOTS].swap(0, Ordering::Relaxed))
             .sum()
     }

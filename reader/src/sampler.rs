@@ -3,12 +3,14 @@
 //! It runs on its own OS thread: when the reading tasks keep the async workers busy, their
 //! timers fire late, and a sample 100 ms late is a wrong throughput figure.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::ops::Range;
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oscil_kernel::{meminfo, sockstat, tcp_info};
 use oscil_protocol::pattern::phase_of_sample;
+use oscil_protocol::ticker::Ticker;
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, RunDirError, Side};
 
 use crate::flow::Flow;
@@ -39,35 +41,19 @@ impl Sampler {
     /// Samples until `stop` receives (or its sender is dropped), then takes a last sample so
     /// that the bytes read since the last tick are not lost.
     pub fn run(self, stop: Receiver<()>) -> Result<(), SampleError> {
-        let mut tick = 1u32;
-        // Intervals before this one have been reported.
-        let mut taken = 0;
-        loop {
-            let deadline = self.start + self.interval * tick;
-            match stop.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Err(RecvTimeoutError::Timeout) => {}
-                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-            }
-            // Report every interval that has ended, however late the thread woke.
-            let now = Instant::now();
-            let ended =
-                (now.duration_since(self.start).as_nanos() / self.interval.as_nanos()) as u64;
-            self.sample(now, taken, ended)?;
-            taken = ended;
-            tick = tick.max(ended as u32) + 1;
+        let mut ticker = Ticker::new(self.start, self.interval);
+        while let Some((intervals, now)) = ticker.wait(&stop) {
+            self.sample(now, intervals)?;
         }
-        // The last, partial interval, unless it has barely begun.
-        let now = Instant::now();
-        let since_last = now.duration_since(self.start) - self.interval * taken as u32;
-        if since_last >= self.interval / 10 {
-            self.sample(now, taken, taken + 1)?;
+        if let Some((intervals, now)) = ticker.partial() {
+            self.sample(now, intervals)?;
         }
         self.progress.finish();
         Ok(())
     }
 
-    /// One row per flow at `now`, with the bytes read in intervals `from..to`.
-    fn sample(&self, now: Instant, from: u64, to: u64) -> Result<(), SampleError> {
+    /// One row per flow at `now`, with the bytes read in `intervals`.
+    fn sample(&self, now: Instant, intervals: Range<u64>) -> Result<(), SampleError> {
         let t_s = now.duration_since(self.start).as_secs_f64();
         let phase = phase_of_sample(&self.schedule, t_s, self.interval.as_secs_f64())
             .or_else(|| self.schedule.last().map(|s| s.phase))
@@ -81,7 +67,7 @@ impl Sampler {
             };
             let info = tcp_info::read(&flow.stream).map_err(socket_error)?;
             let mem = meminfo::read(&flow.stream).map_err(socket_error)?;
-            let bytes = flow.take_bytes_read(from, to);
+            let bytes = flow.take_bytes_read(intervals.clone());
             total_bytes += bytes;
             rows.push(ReaderSample::from_kernel(
                 t_s,
