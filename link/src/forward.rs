@@ -103,7 +103,9 @@ pub fn run(
             }
             let write_us = write_started.elapsed().as_micros() as u64;
             io_stats.max_write_us = io_stats.max_write_us.max(write_us);
-            let late_ns = now - deliver_ns;
+            // Measured at the write, not at the top of the pass: a slow write before this
+            // one makes this frame later, and that is the emulator's shortfall to count.
+            let late_ns = ((write_started - epoch).as_nanos() as u64).saturating_sub(deliver_ns);
             io_stats.max_late_us = io_stats.max_late_us.max(late_ns / 1000);
             if late_ns > LATE_NS {
                 io_stats.packets_late_over_1ms += 1;
