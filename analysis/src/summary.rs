@@ -108,15 +108,21 @@ impl Settings {
         parts.join(", ")
     }
 
-    /// The path in words, when the lab recorded it.
-    pub fn path_text(&self) -> Option<String> {
+    /// The path's settings in words, each with a name, as `parts` gives the others.
+    pub fn path_parts(&self) -> Vec<(String, String)> {
         let mut parts = Vec::new();
         if let Some(rtt) = self.path_rtt_ms {
-            parts.push(format!("RTT {}", human::ms(rtt)));
+            parts.push(("rtt".to_string(), format!("RTT {}", human::ms(rtt))));
         }
         if let Some(rate) = self.path_rate_bps {
-            parts.push(human::rate(rate));
+            parts.push(("rate".to_string(), human::rate(rate)));
         }
+        parts
+    }
+
+    /// The path in words, when the lab recorded it.
+    pub fn path_text(&self) -> Option<String> {
+        let parts: Vec<String> = self.path_parts().into_iter().map(|(_, t)| t).collect();
         (!parts.is_empty()).then(|| parts.join(", "))
     }
 }
@@ -386,12 +392,7 @@ pub fn distinguishing(summaries: &[RunSummary]) -> Vec<String> {
         .iter()
         .map(|s| {
             let mut parts = s.settings.parts();
-            if let Some(rtt) = s.settings.path_rtt_ms {
-                parts.push(("rtt".into(), format!("RTT {}", human::ms(rtt))));
-            }
-            if let Some(rate) = s.settings.path_rate_bps {
-                parts.push(("rate".into(), human::rate(rate)));
-            }
+            parts.extend(s.settings.path_parts());
             parts
         })
         .collect();
