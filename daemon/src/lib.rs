@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use oscil_kernel::SocketOptions;
 use oscil_protocol::control::DataHello;
+use oscil_protocol::key::Key;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -30,8 +31,8 @@ use tokio::time::{sleep, timeout};
 pub struct DaemonConfig {
     /// Options for sessions that leave them unset (per option).
     pub default_options: SocketOptions,
-    /// When set, a session's hello must carry this token.
-    pub token: Option<String>,
+    /// When set, a session must prove it holds this key.
+    pub key: Option<Key>,
     /// Sessions served at once; more are refused as busy.
     pub max_sessions: usize,
     /// Data connections one session may ask for.
@@ -56,7 +57,7 @@ impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
             default_options: SocketOptions::default(),
-            token: None,
+            key: None,
             max_sessions: 16,
             max_flows: 256,
             max_session: Duration::from_secs(15 * 60),

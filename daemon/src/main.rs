@@ -2,6 +2,7 @@
 //! library does the rest.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -28,9 +29,16 @@ struct Cli {
     /// Congestion control for sessions that do not ask (e.g. cubic, bbr, reno).
     #[arg(long)]
     congestion: Option<String>,
-    /// Shared secret every session's hello must carry.
+    /// File holding the pre-shared key readers must prove they hold (else $OSCIL_KEY; never
+    /// on the command line).
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// Serve anyone on a non-loopback address without a key.
     #[arg(long)]
-    token: Option<String>,
+    insecure_no_auth: bool,
+    /// Print a fresh key (for --key-file) and exit.
+    #[arg(long)]
+    gen_key: bool,
     /// Sessions served at once; more are refused as busy.
     #[arg(long, default_value_t = 16)]
     max_sessions: usize,
@@ -46,21 +54,29 @@ struct Cli {
 }
 
 impl Cli {
-    fn into_config(self) -> DaemonConfig {
-        DaemonConfig {
+    fn into_config(self) -> anyhow::Result<DaemonConfig> {
+        let key = oscil_protocol::key::load_key(self.key_file.as_deref())?;
+        if key.is_none() && !self.listen.ip().is_loopback() && !self.insecure_no_auth {
+            anyhow::bail!(
+                "refusing to listen on {} without a key: give --key-file or $OSCIL_KEY \
+                 (oscil-daemon --gen-key makes one), or --insecure-no-auth",
+                self.listen
+            );
+        }
+        Ok(DaemonConfig {
             default_options: SocketOptions {
                 notsent_lowat_bytes: self.notsent_lowat,
                 sndbuf_bytes: self.sndbuf,
                 congestion: self.congestion,
                 ..Default::default()
             },
-            token: self.token,
+            key,
             max_sessions: self.max_sessions,
             max_flows: self.max_flows,
             max_session: self.max_session,
             handshake_timeout: self.handshake_timeout,
             ..Default::default()
-        }
+        })
     }
 }
 
@@ -76,8 +92,12 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(cli: Cli) -> anyhow::Result<()> {
+    if cli.gen_key {
+        println!("{}", oscil_protocol::key::generate_key()?);
+        return Ok(());
+    }
     let listen = cli.listen;
-    let config = cli.into_config();
+    let config = cli.into_config()?;
     if let Err(e) = oscil_daemon::check_default_options(&config, listen.is_ipv6()) {
         anyhow::bail!("default socket options: {e}");
     }

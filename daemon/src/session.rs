@@ -133,8 +133,10 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
             hello.version
         ));
     }
-    if config.token.is_some() && hello.token != config.token {
-        return Err("authentication failed: wrong or missing token".into());
+    if let Some(key) = &config.key {
+        if hello.token.as_deref().map(str::as_bytes) != Some(key.as_bytes()) {
+            return Err("authentication failed: wrong or missing key".into());
+        }
     }
     if hello.flows == 0 || hello.flows > config.max_flows {
         return Err(format!(
@@ -483,11 +485,11 @@ mod tests {
     fn limits_refuse_with_the_flag_that_sets_them() {
         let config = DaemonConfig {
             max_flows: 2,
-            token: Some("s3cret".into()),
+            key: Some(oscil_protocol::key::Key::new("00112233445566778899aabbccddeeff").unwrap()),
             ..Default::default()
         };
         let mut h = hello();
-        h.token = Some("s3cret".into());
+        h.token = Some("00112233445566778899aabbccddeeff".into());
         assert!(check_hello(&h, &config)
             .unwrap_err()
             .contains("--max-flows"));
@@ -503,7 +505,7 @@ mod tests {
         assert!(check_hello(&h, &config).unwrap_err().contains("interval"));
         h.interval_us = 100_000;
         h.token = None;
-        assert!(check_hello(&h, &config).unwrap_err().contains("token"));
+        assert!(check_hello(&h, &config).unwrap_err().contains("key"));
         h.version = PROTOCOL_VERSION + 1;
         assert!(check_hello(&h, &config).unwrap_err().contains("version"));
     }

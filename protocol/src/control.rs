@@ -29,7 +29,7 @@ pub struct Hello {
     pub version: u32,
     /// Name and version of the reader, for the daemon's log.
     pub software: String,
-    /// Shared secret; must match the daemon's `--token` when it has one.
+    /// The pre-shared key, when the daemon has one (replaced by a challenge-response).
     pub token: Option<String>,
     pub flows: u32,
     /// Socket options the daemon sets on every data connection of the session.

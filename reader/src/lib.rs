@@ -57,7 +57,8 @@ pub struct ReaderConfig {
     pub sender_request: SocketOptions,
     /// Socket options set on the reader's data sockets.
     pub reader_request: SocketOptions,
-    pub token: Option<String>,
+    /// The pre-shared key, when the daemon has one.
+    pub key: Option<oscil_protocol::key::Key>,
     pub label: Option<String>,
     /// Embedded in run.json as `lab`.
     pub lab_meta: Option<serde_json::Value>,

@@ -71,9 +71,9 @@ struct Args {
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     rcvbuf: Option<u32>,
 
-    /// Shared secret, when the daemon was started with --token.
-    #[arg(long)]
-    token: Option<String>,
+    /// File holding the daemon's pre-shared key (else $OSCIL_KEY; never on the command line).
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
     /// Name of the run on charts (default: the directory's name).
     #[arg(long)]
     label: Option<String>,
@@ -134,7 +134,7 @@ impl Args {
                 rcvbuf_bytes: self.rcvbuf,
                 ..SocketOptions::default()
             },
-            token: self.token,
+            key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,
             lab_meta,
             progress: !self.quiet,

@@ -44,7 +44,10 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
         .write(&ReaderMessage::Hello(Hello {
             version: PROTOCOL_VERSION,
             software: crate::SOFTWARE.into(),
-            token: config.token.clone(),
+            token: config
+                .key
+                .as_ref()
+                .map(|k| String::from_utf8_lossy(k.as_bytes()).into_owned()),
             flows: config.flows,
             options: config.sender_request.clone(),
             interval_us: config.interval.as_micros() as u64,

@@ -1,0 +1,273 @@
+//! The campaign directory: the interface between `oscil-lab`, which plans and runs a matrix
+//! of settings (each repeated), and `oscil-report`, which groups the runs into
+//! configurations.
+//!
+//! ```text
+//! <out>/campaign.json           the plan and each run's status
+//! <out>/runs/<label>/rep-<k>/   one run directory each
+//! <out>/report/                 the report over every complete run
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::pattern::PatternConfig;
+
+pub const CAMPAIGN_JSON: &str = "campaign.json";
+
+/// Bumped on any incompatible change to `campaign.json`.
+pub const CAMPAIGN_FORMAT_VERSION: u32 = 1;
+
+/// `campaign.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Campaign {
+    pub format_version: u32,
+    /// `oscil-lab` and the versions of the binaries it ran.
+    pub software: String,
+    pub created_unix_ms: u64,
+    pub backend: Backend,
+    /// Where each end ran: namespace names in the lab, `user@host` over ssh.
+    pub sender: String,
+    pub receiver: String,
+    pub order: Order,
+    /// Seeds the shuffled order, so a campaign's order can be reproduced.
+    pub seed: u64,
+    pub repeat: u32,
+    /// Every run of the plan, in the order they run.
+    pub runs: Vec<CampaignRun>,
+    /// Anything a backend records about its hosts (kernel, sysctls before the campaign).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Two network namespaces on this machine joined by an emulated link.
+    Netns,
+    /// Two real machines over ssh.
+    Hosts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Runs in a seeded random order, so slow drift cannot pass for a setting's effect.
+    Shuffled,
+    /// Each configuration's repetitions back to back, configurations in matrix order.
+    Grouped,
+}
+
+/// One run of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CampaignRun {
+    /// Names the configuration: every repetition of it shares the label.
+    pub label: String,
+    /// 1-based.
+    pub repetition: u32,
+    /// 1-based place in the order.
+    pub position: u32,
+    /// The run directory, relative to the campaign directory: `runs/<label>/rep-<k>`.
+    pub dir: PathBuf,
+    pub settings: RunSettings,
+    pub status: CampaignRunStatus,
+    /// Why a run is partial or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CampaignRunStatus {
+    Pending,
+    Complete,
+    Partial,
+    Failed,
+}
+
+/// What one configuration sets. `None` leaves the kernel's (or the host's) own value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// The emulated path; `None` on real hosts, where the path is measured instead.
+    pub path: Option<PathSettings>,
+    /// `net.ipv4.tcp_notsent_lowat` on the sender.
+    pub lowat_bytes: Option<u64>,
+    /// `net.ipv4.tcp_wmem` on the sender: min, default, max.
+    pub wmem_bytes: Option<[u64; 3]>,
+    /// `net.ipv4.tcp_rmem` on the receiver: min, default, max.
+    pub rmem_bytes: Option<[u64; 3]>,
+    /// `net.ipv4.tcp_adv_win_scale` on the receiver.
+    pub adv_win_scale: Option<i32>,
+    /// Set per socket by the daemon.
+    pub congestion: Option<String>,
+    pub sndbuf_bytes: Option<u32>,
+    pub rcvbuf_bytes: Option<u32>,
+    pub pacing_rate_bps: Option<u64>,
+    pub flows: u32,
+    pub interval_us: u64,
+    pub pattern: PatternConfig,
+}
+
+/// An emulated path, the same in both directions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathSettings {
+    pub rate_bps: u64,
+    /// Round trip, split into two equal one-way delays.
+    pub rtt_us: u64,
+    pub loss_pct: f64,
+    /// Bottleneck queue in packets; `None`: the emulator's default for the rate.
+    pub queue_packets: Option<u32>,
+}
+
+/// Why a campaign directory cannot be read or written; every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CampaignError {
+    #[error("{0}: not a campaign directory (no campaign.json)")]
+    NotACampaign(PathBuf),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a valid campaign.json: {source}")]
+    Bad {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{path}: campaign format {found} is newer than this build reads ({CAMPAIGN_FORMAT_VERSION})")]
+    NewerFormat { path: PathBuf, found: u32 },
+}
+
+impl Campaign {
+    /// The run directories that finished, as paths under `campaign_dir`.
+    pub fn complete_runs<'a>(
+        &'a self,
+        campaign_dir: &'a Path,
+    ) -> impl Iterator<Item = (&'a CampaignRun, PathBuf)> + 'a {
+        self.runs
+            .iter()
+            .filter(|run| run.status == CampaignRunStatus::Complete)
+            .map(move |run| (run, campaign_dir.join(&run.dir)))
+    }
+}
+
+/// True when `dir` holds a `campaign.json`.
+pub fn is_campaign(dir: &Path) -> bool {
+    dir.join(CAMPAIGN_JSON).is_file()
+}
+
+pub fn load(dir: &Path) -> Result<Campaign, CampaignError> {
+    let path = dir.join(CAMPAIGN_JSON);
+    if !path.is_file() {
+        return Err(CampaignError::NotACampaign(dir.to_owned()));
+    }
+    let text = fs::read(&path).map_err(|source| CampaignError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let found = serde_json::from_slice::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("format_version")?.as_u64());
+    if let Some(found) = found.filter(|&v| v > u64::from(CAMPAIGN_FORMAT_VERSION)) {
+        return Err(CampaignError::NewerFormat {
+            path,
+            found: found as u32,
+        });
+    }
+    serde_json::from_slice(&text).map_err(|source| CampaignError::Bad { path, source })
+}
+
+/// Writes `campaign.json` atomically (a temporary file renamed over it), so a crash or a
+/// signal mid-write never leaves a campaign that cannot be resumed.
+pub fn save(dir: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
+    let path = dir.join(CAMPAIGN_JSON);
+    let tmp = dir.join(".campaign.json.tmp");
+    let io = |source| CampaignError::Io {
+        path: path.clone(),
+        source,
+    };
+    let text = serde_json::to_vec_pretty(campaign).expect("a campaign always serializes");
+    fs::write(&tmp, text).map_err(io)?;
+    fs::rename(&tmp, &path).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn campaign() -> Campaign {
+        let settings = RunSettings {
+            path: Some(PathSettings {
+                rate_bps: 1_000_000_000,
+                rtt_us: 466_000,
+                loss_pct: 0.0,
+                queue_packets: None,
+            }),
+            lowat_bytes: Some(131072),
+            wmem_bytes: Some([4096, 16384, 536870912]),
+            rmem_bytes: None,
+            adv_win_scale: None,
+            congestion: Some("cubic".into()),
+            sndbuf_bytes: None,
+            rcvbuf_bytes: None,
+            pacing_rate_bps: None,
+            flows: 1,
+            interval_us: 100_000,
+            pattern: PatternConfig::CLOUDFLARE,
+        };
+        let run = |repetition, status| CampaignRun {
+            label: "1gbit_466ms_cubic_lowat-131072".into(),
+            repetition,
+            position: repetition,
+            dir: PathBuf::from(format!(
+                "runs/1gbit_466ms_cubic_lowat-131072/rep-{repetition}"
+            )),
+            settings: settings.clone(),
+            status,
+            reason: None,
+        };
+        Campaign {
+            format_version: CAMPAIGN_FORMAT_VERSION,
+            software: "oscil-lab 0.1.0".into(),
+            created_unix_ms: 1,
+            backend: Backend::Netns,
+            sender: "oscil-snd-1".into(),
+            receiver: "oscil-rcv-1".into(),
+            order: Order::Shuffled,
+            seed: 7,
+            repeat: 2,
+            runs: vec![
+                run(1, CampaignRunStatus::Complete),
+                run(2, CampaignRunStatus::Failed),
+            ],
+            hosts: None,
+        }
+    }
+
+    #[test]
+    fn saves_loads_and_lists_complete_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!is_campaign(dir.path()));
+        save(dir.path(), &campaign()).unwrap();
+        assert!(is_campaign(dir.path()));
+        let loaded = load(dir.path()).unwrap();
+        assert_eq!(loaded, campaign());
+        let complete: Vec<_> = loaded.complete_runs(dir.path()).collect();
+        assert_eq!(complete.len(), 1);
+        assert!(complete[0]
+            .1
+            .ends_with("runs/1gbit_466ms_cubic_lowat-131072/rep-1"));
+        let text = fs::read_to_string(dir.path().join(CAMPAIGN_JSON)).unwrap();
+        assert!(text.contains(r#""status": "failed""#), "{text}");
+    }
+
+    #[test]
+    fn newer_format_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(CAMPAIGN_JSON), r#"{"format_version": 99}"#).unwrap();
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("format 99"), "{err}");
+    }
+}

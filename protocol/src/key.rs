@@ -1,0 +1,111 @@
+//! The pre-shared key both ends prove they hold. It comes from a file (`--key-file`) or the
+//! `OSCIL_KEY` environment variable, never from argv, where `ps` would show it to every
+//! user of the host.
+
+use std::fmt;
+use std::path::Path;
+
+/// The environment variable read when no key file is given.
+pub const KEY_ENV: &str = "OSCIL_KEY";
+
+/// Shortest key accepted: 128 bits written as hex.
+pub const MIN_KEY_CHARS: usize = 32;
+
+/// A pre-shared key. `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Key(String);
+
+impl Key {
+    /// Checks a key's text: surrounding white space is dropped, the rest must be long enough.
+    pub fn new(text: &str) -> Result<Key, KeyError> {
+        let text = text.trim();
+        if text.chars().count() < MIN_KEY_CHARS {
+            return Err(KeyError::TooShort {
+                found: text.chars().count(),
+            });
+        }
+        Ok(Key(text.to_string()))
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Key(<redacted>)")
+    }
+}
+
+/// Why no usable key was found.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The key file could not be read.
+    #[error("cannot read key file {path}: {detail}")]
+    Unreadable { path: String, detail: String },
+    /// The key is too short to resist guessing.
+    #[error("the key has {found} characters; at least {MIN_KEY_CHARS} are needed (oscil-daemon --gen-key makes one)")]
+    TooShort { found: usize },
+}
+
+/// A fresh key: 256 bits from the kernel's CSPRNG, as hex.
+pub fn generate_key() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The key from `key_file` when given, else from `$OSCIL_KEY`, else none.
+pub fn load_key(key_file: Option<&Path>) -> Result<Option<Key>, KeyError> {
+    if let Some(path) = key_file {
+        let text = std::fs::read_to_string(path).map_err(|e| KeyError::Unreadable {
+            path: path.display().to_string(),
+            detail: e.kind().to_string(),
+        })?;
+        return Key::new(&text).map(Some);
+    }
+    match std::env::var(KEY_ENV) {
+        Ok(text) if !text.trim().is_empty() => Key::new(&text).map(Some),
+        _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_trimmed_and_must_be_long() {
+        let hex = "00112233445566778899aabbccddeeff";
+        assert_eq!(
+            Key::new(&format!("  {hex}\n")).unwrap().as_bytes(),
+            hex.as_bytes()
+        );
+        assert!(matches!(
+            Key::new("short"),
+            Err(KeyError::TooShort { found: 5 })
+        ));
+        assert_eq!(format!("{:?}", Key::new(hex).unwrap()), "Key(<redacted>)");
+    }
+
+    #[test]
+    fn generated_keys_are_long_enough_and_differ() {
+        let (a, b) = (generate_key().unwrap(), generate_key().unwrap());
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(Key::new(&a).is_ok());
+    }
+
+    #[test]
+    fn key_file_is_read_and_missing_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "ffeeddccbbaa99887766554433221100\n").unwrap();
+        assert!(load_key(Some(&path)).unwrap().is_some());
+        let missing = dir.path().join("nope");
+        let err = load_key(Some(&missing)).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+    }
+}
