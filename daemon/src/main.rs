@@ -1,7 +1,7 @@
 //! `oscil-daemon`: the sender end of an oscil test. Flags become a `DaemonConfig`; the
 //! library does the rest.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,28 +10,45 @@ use anyhow::Context;
 use clap::Parser;
 use oscil_daemon::DaemonConfig;
 use oscil_kernel::SocketOptions;
+use oscil_protocol::address::{self, Endpoint};
+use oscil_protocol::cli::{self, placeholder};
 use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration};
 
 /// Serve oscil test sessions: stream at full speed on every data connection, with the socket
 /// options each session asks for, and send samples of the sender's side to the reader.
 #[derive(Debug, Parser)]
-#[command(name = "oscil-daemon", version)]
+#[command(
+    name = "oscil-daemon",
+    version,
+    allow_negative_numbers = true,
+    args_override_self = true
+)]
 struct Cli {
-    /// Address to listen on for control and data connections (IPv4 or IPv6, e.g. [::]:5250).
-    #[arg(long, default_value = "127.0.0.1:5250")]
-    listen: SocketAddr,
+    /// Address to listen on for control and data connections: PORT or :PORT (every
+    /// address), HOST, HOST:PORT, [IPV6]:PORT. Port 5250 unless given.
+    #[arg(long, short = 'l', default_value = "127.0.0.1:5250", value_parser = address::parse_listen, value_name = placeholder::ADDR)]
+    listen: Endpoint,
+    /// Port to listen on (overrides the port in --listen).
+    #[arg(long, short = 'p', value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
+    port: Option<u16>,
+    /// Listen on IPv4 only (with a host name or every address).
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// Listen on IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    ipv6: bool,
     /// TCP_NOTSENT_LOWAT for sessions that do not ask (e.g. 128k); unset: the sysctl applies.
-    #[arg(long, value_parser = parse_bytes_u32)]
+    #[arg(long, value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
     notsent_lowat: Option<u32>,
     /// SO_SNDBUF for sessions that do not ask (the kernel doubles it; disables autotuning).
-    #[arg(long, value_parser = parse_bytes_u32)]
+    #[arg(long, value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
     sndbuf: Option<u32>,
     /// Congestion control for sessions that do not ask (e.g. cubic, bbr, reno).
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     congestion: Option<String>,
     /// File holding the pre-shared key readers must prove they hold (else $OSCIL_KEY; never
     /// on the command line).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = placeholder::FILE)]
     key_file: Option<PathBuf>,
     /// Serve anyone on a non-loopback address without a key.
     #[arg(long)]
@@ -40,70 +57,117 @@ struct Cli {
     #[arg(long)]
     gen_key: bool,
     /// Sessions served at once; more are refused as busy.
-    #[arg(long, default_value_t = 16)]
-    max_sessions: usize,
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..), value_name = placeholder::N)]
+    max_sessions: u16,
     /// Data connections one session may open.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), value_name = placeholder::N)]
     max_flows: u32,
     /// Longest session served.
-    #[arg(long, default_value = "15m", value_parser = parse_positive_duration)]
-    max_session: Duration,
+    #[arg(long, default_value = "15m", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    max_session_time: Duration,
+    /// Renamed: a duration beside --max-sessions (a count) was too easy to confuse.
+    #[arg(long, hide = true, value_parser = renamed("--max-session", "--max-session-time"))]
+    max_session: Option<String>,
     /// Time allowed for each setup step (hello, data connections, start) and control write.
-    #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
     handshake_timeout: Duration,
 }
 
+/// A value parser that always fails, pointing at a flag's new name.
+fn renamed(
+    old: &'static str,
+    new: &'static str,
+) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
+    move |_| Err(format!("{old} is now {new}"))
+}
+
 impl Cli {
-    fn into_config(self) -> anyhow::Result<DaemonConfig> {
+    /// The socket address to bind: the listen endpoint, resolved, with -p/-4/-6 applied.
+    fn listen_addr(&self) -> anyhow::Result<SocketAddr> {
+        let mut endpoint = self.listen.clone();
+        if let Some(port) = self.port {
+            endpoint.port = port;
+        }
+        if self.ipv4 && endpoint.ip() == Some(Ipv6Addr::UNSPECIFIED.into()) {
+            endpoint.host = Ipv4Addr::UNSPECIFIED.to_string();
+        }
+        let family_ok = |a: &SocketAddr| (!self.ipv4 || a.is_ipv4()) && (!self.ipv6 || a.is_ipv6());
+        endpoint
+            .lookup_form()
+            .to_socket_addrs()
+            .with_context(|| format!("cannot resolve --listen {endpoint}"))?
+            .find(family_ok)
+            .with_context(|| {
+                format!("--listen {endpoint} has no address of the family asked (-4/-6)")
+            })
+    }
+
+    fn config(&self, listen: SocketAddr) -> anyhow::Result<DaemonConfig> {
         let key = oscil_protocol::key::load_key(self.key_file.as_deref())?;
-        if key.is_none() && !self.listen.ip().is_loopback() && !self.insecure_no_auth {
+        if key.is_none() && !listen.ip().is_loopback() && !self.insecure_no_auth {
             anyhow::bail!(
-                "refusing to listen on {} without a key: give --key-file or $OSCIL_KEY \
-                 (oscil-daemon --gen-key makes one), or --insecure-no-auth",
-                self.listen
+                "refusing to listen on {listen} without a key: give --key-file or $OSCIL_KEY \
+                 (oscil-daemon --gen-key makes one), or --insecure-no-auth"
             );
         }
-        Ok(DaemonConfig {
+        let config = DaemonConfig {
             default_options: SocketOptions {
                 notsent_lowat_bytes: self.notsent_lowat,
                 sndbuf_bytes: self.sndbuf,
-                congestion: self.congestion,
+                congestion: self.congestion.clone(),
                 ..Default::default()
             },
             key,
-            max_sessions: self.max_sessions,
+            max_sessions: usize::from(self.max_sessions),
             max_flows: self.max_flows,
-            max_session: self.max_session,
+            max_session: self.max_session_time,
             handshake_timeout: self.handshake_timeout,
             ..Default::default()
-        })
+        };
+        oscil_daemon::check_default_options(&config, listen.is_ipv6())
+            .map_err(|e| anyhow::anyhow!("default socket options: {e}"))?;
+        Ok(config)
     }
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match serve(Cli::parse()).await {
+    let cli: Cli = cli::parse();
+    if cli.gen_key {
+        return match oscil_protocol::key::generate_key() {
+            Ok(key) => {
+                println!("{key}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(
+                cli::exit::FAILED_START,
+                format!("cannot read /dev/urandom: {}", cli::os_error(&e)),
+            ),
+        };
+    }
+    // Flags that cannot work are usage errors: nothing has started yet.
+    let (listen, config) = match cli
+        .listen_addr()
+        .and_then(|listen| Ok((listen, cli.config(listen)?)))
+    {
+        Ok(checked) => checked,
+        Err(e) => return fail(cli::exit::USAGE, cli::error_line(&*e)),
+    };
+    match serve(listen, config).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("oscil-daemon: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fail(cli::exit::FAILED_START, cli::error_line(&*e)),
     }
 }
 
-async fn serve(cli: Cli) -> anyhow::Result<()> {
-    if cli.gen_key {
-        println!("{}", oscil_protocol::key::generate_key()?);
-        return Ok(());
-    }
-    let listen = cli.listen;
-    let config = cli.into_config()?;
-    if let Err(e) = oscil_daemon::check_default_options(&config, listen.is_ipv6()) {
-        anyhow::bail!("default socket options: {e}");
-    }
+fn fail(code: u8, message: String) -> ExitCode {
+    eprintln!("oscil-daemon: {message}");
+    ExitCode::from(code)
+}
+
+async fn serve(listen: SocketAddr, config: DaemonConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("listening on {listen}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {}", cli::os_error(&e)))?;
     eprintln!("oscil-daemon: listening on {}", listener.local_addr()?);
     oscil_daemon::run(listener, config, shutdown_signal()).await?;
     eprintln!("oscil-daemon: stopped");

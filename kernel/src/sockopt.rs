@@ -90,7 +90,14 @@ pub fn apply(fd: impl AsFd, opts: &SocketOptions) -> Result<OptionsInForce, Sock
             |source| SockoptError::Refused {
                 option: "congestion control",
                 value: format!("{name:?}"),
-                source,
+                // ENOENT: the kernel knows no algorithm of that name.
+                source: match source.kind() {
+                    io::ErrorKind::NotFound => io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "not available on this host (net.ipv4.tcp_available_congestion_control)",
+                    ),
+                    _ => source,
+                },
             },
         )?;
     }
@@ -304,7 +311,7 @@ mod tests {
         let err = apply(&client, &asked).unwrap_err().to_string();
         assert!(err.contains("\"nosuchcc\""), "{err}");
         assert!(err.contains("congestion control"), "{err}");
-        assert!(err.contains("No such file"), "{err}");
+        assert!(err.contains("not available on this host"), "{err}");
     }
 
     #[test]

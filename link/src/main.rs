@@ -9,45 +9,51 @@ use anyhow::Context;
 use clap::Parser;
 use oscil_link::path::default_queue_limit;
 use oscil_link::{Endpoint, Link, LinkConfig, LinkStats};
+use oscil_protocol::cli::{self, placeholder};
 use oscil_protocol::units::{parse_duration, parse_percent, parse_rate_bps};
 
 /// Emulates a long, fat link between two network namespaces without netem: each direction
 /// gets random loss, a drop-tail queue in front of the rate limit, then a one-way delay.
 /// Runs until SIGINT/SIGTERM, then writes its statistics.
 #[derive(Debug, Parser)]
-#[command(name = "oscil-link", version)]
+#[command(
+    name = "oscil-link",
+    version,
+    allow_negative_numbers = true,
+    args_override_self = true
+)]
 struct Cli {
     /// Network namespace of side A (name under /run/netns, or a path); default: our own.
-    #[arg(long)]
+    #[arg(long, value_name = "NETNS")]
     a_netns: Option<String>,
     /// Network namespace of side B (name under /run/netns, or a path); default: our own.
-    #[arg(long)]
+    #[arg(long, value_name = "NETNS")]
     b_netns: Option<String>,
     /// TUN device in side A's namespace (created if missing, else attached).
-    #[arg(long, default_value = "osl0")]
+    #[arg(long, default_value = "osla", value_name = "DEV")]
     a_dev: String,
     /// TUN device in side B's namespace (created if missing, else attached).
-    #[arg(long, default_value = "osl0")]
+    #[arg(long, default_value = "oslb", value_name = "DEV")]
     b_dev: String,
     /// Bottleneck rate per direction, as tc writes it (10mbit, 1gbit, 500kbit).
-    #[arg(long, value_parser = parse_rate_bps)]
+    #[arg(long, value_parser = parse_rate_bps, value_name = placeholder::RATE)]
     rate: u64,
     /// One-way delay per direction (RTT = 2 x delay), e.g. 233ms.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, value_name = placeholder::DUR)]
     delay: Duration,
     /// Queue limit in packets (segments waiting for serialization); default: what drains
     /// in 60 ms at the rate, at least 50 (50 at 10mbit, 4954 at 1gbit).
-    #[arg(long)]
+    #[arg(long, value_name = placeholder::N, value_parser = clap::value_parser!(u32).range(1..))]
     queue: Option<u32>,
     /// Random loss per packet read from TUN, in percent (0.5 or 0.5%). With GSO a lost
     /// packet may carry many segments; add --no-gso for loss per wire packet.
-    #[arg(long, value_parser = parse_percent, default_value = "0")]
+    #[arg(long, value_parser = parse_percent, default_value = "0", value_name = "PCT")]
     loss: f64,
     /// Seed of the loss generator.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = placeholder::N)]
     seed: u64,
     /// Write statistics as JSON here: once the devices are attached, every second, on exit.
-    #[arg(long)]
+    #[arg(long, value_name = placeholder::FILE)]
     stats: Option<PathBuf>,
     /// Take one MTU-sized packet per read instead of 64 KB GSO packets, so loss and queue
     /// drops hit single wire packets (about 30% of a core at 100mbit; 1gbit needs GSO).
@@ -59,11 +65,19 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli: Cli = cli::parse();
+    if cli.a_netns == cli.b_netns && cli.a_dev == cli.b_dev {
+        eprintln!(
+            "oscil-link: side A and side B are the same device {:?}: give --a-dev and --b-dev different names, or put them in different namespaces",
+            cli.a_dev
+        );
+        return ExitCode::from(cli::exit::USAGE);
+    }
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("oscil-link: {e:#}");
-            ExitCode::FAILURE
+            eprintln!("oscil-link: {}", cli::error_line(&*e));
+            ExitCode::from(cli::exit::FAILED_START)
         }
     }
 }

@@ -2,7 +2,9 @@
 //! the sample records, the reading pattern's timetable, the run directory that the report
 //! reads, and the parsers for the units people type.
 
+pub mod address;
 pub mod campaign;
+pub mod cli;
 pub mod control;
 pub mod key;
 pub mod pattern;

@@ -1,5 +1,10 @@
 //! Parsers for the quantities people type on a command line: byte sizes, bit rates and
-//! durations, each with one clear error that says what was expected.
+//! durations, each with one clear error that says what was expected. One grammar for every
+//! binary and the lab:
+//! - a bare number is a byte count for sizes (as the kernel's sysctls are), and is refused
+//!   for rates and durations, with the likely spellings offered (`5` → `5s`? `5ms`?);
+//! - rates are spelled as tc spells them (`100mbit`, `1gbit`, `125mbps` = bytes/s); a bare
+//!   `100M` or `1G` is refused with both readings offered, since tools disagree on it.
 
 use std::time::Duration;
 
@@ -9,17 +14,23 @@ use std::time::Duration;
 pub struct UnitError {
     what: &'static str,
     input: String,
-    expected: &'static str,
+    expected: String,
 }
 
 impl UnitError {
-    fn new(what: &'static str, input: &str, expected: &'static str) -> Self {
+    fn new(what: &'static str, input: &str, expected: impl Into<String>) -> Self {
         UnitError {
             what,
             input: input.to_owned(),
-            expected,
+            expected: expected.into(),
         }
     }
+}
+
+/// True for a plain number with no unit (`5`, `2.5`).
+fn is_bare_number(input: &str) -> bool {
+    let trimmed = input.trim();
+    !trimmed.is_empty() && trimmed.parse::<f64>().is_ok()
 }
 
 /// Splits "128KiB" into (128.0, "kib"), lower-casing the suffix.
@@ -74,12 +85,32 @@ pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
     const EXPECTED: &str = "a rate such as 10mbit, 1gbit, 500kbit or 125mbps (bytes/s, as tc)";
     let err = || UnitError::new("rate", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
-    let scale: f64 = match suffix.as_str() {
-        "" | "bit" => 1.0,
-        "k" | "kbit" => 1e3,
-        "m" | "mbit" => 1e6,
-        "g" | "gbit" => 1e9,
-        "t" | "tbit" => 1e12,
+    let number_text = input
+        .trim()
+        .trim_end_matches(|c: char| c.is_alphabetic() || c == '/');
+    match suffix.as_str() {
+        "" => {
+            return Err(UnitError::new(
+                "rate",
+                input,
+                format!("a unit: {number_text}mbit? {number_text}kbit? {number_text}bit? (bits per second, as tc writes them)"),
+            ))
+        }
+        prefix @ ("k" | "m" | "g" | "t") => {
+            return Err(UnitError::new(
+                "rate",
+                input,
+                format!("an unambiguous unit: {number_text}{prefix}bit (bits per second) or {number_text}{prefix}bps (bytes per second, as tc)"),
+            ))
+        }
+        _ => {}
+    }
+    let scale: f64 = match suffix.trim_end_matches("/s") {
+        "bit" => 1.0,
+        "kbit" => 1e3,
+        "mbit" => 1e6,
+        "gbit" => 1e9,
+        "tbit" => 1e12,
         "kibit" => 1024.0,
         "mibit" => 1024.0 * 1024.0,
         "gibit" => 1024.0 * 1024.0 * 1024.0,
@@ -118,6 +149,14 @@ pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     if input.trim() == "0" {
         return Ok(Duration::ZERO);
+    }
+    if is_bare_number(input) {
+        let n = input.trim();
+        return Err(UnitError::new(
+            "duration",
+            input,
+            format!("a unit: {n}s? {n}ms?"),
+        ));
     }
     humantime::parse_duration(input.trim())
         .map_err(|_| UnitError::new("duration", input, "a duration such as 5s, 250ms or 1m"))
@@ -177,13 +216,23 @@ mod tests {
         assert_eq!(parse_rate_bps("2.5gbit"), Ok(2_500_000_000));
         assert_eq!(parse_rate_bps("1.5Mbit"), Ok(1_500_000));
         assert_eq!(parse_rate_bps("1kibit"), Ok(1024));
-        assert_eq!(parse_rate_bps("9600"), Ok(9600));
+        assert_eq!(parse_rate_bps("100Mbit/s"), Ok(100_000_000));
         // tc's "bps" is bytes per second.
         assert_eq!(parse_rate_bps("125mbps"), Ok(1_000_000_000));
         assert!(parse_rate_bps("fast").is_err());
         assert!(parse_rate_bps("10 furlongs").is_err());
         assert!(parse_rate_bps("0mbit").is_err());
         assert!(parse_rate_bps("").is_err());
+    }
+
+    #[test]
+    fn bare_and_ambiguous_rates_offer_the_readings() {
+        let message = |input| parse_rate_bps(input).unwrap_err().to_string();
+        assert!(message("100").contains("100mbit? 100kbit? 100bit?"));
+        assert!(message("100M").contains("100mbit (bits per second) or 100mbps (bytes"));
+        assert!(message("1.5g").contains("1.5gbit"));
+        let message = parse_duration("40").unwrap_err().to_string();
+        assert!(message.contains("40s? 40ms?"), "{message}");
     }
 
     #[test]

@@ -45,8 +45,12 @@ const SILENCE_LIMIT: Duration = Duration::from_secs(5);
 /// Everything a run needs, already validated.
 #[derive(Debug, Clone)]
 pub struct ReaderConfig {
-    /// The daemon, as `HOST:PORT`.
+    /// The daemon, as `HOST:PORT` (`[V6]:PORT`).
     pub connect: String,
+    /// Which IP version to connect over (`-4`, `-6`).
+    pub family: oscil_protocol::address::IpFamily,
+    /// Local address every connection is made from.
+    pub bind: Option<std::net::IpAddr>,
     pub out: PathBuf,
     /// Write into a non-empty directory.
     pub force: bool,
@@ -316,18 +320,31 @@ enum ControlEnd {
 }
 
 /// Fails early, before any connection, on an output directory that cannot be used.
+/// Checks before connecting that the run directory can be written, so a run never streams
+/// for a minute and then fails; leaves nothing behind (the directory is made only once the
+/// daemon has accepted the session).
 fn check_out_dir(config: &ReaderConfig) -> Result<(), RunDirError> {
+    let out = &config.out;
     let io_error = |source| RunDirError::Io {
-        path: config.out.clone(),
+        path: out.clone(),
         source,
     };
-    std::fs::create_dir_all(&config.out).map_err(io_error)?;
-    let probe = config.out.join(".oscil-write-test");
-    std::fs::write(&probe, b"").map_err(io_error)?;
-    std::fs::remove_file(&probe).map_err(io_error)?;
-    let mut entries = std::fs::read_dir(&config.out).map_err(io_error)?;
-    if !config.force && entries.next().is_some() {
-        return Err(RunDirError::NotEmpty(config.out.clone()));
+    if out.exists() && !out.is_dir() {
+        return Err(io_error(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "a file is there, not a directory",
+        )));
+    }
+    let missing: Vec<&std::path::Path> = out.ancestors().take_while(|dir| !dir.exists()).collect();
+    std::fs::create_dir_all(out).map_err(io_error)?;
+    let probe = out.join(".oscil-write-test");
+    let written = std::fs::write(&probe, b"").and_then(|()| std::fs::remove_file(&probe));
+    for dir in &missing {
+        let _ = std::fs::remove_dir(dir);
+    }
+    written.map_err(io_error)?;
+    if !config.force && std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(RunDirError::NotEmpty(out.clone()));
     }
     Ok(())
 }

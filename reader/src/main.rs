@@ -1,5 +1,6 @@
 //! oscil-reader: parses flags, runs one session, prints the summary.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -7,6 +8,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use oscil_kernel::SocketOptions;
+use oscil_protocol::address::{self, Endpoint, IpFamily};
+use oscil_protocol::cli::{self, placeholder};
 use oscil_protocol::units::{
     parse_bytes_u32, parse_duration, parse_fraction, parse_positive_duration, parse_rate_bps,
     UnitError,
@@ -20,13 +23,31 @@ use oscil_reader::{Outcome, ReaderConfig};
 /// The default pattern is Cloudflare's: 5 s at full speed, then 15 s reading 5% of the best
 /// one-second read so far, three times over.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    about,
+    long_about = None,
+    allow_negative_numbers = true,
+    args_override_self = true
+)]
 struct Args {
-    /// The daemon's control address, HOST:PORT ([v6addr]:PORT for IPv6).
-    #[arg(long, short = 'c', value_name = "HOST:PORT")]
-    connect: String,
+    /// The daemon: HOST, HOST:PORT, [IPV6]:PORT or a bare IPv6 address; port 5250 unless given.
+    #[arg(long, short = 'c', value_parser = address::parse_connect, value_name = placeholder::ADDR)]
+    connect: Endpoint,
+    /// The daemon's port (overrides the port in --connect).
+    #[arg(long, short = 'p', value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
+    port: Option<u16>,
+    /// Use IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    ipv6: bool,
+    /// Local address to connect from (a multi-homed host's WAN address).
+    #[arg(long, short = 'B', value_name = placeholder::ADDR)]
+    bind: Option<IpAddr>,
     /// The run directory to write (must be empty or absent, unless --force).
-    #[arg(long, short = 'o', value_name = "DIR")]
+    #[arg(long, short = 'o', value_name = placeholder::DIR)]
     out: PathBuf,
     /// Write into a non-empty directory, replacing the run files.
     #[arg(long)]
@@ -42,14 +63,17 @@ struct Args {
     #[arg(long, default_value = "0.05", value_parser = parse_fraction)]
     fraction: f64,
     /// How many fast+slow cycles to run.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, value_name = placeholder::N, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     cycles: u32,
     /// Control pattern: read at full speed for the whole run, as iperf3 does.
     #[arg(long)]
     full_speed: bool,
+    /// A full-speed run of this length, as iperf3 -t (replaces the pattern).
+    #[arg(long, short = 't', value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    time: Option<Duration>,
 
-    /// Parallel data connections.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    /// Parallel data connections (iperf3's -P).
+    #[arg(long, short = 'P', visible_alias = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000), value_name = placeholder::N)]
     flows: u32,
     /// Sampling interval of both ends.
     #[arg(long, default_value = "100ms", value_parser = parse_positive_duration, value_name = "DUR")]
@@ -65,26 +89,26 @@ struct Args {
     #[arg(long, value_name = "NAME")]
     congestion: Option<String>,
     /// SO_MAX_PACING_RATE for the daemon's sockets, as tc writes rates (100mbit).
-    #[arg(long, value_parser = parse_pacing_rate, value_name = "RATE")]
+    #[arg(long, value_parser = parse_pacing_rate, value_name = placeholder::RATE)]
     pacing_rate: Option<u64>,
     /// SO_RCVBUF for the reader's own sockets (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     rcvbuf: Option<u32>,
 
     /// File holding the daemon's pre-shared key (else $OSCIL_KEY; never on the command line).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = placeholder::FILE)]
     key_file: Option<PathBuf>,
     /// Name of the run on charts (default: the directory's name).
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     label: Option<String>,
     /// A JSON file describing the setup (the lab's link and sysctls), kept in run.json as "lab".
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = placeholder::FILE)]
     meta: Option<PathBuf>,
     /// No progress display.
     #[arg(long, short = 'q')]
     quiet: bool,
-    /// Print the summary as JSON on stdout.
-    #[arg(long)]
+    /// Print the result as JSON on stdout, an error object on failure (iperf3's -J).
+    #[arg(long, short = 'J')]
     json: bool,
 }
 
@@ -99,6 +123,43 @@ fn parse_pacing_rate(input: &str) -> Result<u64, String> {
 }
 
 impl Args {
+    /// The pattern asked for; `-t` makes it one full-speed phase of that length. Every phase
+    /// must hold at least one sampling interval, or it would vanish from the record.
+    fn pattern(&self) -> anyhow::Result<PatternConfig> {
+        let pattern = match self.time {
+            Some(time) => PatternConfig {
+                fast_ms: time.as_millis() as u64,
+                slow_ms: 0,
+                fraction: self.fraction,
+                cycles: 1,
+                full_speed: true,
+            },
+            None => PatternConfig {
+                fast_ms: self.fast.as_millis() as u64,
+                slow_ms: self.slow.as_millis() as u64,
+                fraction: self.fraction,
+                cycles: self.cycles,
+                full_speed: self.full_speed,
+            },
+        };
+        let interval_ms = self.interval.as_millis() as u64;
+        let shortest_ms = match pattern.full_speed {
+            true => pattern.total().as_millis() as u64,
+            false => [pattern.fast_ms, pattern.slow_ms]
+                .into_iter()
+                .filter(|&ms| ms > 0)
+                .min()
+                .unwrap_or(0),
+        };
+        if interval_ms > shortest_ms {
+            anyhow::bail!(
+                "--interval {} ms is longer than the shortest phase ({shortest_ms} ms): every phase needs at least one sample",
+                self.interval.as_millis()
+            );
+        }
+        Ok(pattern)
+    }
+
     fn into_config(self) -> anyhow::Result<ReaderConfig> {
         let lab_meta = match &self.meta {
             None => None,
@@ -110,19 +171,30 @@ impl Args {
                 Some(value)
             }
         };
+        let pattern = self.pattern()?;
+        let mut connect = self.connect;
+        if let Some(port) = self.port {
+            connect.port = port;
+        }
+        let family = match (self.ipv4, self.ipv6) {
+            (true, _) => IpFamily::V4,
+            (_, true) => IpFamily::V6,
+            _ => IpFamily::Any,
+        };
+        if let Some(bind) = self.bind {
+            if !family.allows(bind) {
+                anyhow::bail!("--bind {bind} is not of the address family asked (-4/-6)");
+            }
+        }
         Ok(ReaderConfig {
-            connect: self.connect,
+            connect: connect.lookup_form(),
+            family,
+            bind: self.bind,
             out: self.out,
             force: self.force,
             flows: self.flows,
             interval: self.interval,
-            pattern: PatternConfig {
-                fast_ms: self.fast.as_millis() as u64,
-                slow_ms: self.slow.as_millis() as u64,
-                fraction: self.fraction,
-                cycles: self.cycles,
-                full_speed: self.full_speed,
-            },
+            pattern,
             sender_request: SocketOptions {
                 notsent_lowat_bytes: self.notsent_lowat,
                 sndbuf_bytes: self.sndbuf,
@@ -143,24 +215,33 @@ impl Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = cli::parse();
     let json = args.json;
     let quiet = args.quiet;
-    // A --meta file that cannot be used is a bad flag, like those clap rejects: exit 2.
+    // Values clap cannot check alone (a --meta file, the pattern against the interval) are
+    // bad flags too: exit 2, nothing started.
     let config = match args.into_config() {
         Ok(config) => config,
-        Err(error) => {
-            eprintln!("oscil-reader: {error:#}");
-            return ExitCode::from(2);
-        }
+        Err(error) => return fail(cli::exit::USAGE, &error, json),
     };
-    match run(config) {
-        Ok(outcome) => report(&outcome, json, quiet),
-        Err(error) => {
-            eprintln!("oscil-reader: {error:#}");
-            ExitCode::FAILURE
-        }
+    match run(config.clone()) {
+        Ok(outcome) => report(&config, &outcome, json, quiet),
+        Err(error) => fail(cli::exit::FAILED_START, &error, json),
     }
+}
+
+/// One line on stderr; with --json also an error object on stdout, as iperf3 -J does.
+fn fail(code: u8, error: &anyhow::Error, json: bool) -> ExitCode {
+    let line = cli::error_line(&**error);
+    eprintln!("oscil-reader: {line}");
+    if json {
+        let value = serde_json::json!({ "status": "error", "exit_code": code, "error": line });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("an error object serializes")
+        );
+    }
+    ExitCode::from(code)
 }
 
 fn run(config: ReaderConfig) -> anyhow::Result<Outcome> {
@@ -194,13 +275,25 @@ fn stop_signals() -> anyhow::Result<tokio::sync::mpsc::UnboundedReceiver<()>> {
     Ok(rx)
 }
 
-fn report(outcome: &Outcome, json: bool, quiet: bool) -> ExitCode {
-    let ending = &outcome.meta.ending;
+fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> ExitCode {
+    let meta = &outcome.meta;
+    let ending = &meta.ending;
+    let code = match ending.status {
+        RunStatus::Complete => cli::exit::OK,
+        RunStatus::Partial => cli::exit::CUT_SHORT,
+    };
     if json {
+        // Documented field by field in docs/json.md.
         let value = serde_json::json!({
             "status": ending.status,
+            "exit_code": code,
             "reason": ending.reason,
             "duration_s": ending.duration_s,
+            "label": meta.label.clone().unwrap_or_else(|| dir_name(&config.out)),
+            "out": config.out,
+            "config": meta.config,
+            "versions": { "reader": meta.reader_software, "daemon": meta.daemon_software },
+            "sender_options": meta.sender_options,
             "phases": outcome.summary.phases,
         });
         println!(
@@ -210,14 +303,17 @@ fn report(outcome: &Outcome, json: bool, quiet: bool) -> ExitCode {
     } else if !quiet {
         print!("{}", outcome.summary);
     }
-    match ending.status {
-        RunStatus::Complete => ExitCode::SUCCESS,
-        RunStatus::Partial => {
-            eprintln!(
-                "oscil-reader: run cut short after {:.1} s: {} (the run directory holds everything up to then)",
-                ending.duration_s, ending.reason
-            );
-            ExitCode::from(3)
-        }
+    if ending.status == RunStatus::Partial {
+        eprintln!(
+            "oscil-reader: run cut short after {:.1} s: {} (the run directory holds everything up to then)",
+            ending.duration_s, ending.reason
+        );
     }
+    ExitCode::from(code)
+}
+
+fn dir_name(dir: &std::path::Path) -> String {
+    dir.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
 }

@@ -1,9 +1,11 @@
 //! Opening a test session: the control connection, the hello, and the data connections.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use oscil_kernel::{sockopt, OptionsInForce, SocketOptions};
+use oscil_kernel::{sockopt, OptionsInForce};
+use oscil_protocol::address::IpFamily;
+use oscil_protocol::cli;
 use oscil_protocol::control::{
     Connection, DaemonMessage, DataHello, Hello, ReaderMessage, Welcome, PROTOCOL_VERSION,
 };
@@ -27,12 +29,13 @@ pub struct Session {
 }
 
 pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
-    let addr = resolve(&config.connect).await?;
+    let addr = resolve(&config.connect, config.family).await?;
     let connect_error = |source| ReaderError::Connect {
         addr: config.connect.clone(),
         source,
     };
-    let stream = timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(addr))
+    let socket = new_socket(addr, config.bind).map_err(connect_error)?;
+    let stream = timeout(HANDSHAKE_TIMEOUT, socket.connect(addr))
         .await
         .map_err(|_| ReaderError::Timeout("connecting to the daemon"))?
         .map_err(connect_error)?;
@@ -72,8 +75,7 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
     let mut data = Vec::with_capacity(config.flows as usize);
     let mut reader_options = None;
     for flow in 0..config.flows {
-        let (stream, in_force) =
-            open_flow(addr, &config.reader_request, welcome.session_id, flow).await?;
+        let (stream, in_force) = open_flow(addr, config, welcome.session_id, flow).await?;
         reader_options.get_or_insert(in_force);
         data.push(stream);
     }
@@ -86,34 +88,42 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
     })
 }
 
-async fn resolve(connect: &str) -> Result<SocketAddr, ReaderError> {
+async fn resolve(connect: &str, family: IpFamily) -> Result<SocketAddr, ReaderError> {
     let resolve_error = |detail: String| ReaderError::Address {
         addr: connect.to_owned(),
         detail,
     };
     let mut addrs = lookup_host(connect)
         .await
-        .map_err(|e| resolve_error(e.to_string()))?;
+        .map_err(|e| resolve_error(cli::os_error(&e)))?;
     addrs
-        .next()
-        .ok_or_else(|| resolve_error("no address found".into()))
+        .find(|addr| family.allows(addr.ip()))
+        .ok_or_else(|| resolve_error("no address of the family asked (-4/-6)".into()))
+}
+
+/// A socket of `addr`'s family, bound to `bind` when the user named a source address.
+fn new_socket(addr: SocketAddr, bind: Option<IpAddr>) -> std::io::Result<TcpSocket> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }?;
+    if let Some(ip) = bind {
+        socket.bind(SocketAddr::new(ip, 0))?;
+    }
+    Ok(socket)
 }
 
 /// Opens one data connection; the reader's own options (SO_RCVBUF) go on before connect so
 /// that the window scale is chosen with them.
 async fn open_flow(
     addr: SocketAddr,
-    request: &SocketOptions,
+    config: &ReaderConfig,
     session_id: u64,
     flow: u32,
 ) -> Result<(TcpStream, OptionsInForce), ReaderError> {
     let io_error = |source| ReaderError::Data { flow, source };
-    let socket = match addr {
-        SocketAddr::V4(_) => TcpSocket::new_v4(),
-        SocketAddr::V6(_) => TcpSocket::new_v6(),
-    }
-    .map_err(io_error)?;
-    let in_force = sockopt::apply(&socket, request)?;
+    let socket = new_socket(addr, config.bind).map_err(io_error)?;
+    let in_force = sockopt::apply(&socket, &config.reader_request)?;
     let mut stream = timeout(HANDSHAKE_TIMEOUT, socket.connect(addr))
         .await
         .map_err(|_| ReaderError::Timeout("opening a data connection"))?

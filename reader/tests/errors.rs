@@ -85,7 +85,7 @@ fn unparsable_duration_and_size() {
         assert_eq!(output.status.code(), Some(2), "{flag} {value}");
         let stderr = failure(&output);
         let first = stderr.lines().next().unwrap();
-        assert!(first.starts_with("error: invalid value"), "{first}");
+        assert!(first.starts_with("oscil-reader: invalid value"), "{first}");
         assert!(first.contains(value) && first.contains(expected), "{first}");
     }
 }

@@ -109,7 +109,8 @@ impl LinkedPair {
         }
         let stats_path = std::env::temp_dir().join(format!("{}.json", a.0));
         let link = Command::new(env!("CARGO_BIN_EXE_oscil-link"))
-            .args(["--a-netns", &a.0, "--b-netns", &b.0, "--stats"])
+            .args(["--a-netns", &a.0, "--b-netns", &b.0])
+            .args(["--a-dev", "osl0", "--b-dev", "osl0", "--stats"])
             .arg(&stats_path)
             .args(args)
             .stdin(Stdio::null())

@@ -1,0 +1,256 @@
+//! What every oscil binary does the same way at its command line: exit codes, how a usage
+//! error is printed, and the placeholders its help shows.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Exit codes, the same in every binary and the lab.
+pub mod exit {
+    /// The run, campaign or report finished.
+    pub const OK: u8 = 0;
+    /// It could not start (or could not finish writing): address in use, daemon refused, ...
+    pub const FAILED_START: u8 = 1;
+    /// Bad flags or values: nothing was started.
+    pub const USAGE: u8 = 2;
+    /// A run was cut short (Ctrl-C, peer gone); what was recorded up to then is kept.
+    pub const CUT_SHORT: u8 = 3;
+}
+
+/// Placeholders the help texts use, so every binary names a value the same way.
+pub mod placeholder {
+    pub const ADDR: &str = "ADDR";
+    pub const BYTES: &str = "BYTES";
+    pub const RATE: &str = "RATE";
+    pub const DUR: &str = "DUR";
+    pub const FILE: &str = "FILE";
+    pub const DIR: &str = "DIR";
+    pub const N: &str = "N";
+}
+
+/// An OS error said once, in words ("address in use"), without Rust's "(os error 98)"
+/// suffix, which anyhow's cause chain would otherwise print twice.
+pub fn os_error(error: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match error.kind() {
+        ErrorKind::AddrInUse => "address in use".into(),
+        ErrorKind::AddrNotAvailable => "no such address on this host".into(),
+        ErrorKind::ConnectionRefused => "connection refused (nothing listens there)".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::NotFound => "no such file or directory".into(),
+        ErrorKind::AlreadyExists => "it already exists".into(),
+        _ => drop_os_error_codes(&error.to_string()),
+    }
+}
+
+/// An error and its causes on one line, each said once: a cause whose text its parent
+/// already holds is skipped, and Rust's " (os error N)" suffixes are dropped.
+pub fn error_line(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let text = next.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = next.source();
+    }
+    drop_os_error_codes(&line)
+}
+
+fn drop_os_error_codes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" (os error ") {
+        out.push_str(&rest[..at]);
+        rest = match rest[at..].find(')') {
+            Some(end) => &rest[at + end + 1..],
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Parses the command line. Help and version print as clap prints them (exit 0); anything
+/// else prints one line, `PROG: what is wrong (hint)`, and exits with [`exit::USAGE`].
+///
+/// Two extra forms, taken before the binary's own flags are checked, write what packagers
+/// install: `PROG --completions bash|zsh|fish|elvish|powershell` prints a shell completion
+/// script and `PROG --man` a man page, both generated from the same clap definition.
+pub fn parse<T: clap::Parser>() -> T {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(code) = generate_extras::<T>(&args) {
+        std::process::exit(code);
+    }
+    match parse_from(args) {
+        Ok(parsed) => parsed,
+        Err(outcome) => std::process::exit(outcome.print()),
+    }
+}
+
+/// Handles `--completions SHELL` and `--man`; `None` when the arguments are neither.
+fn generate_extras<T: clap::Parser>(args: &[OsString]) -> Option<i32> {
+    let mut command = T::command();
+    let name = command.get_name().to_owned();
+    let mut stdout = std::io::stdout();
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("--man") if args.len() == 2 => {
+            let written = clap_mangen::Man::new(command).render(&mut stdout);
+            Some(if written.is_ok() { 0 } else { 1 })
+        }
+        Some("--completions") if args.len() == 3 => {
+            let shell = args[2]
+                .to_str()
+                .and_then(|s| s.parse::<clap_complete::Shell>().ok());
+            match shell {
+                Some(shell) => {
+                    clap_complete::generate(shell, &mut command, name, &mut stdout);
+                    Some(0)
+                }
+                None => {
+                    eprintln!("{name}: --completions takes bash, zsh, fish, elvish or powershell");
+                    Some(i32::from(exit::USAGE))
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// What `parse` does instead of returning: help to print, or a usage error.
+#[derive(Debug)]
+pub enum NotParsed {
+    /// `--help` or `--version`: clap's own text, then exit 0.
+    Shown(clap::Error),
+    /// One line for stderr.
+    Usage(String),
+}
+
+impl NotParsed {
+    /// Prints and returns the process's exit code.
+    pub fn print(&self) -> i32 {
+        match self {
+            NotParsed::Shown(shown) => {
+                let _ = shown.print();
+                i32::from(exit::OK)
+            }
+            NotParsed::Usage(line) => {
+                eprintln!("{line}");
+                i32::from(exit::USAGE)
+            }
+        }
+    }
+
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(self.print() as u8)
+    }
+}
+
+/// `parse` without exiting: testable.
+pub fn parse_from<T, I>(args: I) -> Result<T, NotParsed>
+where
+    T: clap::Parser,
+    I: IntoIterator,
+    I::Item: Into<OsString> + Clone,
+{
+    let command = T::command();
+    let name = command.get_name().to_owned();
+    T::try_parse_from(args).map_err(|error| {
+        use clap::error::ErrorKind;
+        match error.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => NotParsed::Shown(error),
+            _ => NotParsed::Usage(usage_line(&name, &error)),
+        }
+    })
+}
+
+/// Clap's several lines folded into one: the error, then its tip if it has one.
+fn usage_line(name: &str, error: &clap::Error) -> String {
+    let text = error.render().to_string();
+    // The message runs until the first blank line (its indented lines list, e.g., the
+    // missing arguments); a tip may follow later.
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .collect();
+    let message = message.join(" ");
+    let message = message.trim_start_matches("error: ");
+    let tip = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("tip: "))
+        .map(|tip| format!(" ({tip})"))
+        .unwrap_or_default();
+    format!("{name}: {message}{tip} (see {name} --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// A command set up as every oscil binary is.
+    #[derive(Debug, Parser)]
+    #[command(
+        name = "demo",
+        allow_negative_numbers = true,
+        args_override_self = true
+    )]
+    struct Demo {
+        #[arg(long, value_parser = crate::units::parse_bytes, value_name = placeholder::BYTES)]
+        size: Option<u64>,
+        #[arg(long)]
+        fast: Option<String>,
+    }
+
+    fn usage(args: &[&str]) -> String {
+        match parse_from::<Demo, _>(std::iter::once("demo").chain(args.iter().copied())) {
+            Err(NotParsed::Usage(line)) => line,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn usage_errors_are_one_line_with_the_tip() {
+        let line = usage(&["--fats", "1"]);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.starts_with("demo: unexpected argument '--fats'"),
+            "{line}"
+        );
+        assert!(line.contains("--fast"), "{line}");
+        assert!(line.ends_with("(see demo --help)"), "{line}");
+    }
+
+    #[test]
+    fn negative_numbers_are_values_and_repeats_take_the_last() {
+        let line = usage(&["--size", "-5"]);
+        assert!(line.contains("invalid value '-5'"), "{line}");
+        let parsed: Demo = parse_from(["demo", "--size", "1k", "--size", "2k"]).unwrap();
+        assert_eq!(parsed.size, Some(2048));
+    }
+
+    #[test]
+    fn error_lines_say_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(111);
+        let wrapped = anyhow::Error::new(io).context("cannot connect to 127.0.0.1:5250");
+        assert_eq!(
+            error_line(&*wrapped),
+            "cannot connect to 127.0.0.1:5250: Connection refused"
+        );
+        let repeated = anyhow::anyhow!("x: File exists (os error 17)")
+            .context("writing x: File exists (os error 17)");
+        assert_eq!(error_line(&*repeated), "writing x: File exists");
+    }
+
+    #[test]
+    fn help_is_shown_not_an_error() {
+        assert!(matches!(
+            parse_from::<Demo, _>(["demo", "--help"]),
+            Err(NotParsed::Shown(_))
+        ));
+    }
+}

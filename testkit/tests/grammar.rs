@@ -1,0 +1,240 @@
+//! One command-line grammar across oscil's binaries: every bad or habitual input an iperf3
+//! user types gets the documented exit code (2 usage, 1 failed start) and one line that
+//! says what is wrong. Runs the real binaries.
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use oscil_testkit::{free_port, workspace_bin, Daemon};
+
+fn run(binary: &str, args: &[&str]) -> Output {
+    Command::new(workspace_bin(binary))
+        .args(args)
+        .env_remove("OSCIL_KEY")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {binary}: {e}"))
+}
+
+/// Checks the exit code, that stderr is exactly one line, and what that line holds.
+fn expect(binary: &str, args: &[&str], code: i32, holds: &str) {
+    let output = run(binary, args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr.lines().next().unwrap_or("");
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{binary} {args:?}: exit code; stderr: {stderr}"
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{binary} {args:?}: one line expected, got: {stderr}"
+    );
+    assert!(
+        line.starts_with(&format!("{binary}: ")),
+        "{binary} {args:?}: the line names the program: {line}"
+    );
+    assert!(
+        line.contains(holds),
+        "{binary} {args:?}: expected {holds:?} in: {line}"
+    );
+    assert!(
+        !line.contains("os error"),
+        "{binary} {args:?}: an OS error said twice: {line}"
+    );
+}
+
+#[test]
+fn daemon_usage_errors() {
+    let table: &[(&[&str], &str)] = &[
+        (&["--listen", "::1:5250"], "write [::1]:5250 for a port"),
+        (&["--listen", "a b"], "not a name or an address"),
+        (&["--max-flows", "0"], "invalid value '0' for '--max-flows"),
+        (
+            &["--max-sessions", "0"],
+            "invalid value '0' for '--max-sessions",
+        ),
+        (
+            &["--max-session", "5m"],
+            "--max-session is now --max-session-time",
+        ),
+        (&["--notsent-lowat", "-5"], "invalid value '-5'"),
+        (&["--listen", "5250"], "without a key"),
+        (&["--fats"], "unexpected argument '--fats'"),
+        (&["--congestion", "nosuchcc"], "nosuchcc"),
+    ];
+    for (args, holds) in table {
+        expect("oscil-daemon", args, 2, holds);
+    }
+}
+
+#[test]
+fn daemon_says_when_the_port_is_taken() {
+    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    expect(
+        "oscil-daemon",
+        &["--listen", &addr],
+        1,
+        &format!("cannot listen on {addr}: address in use"),
+    );
+}
+
+#[test]
+fn reader_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let out = out.to_str().unwrap();
+    let table: &[(&[&str], &str)] = &[
+        (
+            &["-c", "::1:5250", "-o", out],
+            "write [::1]:5250 for a port",
+        ),
+        (&["-c", "[::1", "-o", out], "without its ']'"),
+        (&["-c", "h", "-o", out, "--fast", "5"], "5s? 5ms?"),
+        (
+            &["-c", "h", "-o", out, "--pacing-rate", "100M"],
+            "100mbit (bits per second) or 100mbps",
+        ),
+        (&["-c", "h", "-o", out, "--pacing-rate", "100"], "100mbit?"),
+        (
+            &["-c", "h", "-o", out, "--notsent-lowat", "-5"],
+            "invalid value '-5'",
+        ),
+        (
+            &[
+                "-c",
+                "h",
+                "-o",
+                out,
+                "--fast",
+                "1s",
+                "--slow",
+                "1s",
+                "--interval",
+                "5s",
+            ],
+            "longer than the shortest phase",
+        ),
+        (&["-c", "h", "-o", out, "-4", "-6"], "cannot be used with"),
+        (&["-c", "h"], "--out"),
+    ];
+    for (args, holds) in table {
+        expect("oscil-reader", args, 2, holds);
+    }
+    assert!(!Path::new(out).exists(), "a usage error left {out} behind");
+}
+
+#[test]
+fn reader_failed_starts_leave_nothing_and_say_why_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let closed = format!("127.0.0.1:{}", free_port());
+    expect(
+        "oscil-reader",
+        &["-c", &closed, "-o", out.to_str().unwrap()],
+        1,
+        &format!("cannot connect to the daemon at {closed}"),
+    );
+    assert!(
+        !out.exists(),
+        "a failed start left {} behind",
+        out.display()
+    );
+
+    let file = dir.path().join("afile");
+    std::fs::write(&file, "").unwrap();
+    expect(
+        "oscil-reader",
+        &["-c", &closed, "-o", file.to_str().unwrap()],
+        1,
+        "not a directory",
+    );
+
+    // iperf3's -J: an error object on stdout as well.
+    let output = run(
+        "oscil-reader",
+        &["-c", &closed, "-o", out.to_str().unwrap(), "-J"],
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(json["status"], "error");
+    assert_eq!(json["exit_code"], 1);
+    assert!(json["error"].as_str().unwrap().contains("cannot connect"));
+}
+
+#[test]
+fn reader_takes_iperf3_habits() {
+    let daemon = Daemon::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    // -t for a full-speed run, -P for flows (the last one given wins), -J for JSON.
+    let output = run(
+        "oscil-reader",
+        &[
+            "-c",
+            &daemon.addr.to_string(),
+            "-o",
+            out.to_str().unwrap(),
+            "-t",
+            "1s",
+            "-P",
+            "1",
+            "-P",
+            "2",
+            "-J",
+            "-q",
+        ],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(json["status"], "complete");
+    assert_eq!(json["config"]["flows"], 2);
+    assert_eq!(json["config"]["pattern"]["full_speed"], true);
+    assert_eq!(json["label"], "run");
+    assert!(json["versions"]["daemon"]
+        .as_str()
+        .unwrap()
+        .contains("oscil"));
+}
+
+#[test]
+fn link_usage_errors() {
+    let table: &[(&[&str], &str)] = &[
+        (
+            &["--rate", "100M", "--delay", "10ms"],
+            "100mbit (bits per second) or 100mbps",
+        ),
+        (&["--rate", "10mbit", "--delay", "10"], "10s? 10ms?"),
+        (
+            &[
+                "--rate", "10mbit", "--delay", "10ms", "--a-dev", "x", "--b-dev", "x",
+            ],
+            "same device",
+        ),
+        (
+            &["--rate", "10mbit", "--delay", "10ms", "--queue", "0"],
+            "--queue",
+        ),
+    ];
+    for (args, holds) in table {
+        expect("oscil-link", args, 2, holds);
+    }
+}
+
+#[test]
+fn every_binary_prints_completions_and_a_man_page() {
+    for binary in ["oscil-daemon", "oscil-reader", "oscil-link"] {
+        let bash = run(binary, &["--completions", "bash"]);
+        assert_eq!(bash.status.code(), Some(0), "{binary} --completions bash");
+        assert!(String::from_utf8_lossy(&bash.stdout).contains("complete -F"));
+        let man = run(binary, &["--man"]);
+        assert_eq!(man.status.code(), Some(0), "{binary} --man");
+        assert!(String::from_utf8_lossy(&man.stdout).contains(".TH"));
+    }
+}
