@@ -5,6 +5,7 @@
 #[allow(unsafe_code)]
 mod sys;
 
+pub mod diag;
 pub mod host;
 pub mod meminfo;
 pub mod netstat;

@@ -5,6 +5,9 @@ use std::io;
 use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+/// `SO_COOKIE` (asm-generic/socket.h; the libc crate exports it only for some targets).
+pub const SO_COOKIE: libc::c_int = 57;
+
 /// Number of `SK_MEMINFO_*` slots the kernel fills for `SO_MEMINFO` (`SK_MEMINFO_VARS`).
 pub const SK_MEMINFO_VARS: usize = 9;
 
@@ -29,6 +32,19 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<(libc::tcp_info, usize)> {
     }
     // SAFETY: zero-initialised plain data, possibly partly overwritten by the kernel.
     Ok((unsafe { info.assume_init() }, len as usize))
+}
+
+/// A `struct tcp_info` from the bytes of a sock_diag `INET_DIAG_INFO` attribute: the
+/// same layout `getsockopt` fills. Returns it and how many bytes were given.
+pub fn tcp_info_from_bytes(bytes: &[u8]) -> (libc::tcp_info, usize) {
+    let mut info = MaybeUninit::<libc::tcp_info>::zeroed();
+    let len = bytes.len().min(size_of::<libc::tcp_info>());
+    // SAFETY: at most `size_of::<tcp_info>()` bytes are copied into the zeroed struct, which
+    // does not overlap `bytes`; `tcp_info` is plain data, so any bytes are a valid value.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), info.as_mut_ptr().cast::<u8>(), len);
+        (info.assume_init(), len)
+    }
 }
 
 /// `getsockopt(SOL_SOCKET, SO_MEMINFO)`: the socket's `sk_meminfo` array.

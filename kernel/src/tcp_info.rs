@@ -117,7 +117,18 @@ impl From<&libc::tcp_info> for TcpInfo {
 /// structure is too short to hold them; other fields a much older kernel lacks stay zero.
 pub fn read(fd: impl AsFd) -> io::Result<TcpInfo> {
     let (raw, len) = sys::tcp_info(fd.as_fd())?;
-    let mut info = TcpInfo::from(&raw);
+    Ok(from_raw(&raw, len))
+}
+
+/// The same from the bytes of a sock_diag `INET_DIAG_INFO` attribute.
+pub fn from_bytes(bytes: &[u8]) -> TcpInfo {
+    let (raw, len) = sys::tcp_info_from_bytes(bytes);
+    from_raw(&raw, len)
+}
+
+/// `raw` of which the kernel filled `len` bytes.
+fn from_raw(raw: &libc::tcp_info, len: usize) -> TcpInfo {
+    let mut info = TcpInfo::from(raw);
     let holds = |offset: usize| len >= offset + std::mem::size_of::<u32>();
     if !holds(std::mem::offset_of!(libc::tcp_info, tcpi_snd_wnd)) {
         info.snd_wnd_bytes = None;
@@ -125,7 +136,7 @@ pub fn read(fd: impl AsFd) -> io::Result<TcpInfo> {
     if !holds(std::mem::offset_of!(libc::tcp_info, tcpi_rcv_wnd)) {
         info.rcv_wnd_bytes = None;
     }
-    Ok(info)
+    info
 }
 
 #[cfg(test)]

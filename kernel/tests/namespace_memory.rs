@@ -1,0 +1,138 @@
+//! The TCP memory of a network namespace, summed over its sockets from one sock_diag dump,
+//! agrees with the kernel's own count: in a fresh namespace that holds the only busy
+//! sockets, `/proc/net/sockstat` `mem` (global across namespaces) grows by what the dump
+//! sums. Needs root (it makes a namespace); skips, saying so, without it.
+
+use std::io::{ErrorKind, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+
+use oscil_kernel::diag::Diag;
+
+/// Set in the child that runs inside the namespace.
+const CHILD: &str = "OSCIL_NAMESPACE_MEMORY_CHILD";
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn ip(args: &[&str]) {
+    let status = Command::new("ip").args(args).status().expect("run ip");
+    assert!(status.success(), "ip {args:?}");
+}
+
+/// Deletes the namespace however the test ends.
+struct Namespace(String);
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn namespace_sum_agrees_with_sockstat() {
+    if std::env::var_os(CHILD).is_some() {
+        return measure_inside();
+    }
+    if !is_root() {
+        eprintln!("skipped: needs root to make a network namespace");
+        return;
+    }
+    let ns = Namespace(format!("oscil-diag-{}", std::process::id()));
+    ip(&["netns", "add", &ns.0]);
+    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    // A large send buffer inside the namespace only, so the writer can queue megabytes.
+    let sysctl = Command::new("ip")
+        .args(["netns", "exec", &ns.0, "sysctl", "-qw"])
+        .arg("net.ipv4.tcp_wmem=4096 16777216 16777216")
+        .status()
+        .expect("sysctl");
+    assert!(sysctl.success());
+    let output = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "namespace_sum_agrees_with_sockstat",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .expect("run the child in the namespace");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "child failed: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let figure = |name: &str| -> i64 {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in: {stdout}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (sum, delta) = (
+        figure("namespace_sum_bytes"),
+        figure("sockstat_delta_bytes"),
+    );
+    eprintln!("namespace sum {sum} bytes; sockstat fell by {delta} bytes when they closed");
+    assert!(sum > 4 << 20, "the writer queued only {sum} bytes");
+    // The kernel caches up to 1 MiB of reserve per CPU before it touches the global count.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
+    let tolerance = cpus * (1 << 20) + sum / 20;
+    assert!(
+        (sum - delta).abs() <= tolerance,
+        "namespace sum {sum} bytes, sockstat fell by {delta} bytes when they closed (tolerance {tolerance})"
+    );
+}
+
+/// Inside the fresh namespace: queue megabytes that nobody reads, sum them from the dump,
+/// then free them and see how far the global count falls. Before and after are a few
+/// milliseconds apart, so other processes' TCP traffic barely moves the global figure.
+fn measure_inside() {
+    let page = page_size();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut writer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (_unread, _) = listener.accept().unwrap();
+    writer.set_nonblocking(true).unwrap();
+    let chunk = vec![0u8; 64 << 10];
+    let mut idle_rounds = 0;
+    while idle_rounds < 20 {
+        match writer.write(&chunk) {
+            Ok(_) => idle_rounds = 0,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                idle_rounds += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+    let mut sum = 0u64;
+    Diag::open()
+        .unwrap()
+        .dump_tcp(|s| sum += s.charged_bytes())
+        .unwrap();
+    let held = oscil_kernel::sockstat::read().unwrap().tcp_mem_pages as i64;
+    // Closing the unread end with data queued resets the connection: both queues go.
+    drop(_unread);
+    drop(writer);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let freed = oscil_kernel::sockstat::read().unwrap().tcp_mem_pages as i64;
+    println!("namespace_sum_bytes={sum}");
+    println!("sockstat_delta_bytes={}", (held - freed) * page);
+}
+
+fn page_size() -> i64 {
+    // getconf is on every Linux system; avoids unsafe sysconf in a test.
+    let out = Command::new("getconf").arg("PAGESIZE").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
