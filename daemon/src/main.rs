@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use oscil_daemon::DaemonConfig;
+use oscil_daemon::{DaemonConfig, StartupLimits};
 use oscil_kernel::SocketOptions;
-use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration};
+use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration, parse_rate_bps};
 
 /// Serve oscil test sessions: stream at full speed on every data connection, with the socket
 /// options each session asks for, and send samples of the sender's side to the reader.
@@ -45,10 +45,28 @@ struct Cli {
     /// Data connections one session may open.
     #[arg(long, default_value_t = 256)]
     max_flows: u32,
+    /// Data connections of all sessions together.
+    #[arg(long, default_value_t = 1024)]
+    max_total_flows: u32,
+    /// A session's total pacing rate (100mbit, 1gbit), split evenly over its flows and set
+    /// as each flow's SO_MAX_PACING_RATE; a reader may ask for less, never more.
+    #[arg(long, value_parser = parse_rate_bps, value_name = "RATE")]
+    max_rate: Option<u64>,
     /// Longest session served.
     #[arg(long, default_value = "15m", value_parser = parse_positive_duration)]
     max_session: Duration,
-    /// Time allowed for each setup step (hello, data connections, start) and control write.
+    /// Unauthenticated connections held at once, as sshd's MaxStartups START:RATE:FULL: from
+    /// START on, refuse new ones with probability RATE%, rising to 100% at FULL.
+    #[arg(long, default_value = "10:30:100", value_name = "START:RATE:FULL")]
+    max_startups: StartupLimits,
+    /// Unauthenticated connections held at once from one address (IPv6: one /64).
+    #[arg(long, default_value_t = 10)]
+    per_source_max_startups: usize,
+    /// Time a connection has to authenticate (or, for a data connection, to name its session).
+    #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
+    preauth_timeout: Duration,
+    /// Time allowed after authentication for the data connections and start, and for each
+    /// control write.
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
     handshake_timeout: Duration,
 }
@@ -73,7 +91,12 @@ impl Cli {
             key,
             max_sessions: self.max_sessions,
             max_flows: self.max_flows,
+            max_total_flows: self.max_total_flows,
+            max_rate_bps: self.max_rate,
             max_session: self.max_session,
+            max_startups: self.max_startups,
+            max_startups_per_source: self.per_source_max_startups,
+            preauth_timeout: self.preauth_timeout,
             handshake_timeout: self.handshake_timeout,
             ..Default::default()
         })
@@ -98,6 +121,11 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
     }
     let listen = cli.listen;
     let config = cli.into_config()?;
+    // A flood then meets the caps above, not the default soft limit of 1,024 descriptors.
+    match oscil_kernel::raise_nofile_limit() {
+        Ok((soft, _)) => eprintln!("oscil-daemon: up to {soft} open files"),
+        Err(e) => eprintln!("oscil-daemon: cannot raise the open files limit: {e}"),
+    }
     if let Err(e) = oscil_daemon::check_default_options(&config, listen.is_ipv6()) {
         anyhow::bail!("default socket options: {e}");
     }

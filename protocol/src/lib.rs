@@ -2,12 +2,14 @@
 //! the sample records, the reading pattern's timetable, the run directory that the report
 //! reads, and the parsers for the units people type.
 
+pub mod auth;
 pub mod campaign;
 pub mod control;
 pub mod key;
 pub mod pattern;
 pub mod records;
 pub mod rundir;
+pub mod text;
 pub mod ticker;
 pub mod units;
 
