@@ -109,7 +109,7 @@ fn decayed(score: f64, since: Instant, now: Instant) -> f64 {
 
 /// How long the refusal after a failure waits when the source has `failures` (decayed).
 pub(crate) fn penalty(failures: f64) -> Duration {
-    let doublings = (failures - 1.0).floor().clamp(0.0, 16.0);
+    let doublings = (failures - 1.0).round().clamp(0.0, 16.0);
     PENALTY_BASE.mul_f64(2f64.powf(doublings)).min(PENALTY_MAX)
 }
 

@@ -172,6 +172,17 @@ impl Client {
     }
 }
 
+/// A connection to `addr` from the loopback address `source` (127.0.0.0/8 is all loopback),
+/// so a test can be several peers at once.
+pub async fn connect_from(
+    source: std::net::Ipv4Addr,
+    addr: SocketAddr,
+) -> std::io::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::from((source, 0)))?;
+    socket.connect(addr).await
+}
+
 /// Reads and discards everything from a data connection until it closes.
 pub fn drain(mut stream: TcpStream) -> JoinHandle<u64> {
     tokio::spawn(async move {
