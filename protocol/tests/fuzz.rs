@@ -17,7 +17,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const CASES: u32 = 200_000;
-const SEED: u64 = 0x05c1_1f;
+const SEED: u64 = 0x0005_c11f;
 
 fn key() -> Option<Key> {
     Some(Key::new("0123456789abcdef0123456789abcdef").unwrap())
