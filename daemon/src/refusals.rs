@@ -38,7 +38,7 @@ impl Why {
         match self {
             Why::Full => "over --max-startups",
             Why::SourceFull => "over --per-source-max-startups",
-            Why::Silent => "silent or closed",
+            Why::Silent => "timed out or closed",
             Why::Malformed => "malformed",
             Why::Unauthenticated => "failed authentication",
             Why::BadData => "bad data connection",
@@ -228,7 +228,7 @@ mod tests {
         assert_eq!(lines.len(), MAX_LINES + 1, "{lines:?}");
         assert_eq!(
             lines[0],
-            "3 refused from 2001:db8:5::9 in the last 10 s (3 silent or closed)"
+            "3 refused from 2001:db8:5::9 in the last 10 s (3 timed out or closed)"
         );
         assert_eq!(
             lines[MAX_LINES],

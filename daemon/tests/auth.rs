@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use oscil_daemon::{DaemonConfig, GENERIC_REFUSAL};
 use oscil_kernel::SocketOptions;
-use oscil_protocol::auth::{HexBytes, ReaderHandshake};
+use oscil_protocol::auth::HexBytes;
 use oscil_protocol::control::{Connection, DaemonMessage, DataHello, ReaderMessage};
 use oscil_protocol::key::{generate_key, Key};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -88,26 +88,8 @@ async fn a_forged_proof_is_refused_generically_and_ever_more_slowly() {
 async fn a_replayed_handshake_is_refused() {
     let key = key();
     let daemon = Daemon::start(keyed(&key)).await;
-    // A genuine handshake, captured.
-    let mut genuine = Client::connect(daemon.addr).await;
-    let (handshake, captured_hello) = ReaderHandshake::new(Some(key.clone()), one_flow());
-    genuine.send(&captured_hello).await;
-    let challenge = genuine.next().await.unwrap();
-    let (captured_proof, _) = handshake.on_challenge(challenge).unwrap();
-    genuine.send(&captured_proof).await;
-    assert!(matches!(
-        genuine.next().await,
-        Some(DaemonMessage::Welcome(_))
-    ));
-    // The same bytes on a new connection meet a fresh daemon nonce.
-    let mut replay = Client::connect(daemon.addr).await;
-    replay.send(&captured_hello).await;
-    assert!(matches!(
-        replay.next().await,
-        Some(DaemonMessage::Challenge(_))
-    ));
-    replay.send(&captured_proof).await;
-    assert_eq!(refusal(replay.next().await), GENERIC_REFUSAL);
+    let answer = util::replay_handshake(daemon.addr, &key, one_flow()).await;
+    assert_eq!(refusal(Some(answer)), GENERIC_REFUSAL);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

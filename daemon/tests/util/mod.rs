@@ -172,6 +172,36 @@ impl Client {
     }
 }
 
+/// Captures a genuine handshake with `key`, then replays its hello and proof on a new
+/// connection: returns what the daemon answers the replayed proof.
+pub async fn replay_handshake(addr: SocketAddr, key: &Key, hello: Hello) -> DaemonMessage {
+    let mut genuine = Client::connect(addr).await;
+    let (handshake, captured_hello) = ReaderHandshake::new(Some(key.clone()), hello);
+    genuine.send(&captured_hello).await;
+    let challenge = genuine.next().await.expect("a challenge");
+    let (captured_proof, _) = handshake
+        .on_challenge(challenge)
+        .expect("the daemon proves the key");
+    genuine.send(&captured_proof).await;
+    let welcome = genuine.next().await;
+    assert!(
+        matches!(welcome, Some(DaemonMessage::Welcome(_))),
+        "{welcome:?}"
+    );
+    let mut replay = Client::connect(addr).await;
+    replay.send(&captured_hello).await;
+    let challenge = replay.next().await;
+    assert!(
+        matches!(challenge, Some(DaemonMessage::Challenge(_))),
+        "{challenge:?}"
+    );
+    replay.send(&captured_proof).await;
+    replay
+        .next()
+        .await
+        .expect("an answer to the replayed proof")
+}
+
 /// A connection to `addr` from the loopback address `source` (127.0.0.0/8 is all loopback),
 /// so a test can be several peers at once.
 pub async fn connect_from(
