@@ -11,6 +11,20 @@ use oscil_protocol::{HostSample, SenderSample, Side};
 /// rounding can put it ahead.
 const CLOCK_SLACK_S: f64 = 1.0;
 
+/// More TCP memory than a host can have (4 PiB of 4 KiB pages): a figure past it is forged,
+/// and would overflow the byte totals computed from it.
+const MAX_TCP_MEM_PAGES: u64 = 1 << 40;
+
+/// Refuses a welcome whose host facts cannot be true: today the page size, which turns
+/// `tcp_mem_pages` into bytes (a power of two from 1 KiB to 1 MiB).
+pub fn check_welcome(welcome: &oscil_protocol::control::Welcome) -> Result<(), String> {
+    let page = welcome.host.page_size_bytes;
+    if !page.is_power_of_two() || !(1 << 10..=1 << 20).contains(&page) {
+        return Err(format!("a page size of {page} bytes"));
+    }
+    Ok(())
+}
+
 /// What the daemon has sent so far in a session of `flows` flows.
 pub struct SampleCheck {
     flows: u32,
@@ -40,6 +54,9 @@ impl SampleCheck {
         let t_s = host.t_s;
         if host.side != Side::Sender {
             return Err(format!("a host row for the {:?} side", host.side));
+        }
+        if host.tcp_mem_pages > MAX_TCP_MEM_PAGES {
+            return Err(format!("{} pages of TCP memory", host.tcp_mem_pages));
         }
         if !(0.0..=elapsed_s + CLOCK_SLACK_S).contains(&t_s) {
             return Err(format!(
@@ -153,6 +170,14 @@ mod tests {
             (host(-1.0, Side::Sender), vec![], "outside the session"),
             (host(0.1, Side::Reader), vec![], "Reader side"),
             (
+                HostSample {
+                    tcp_mem_pages: u64::MAX,
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "18446744073709551615 pages",
+            ),
+            (
                 host(0.1, Side::Sender),
                 vec![row(0.1, 0), row(0.1, 1), row(0.1, 1)],
                 "3 rows",
@@ -167,6 +192,22 @@ mod tests {
         for (h, rows, expected) in cases {
             let reason = check().check(&h, &rows, 1.0).unwrap_err();
             assert!(reason.contains(expected), "{reason} lacks {expected}");
+        }
+    }
+
+    #[test]
+    fn a_welcome_with_an_impossible_page_size_is_refused() {
+        let mut welcome = oscil_protocol::control::Welcome {
+            version: oscil_protocol::control::PROTOCOL_VERSION,
+            software: "d".into(),
+            session_id: oscil_protocol::auth::HexBytes([0; 16]),
+            host: oscil_kernel::host::collect(),
+            options_in_force: Default::default(),
+        };
+        assert!(check_welcome(&welcome).is_ok());
+        for bad in [0, 3000, 1 << 40, u64::MAX] {
+            welcome.host.page_size_bytes = bad;
+            assert!(check_welcome(&welcome).unwrap_err().contains("page size"));
         }
     }
 

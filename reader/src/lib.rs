@@ -107,6 +107,9 @@ pub enum ReaderError {
         oscil_protocol::control::PROTOCOL_VERSION
     )]
     Version { daemon: u32 },
+    /// The daemon's welcome states host facts that cannot be true.
+    #[error("the daemon's welcome is not believable: {0}")]
+    ImpossibleWelcome(String),
     /// The daemon sent a message out of order.
     #[error("the daemon sent something other than {0}")]
     Unexpected(&'static str),
@@ -153,7 +156,7 @@ pub async fn run(
         format_version: FORMAT_VERSION,
         label: config.label.clone(),
         reader_software: SOFTWARE.into(),
-        daemon_software: Some(session.welcome.software.clone()),
+        daemon_software: Some(escape_peer(&session.welcome.software)),
         started_unix_ms: unix_ms(),
         config: RunConfig {
             connect: config.connect.clone(),

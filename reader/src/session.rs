@@ -47,6 +47,7 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
             daemon: welcome.version,
         });
     }
+    crate::checks::check_welcome(&welcome).map_err(ReaderError::ImpossibleWelcome)?;
 
     let mut data = Vec::with_capacity(config.flows as usize);
     let mut reader_options = None;
