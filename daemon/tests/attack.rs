@@ -17,11 +17,9 @@ use std::time::Duration;
 
 use oscil_daemon::GENERIC_REFUSAL;
 use oscil_kernel::SocketOptions;
-use oscil_protocol::auth::HexBytes;
-use oscil_protocol::control::{DaemonMessage, ReaderMessage};
+use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::key::{generate_key, Key};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::{sleep_until, timeout, Instant};
 use util::{connect_from, hello, Client};
@@ -241,16 +239,6 @@ fn summarise(kind: Kind, fates: &[(Kind, Fate)]) -> String {
     )
 }
 
-/// Counts what a data connection receives, until it closes.
-fn count_into(mut stream: TcpStream, total: Arc<AtomicU64>) {
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 256 << 10];
-        while let Ok(n @ 1..) = stream.read(&mut buf).await {
-            total.fetch_add(n as u64, Ordering::Relaxed);
-        }
-    });
-}
-
 fn gbit_per_s(bytes: u64, over: Duration) -> f64 {
     bytes as f64 * 8.0 / over.as_secs_f64() / 1e9
 }
@@ -307,7 +295,7 @@ async fn attack(daemon: &DaemonProcess, key: &Key) {
     let start = Instant::now();
     let received = Arc::new(AtomicU64::new(0));
     for stream in streams {
-        count_into(stream, received.clone());
+        util::count_into(stream, received.clone());
     }
     let samples = tokio::spawn(async move {
         let samples = client
@@ -359,7 +347,8 @@ async fn attack(daemon: &DaemonProcess, key: &Key) {
         matches!(&replayed, DaemonMessage::Refused { reason } if reason == GENERIC_REFUSAL),
         "{replayed:?}"
     );
-    let forged = forged_proof(addr).await;
+    let (forged, _) =
+        util::forged_proof(addr, hello(1, SocketOptions::default(), INTERVAL, SESSION)).await;
     assert!(
         matches!(&forged, DaemonMessage::Refused { reason } if reason == GENERIC_REFUSAL),
         "{forged:?}"
@@ -431,31 +420,4 @@ async fn attack(daemon: &DaemonProcess, key: &Key) {
         rss_after <= rss_session + RSS_AFTER_BOUND_KIB,
         "RSS {rss_after} kB after, {rss_session} kB before"
     );
-}
-
-/// A stranger's hello, then a proof it made up: the daemon's answer.
-async fn forged_proof(addr: SocketAddr) -> DaemonMessage {
-    let mut stranger = Client::connect(addr).await;
-    stranger
-        .send(&ReaderMessage::Hello(hello(
-            1,
-            SocketOptions::default(),
-            INTERVAL,
-            SESSION,
-        )))
-        .await;
-    let challenge = stranger.next().await;
-    assert!(
-        matches!(challenge, Some(DaemonMessage::Challenge(_))),
-        "{challenge:?}"
-    );
-    stranger
-        .send(&ReaderMessage::Proof {
-            mac: Some(HexBytes([7; 32])),
-        })
-        .await;
-    stranger
-        .next()
-        .await
-        .expect("an answer to the forged proof")
 }

@@ -5,7 +5,7 @@ mod util;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use oscil_daemon::{DaemonConfig, GENERIC_REFUSAL};
 use oscil_kernel::SocketOptions;
@@ -57,21 +57,9 @@ async fn a_forged_proof_is_refused_generically_and_ever_more_slowly() {
     let daemon = Daemon::start(keyed(&key())).await;
     let mut waits = Vec::new();
     for _ in 0..3 {
-        let mut stranger = Client::connect(daemon.addr).await;
-        stranger.send(&ReaderMessage::Hello(one_flow())).await;
-        let challenge = stranger.next().await;
-        assert!(
-            matches!(challenge, Some(DaemonMessage::Challenge(_))),
-            "{challenge:?}"
-        );
-        stranger
-            .send(&ReaderMessage::Proof {
-                mac: Some(HexBytes([7; 32])),
-            })
-            .await;
-        let sent = Instant::now();
-        assert_eq!(refusal(stranger.next().await), GENERIC_REFUSAL);
-        waits.push(sent.elapsed());
+        let (answer, waited) = util::forged_proof(daemon.addr, one_flow()).await;
+        assert_eq!(refusal(Some(answer)), GENERIC_REFUSAL);
+        waits.push(waited);
     }
     // 200 ms after the first failure from this address, 400 after the second, 800 after the third.
     assert!(waits[0] >= Duration::from_millis(190), "{waits:?}");
@@ -202,16 +190,6 @@ async fn flows_are_capped_across_sessions() {
     first.stop().await;
 }
 
-/// Counts what a data connection receives, until it closes.
-fn count_into(mut stream: tokio::net::TcpStream, total: Arc<AtomicU64>) {
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 256 << 10];
-        while let Ok(n @ 1..) = stream.read(&mut buf).await {
-            total.fetch_add(n as u64, Ordering::Relaxed);
-        }
-    });
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_rate_paces_the_session_as_a_whole() {
     let rate_bps = 80_000_000u64;
@@ -230,7 +208,7 @@ async fn max_rate_paces_the_session_as_a_whole() {
     );
     let total = Arc::new(AtomicU64::new(0));
     for stream in streams {
-        count_into(stream, total.clone());
+        util::count_into(stream, total.clone());
     }
     let samples = tokio::spawn(async move {
         client.samples_for(Duration::from_millis(2500)).await;

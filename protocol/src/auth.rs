@@ -159,6 +159,14 @@ fn tag(key: Option<&Key>, role: &[u8], transcript: &[u8; 32]) -> Tag {
     HexBytes(mac.finalize().into_bytes().into())
 }
 
+fn same_version(found: u32) -> Result<(), AuthError> {
+    if found == PROTOCOL_VERSION {
+        Ok(())
+    } else {
+        Err(AuthError::Version { found })
+    }
+}
+
 /// True when `found` is the tag `key` gives for `role`; always true without a key.
 fn proves(key: Option<&Key>, role: &[u8], transcript: &[u8; 32], found: Option<&Tag>) -> bool {
     match (key, found) {
@@ -206,11 +214,7 @@ impl DaemonHandshake {
                 expected: "a hello",
             });
         };
-        if hello.version != PROTOCOL_VERSION {
-            return Err(AuthError::Version {
-                found: hello.version,
-            });
-        }
+        same_version(hello.version)?;
         let transcript = transcript(&hello, &self.nonce);
         let challenge = DaemonMessage::Challenge(Challenge {
             version: PROTOCOL_VERSION,
@@ -278,11 +282,7 @@ impl ReaderHandshake {
                 expected: "a challenge",
             });
         };
-        if challenge.version != PROTOCOL_VERSION {
-            return Err(AuthError::Version {
-                found: challenge.version,
-            });
-        }
+        same_version(challenge.version)?;
         let transcript = transcript(&self.hello, &challenge.nonce);
         if self.key.is_none() && challenge.mac.is_some() {
             return Err(AuthError::KeyNeeded);

@@ -202,6 +202,38 @@ pub async fn replay_handshake(addr: SocketAddr, key: &Key, hello: Hello) -> Daem
         .expect("an answer to the replayed proof")
 }
 
+/// A stranger's hello, then a proof it made up: the daemon's answer, and how long after the
+/// proof it came.
+pub async fn forged_proof(addr: SocketAddr, hello: Hello) -> (DaemonMessage, Duration) {
+    let mut stranger = Client::connect(addr).await;
+    stranger.send(&ReaderMessage::Hello(hello)).await;
+    let challenge = stranger.next().await;
+    assert!(
+        matches!(challenge, Some(DaemonMessage::Challenge(_))),
+        "{challenge:?}"
+    );
+    let forged = ReaderMessage::Proof {
+        mac: Some(oscil_protocol::auth::HexBytes([7; 32])),
+    };
+    stranger.send(&forged).await;
+    let sent = std::time::Instant::now();
+    let answer = stranger
+        .next()
+        .await
+        .expect("an answer to the forged proof");
+    (answer, sent.elapsed())
+}
+
+/// Counts what a data connection receives into `total`, until it closes.
+pub fn count_into(mut stream: TcpStream, total: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 256 << 10];
+        while let Ok(n @ 1..) = stream.read(&mut buf).await {
+            total.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+}
+
 /// A connection to `addr` from the loopback address `source` (127.0.0.0/8 is all loopback),
 /// so a test can be several peers at once.
 pub async fn connect_from(
