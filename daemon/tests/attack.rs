@@ -286,8 +286,27 @@ fn a_flood_of_strangers_neither_ends_a_session_nor_grows_the_daemon() {
     );
 }
 
+/// The daemon's figures: with the session alone, at their peak in the flood, and after it.
+#[derive(Debug, Default)]
+struct Figures {
+    rss_start_kib: u64,
+    rss_session_kib: u64,
+    rss_peak_kib: u64,
+    rss_after_kib: u64,
+    fds_session: u64,
+    fds_peak: u64,
+    fds_after: u64,
+    cpu_percent: f64,
+    flood_time: Duration,
+    goodput_before_gbps: f64,
+    goodput_during_gbps: f64,
+}
+
 async fn attack(daemon: &DaemonProcess, key: &Key) {
-    let rss_start = daemon.rss_kib();
+    let mut figures = Figures {
+        rss_start_kib: daemon.rss_kib(),
+        ..Default::default()
+    };
     let mut client = Client::connect_with_key(daemon.addr, Some(key.clone())).await;
     let (_, streams) = client
         .start_session(hello(2, SocketOptions::default(), INTERVAL, SESSION))
@@ -303,82 +322,19 @@ async fn attack(daemon: &DaemonProcess, key: &Key) {
             .await;
         (samples, client.stop().await)
     });
-
-    // Before the flood: the session alone.
-    tokio::time::sleep_until(start + FLOOD_START - Duration::from_secs(1)).await;
-    let (rss_session, bytes_before) = (daemon.rss_kib(), received.load(Ordering::Relaxed));
-    let fds_session = daemon.open_fds();
-    tokio::time::sleep_until(start + FLOOD_START).await;
-    let goodput_before = gbit_per_s(
-        received.load(Ordering::Relaxed) - bytes_before,
-        Duration::from_secs(1),
-    );
-
-    let (cpu_before, bytes_at_flood) = (daemon.cpu_ticks(), received.load(Ordering::Relaxed));
-    let addr = daemon.addr;
-    let flood = tokio::spawn(flood(addr, start + FLOOD_END));
-    let (mut rss_peak, mut fds_peak) = (0, 0);
-    while !flood.is_finished() {
-        rss_peak = rss_peak.max(daemon.rss_kib());
-        fds_peak = fds_peak.max(daemon.open_fds());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let fates = flood.await.unwrap();
-    let flood_time = start.elapsed() - FLOOD_START;
-    let cpu_percent = (daemon.cpu_ticks() - cpu_before) as f64 / flood_time.as_secs_f64();
-    let goodput_during = gbit_per_s(
-        received.load(Ordering::Relaxed) - bytes_at_flood,
-        flood_time,
-    );
-
-    // The strangers are gone: the daemon comes back down while the session runs on.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let (rss_after, fds_after) = (daemon.rss_kib(), daemon.open_fds());
+    let fates = flood_while_measuring(daemon, start, &received, &mut figures).await;
     let (samples, ended) = samples.await.unwrap();
 
     // A replayed handshake and a forged proof are refused, as before the flood.
-    let replayed = util::replay_handshake(
-        addr,
-        key,
-        hello(1, SocketOptions::default(), INTERVAL, SESSION),
-    )
-    .await;
-    assert!(
-        matches!(&replayed, DaemonMessage::Refused { reason } if reason == GENERIC_REFUSAL),
-        "{replayed:?}"
-    );
-    let (forged, _) =
-        util::forged_proof(addr, hello(1, SocketOptions::default(), INTERVAL, SESSION)).await;
-    assert!(
-        matches!(&forged, DaemonMessage::Refused { reason } if reason == GENERIC_REFUSAL),
-        "{forged:?}"
-    );
-
-    let kib_to_mib = |k: u64| k as f64 / 1024.0;
-    println!(
-        "oscil-daemon under attack ({} build), limit {DAEMON_NOFILE} files:",
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        }
-    );
-    for kind in [Kind::Idle, Kind::Partial, Kind::Trickle] {
-        println!("  {}", summarise(kind, &fates));
+    let one_flow = || hello(1, SocketOptions::default(), INTERVAL, SESSION);
+    let replayed = util::replay_handshake(daemon.addr, key, one_flow()).await;
+    let (forged, _) = util::forged_proof(daemon.addr, one_flow()).await;
+    for answer in [replayed, forged] {
+        let refused =
+            matches!(&answer, DaemonMessage::Refused { reason } if reason == GENERIC_REFUSAL);
+        assert!(refused, "{answer:?}");
     }
-    println!("  daemon open files: {fds_session} with the session, peak {fds_peak} of {DAEMON_NOFILE} in the flood, {fds_after} after it");
-    println!(
-        "  daemon RSS: {:.1} MiB at start, {:.1} MiB with the session, peak {:.1} MiB in the flood, {:.1} MiB after it",
-        kib_to_mib(rss_start), kib_to_mib(rss_session), kib_to_mib(rss_peak), kib_to_mib(rss_after)
-    );
-    println!("  daemon CPU in the flood: {cpu_percent:.0}% of one core over {flood_time:.1?}");
-    println!("  session goodput: {goodput_before:.2} Gbit/s before the flood, {goodput_during:.2} Gbit/s during it");
-    println!(
-        "  session: {} sample messages, ended: {}",
-        samples.len(),
-        ended.reason
-    );
-    println!("  replayed handshake and forged proof after the flood: {GENERIC_REFUSAL:?}");
+    print_figures(&figures, &fates, samples.len(), &ended.reason);
 
     // The session ran to the end with a row for every flow in every interval.
     assert!(
@@ -399,25 +355,85 @@ async fn attack(daemon: &DaemonProcess, key: &Key) {
         assert_eq!(ids, [0, 1], "rows at t_s {t_s}");
     }
     for pair in samples.windows(2) {
-        assert!(
-            pair[1].0 - pair[0].0 < 0.5,
-            "a gap in the samples: {} to {}",
-            pair[0].0,
-            pair[1].0
-        );
+        let gap = pair[1].0 - pair[0].0;
+        assert!(gap < 0.5, "a gap in the samples after t_s {}", pair[0].0);
     }
     // The strangers never came near the daemon's limit, and took nothing with them.
-    assert!(fds_peak < DAEMON_NOFILE / 2, "{fds_peak} open files");
+    let f = &figures;
+    assert!(f.fds_peak < DAEMON_NOFILE / 2, "{f:?}");
+    assert!(f.fds_after <= f.fds_session + 4, "{f:?}");
     assert!(
-        fds_after <= fds_session + 4,
-        "{fds_after} open files after, {fds_session} before"
+        f.rss_peak_kib <= f.rss_session_kib + RSS_GROWTH_BOUND_KIB,
+        "{f:?}"
     );
     assert!(
-        rss_peak <= rss_session + RSS_GROWTH_BOUND_KIB,
-        "RSS {rss_peak} kB, {rss_session} kB with the session"
+        f.rss_after_kib <= f.rss_session_kib + RSS_AFTER_BOUND_KIB,
+        "{f:?}"
     );
-    assert!(
-        rss_after <= rss_session + RSS_AFTER_BOUND_KIB,
-        "RSS {rss_after} kB after, {rss_session} kB before"
+}
+
+/// Measures the session alone for a second, floods, and measures again once the strangers
+/// are gone; returns each stranger's fate.
+async fn flood_while_measuring(
+    daemon: &DaemonProcess,
+    start: Instant,
+    received: &AtomicU64,
+    figures: &mut Figures,
+) -> Vec<(Kind, Fate)> {
+    tokio::time::sleep_until(start + FLOOD_START - Duration::from_secs(1)).await;
+    let bytes_before = received.load(Ordering::Relaxed);
+    (figures.rss_session_kib, figures.fds_session) = (daemon.rss_kib(), daemon.open_fds());
+    tokio::time::sleep_until(start + FLOOD_START).await;
+    let bytes_at_flood = received.load(Ordering::Relaxed);
+    figures.goodput_before_gbps = gbit_per_s(bytes_at_flood - bytes_before, Duration::from_secs(1));
+
+    let cpu_before = daemon.cpu_ticks();
+    let flood = tokio::spawn(flood(daemon.addr, start + FLOOD_END));
+    while !flood.is_finished() {
+        figures.rss_peak_kib = figures.rss_peak_kib.max(daemon.rss_kib());
+        figures.fds_peak = figures.fds_peak.max(daemon.open_fds());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fates = flood.await.unwrap();
+    figures.flood_time = start.elapsed() - FLOOD_START;
+    let cpu_s = (daemon.cpu_ticks() - cpu_before) as f64 / 100.0;
+    figures.cpu_percent = 100.0 * cpu_s / figures.flood_time.as_secs_f64();
+    let during = received.load(Ordering::Relaxed) - bytes_at_flood;
+    figures.goodput_during_gbps = gbit_per_s(during, figures.flood_time);
+
+    // The strangers are gone: the daemon comes back down while the session runs on.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    (figures.rss_after_kib, figures.fds_after) = (daemon.rss_kib(), daemon.open_fds());
+    fates
+}
+
+fn print_figures(f: &Figures, fates: &[(Kind, Fate)], samples: usize, ended: &str) {
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    println!("oscil-daemon under attack ({build} build), limit {DAEMON_NOFILE} files:");
+    for kind in [Kind::Idle, Kind::Partial, Kind::Trickle] {
+        println!("  {}", summarise(kind, fates));
+    }
+    println!(
+        "  daemon open files: {} with the session, peak {} in the flood, {} after it",
+        f.fds_session, f.fds_peak, f.fds_after
     );
+    println!(
+        "  daemon RSS: {:.1} MiB at start, {:.1} MiB with the session, peak {:.1} MiB in the flood, {:.1} MiB after it",
+        mib(f.rss_start_kib), mib(f.rss_session_kib), mib(f.rss_peak_kib), mib(f.rss_after_kib)
+    );
+    println!(
+        "  daemon CPU in the flood: {:.0}% of one core over {:.1?}",
+        f.cpu_percent, f.flood_time
+    );
+    println!(
+        "  session goodput: {:.2} Gbit/s before the flood, {:.2} Gbit/s during it",
+        f.goodput_before_gbps, f.goodput_during_gbps
+    );
+    println!("  session: {samples} sample messages, ended: {ended}");
+    println!("  replayed handshake and forged proof after the flood: {GENERIC_REFUSAL:?}");
 }
