@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use oscil_protocol::auth::{AuthError, Authenticated, DaemonHandshake, Nonce};
 use oscil_protocol::control::{
@@ -16,7 +16,7 @@ use oscil_protocol::control::{
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
-use tokio::time::{sleep, timeout_at};
+use tokio::time::{sleep_until, timeout_at};
 
 use crate::admission::Ticket;
 use crate::refusals::Why;
@@ -44,7 +44,7 @@ pub(crate) async fn handle_connection(
     ticket: Ticket,
 ) {
     let deadline = tokio::time::Instant::now() + shared.config.preauth_timeout;
-    let passed = match timeout_at(deadline, pass(stream, peer, &shared)).await {
+    let passed = match timeout_at(deadline, pass(stream, peer, &shared, deadline)).await {
         Ok(Ok(passed)) => passed,
         Ok(Err(why)) => return shared.refusals.note(peer.ip(), why),
         Err(_) => return shared.refusals.note(peer.ip(), Why::Silent),
@@ -61,7 +61,12 @@ pub(crate) async fn handle_connection(
     }
 }
 
-async fn pass(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Result<Passed, Why> {
+async fn pass(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    deadline: tokio::time::Instant,
+) -> Result<Passed, Why> {
     let mut first = [0u8; 4];
     stream
         .read_exact(&mut first)
@@ -77,7 +82,10 @@ async fn pass(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Resul
         Ok(auth) => Ok(Passed::Control(conn, auth)),
         Err(why) => {
             if why == Why::Unauthenticated {
-                sleep(shared.admission.failed(peer.ip(), Instant::now())).await;
+                // The refusal still goes out before the deadline, however long the penalty.
+                let penalty = shared.admission.failed(peer.ip(), Instant::now());
+                let last_moment = deadline - Duration::from_millis(50);
+                sleep_until(last_moment.min(tokio::time::Instant::now() + penalty)).await;
             }
             let refusal = DaemonMessage::Refused {
                 reason: GENERIC_REFUSAL.into(),
