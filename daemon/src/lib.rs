@@ -4,27 +4,33 @@
 //! every connection at the session's interval, sending the samples over the control
 //! connection.
 //!
-//! A connection's first bytes tell its kind: a data connection opens with the `OSCD` magic
-//! of [`DataHello`], a control connection with a frame length (never that large).
+//! Every connection first passes the [`gate`]: capped in number before it authenticates
+//! ([`admission`]), one deadline, a small first frame, one generic refusal ([`refusals`]
+//! counts them). Only then does a [`session`] take a slot, flows and buffers.
 
+mod admission;
 mod flow;
+mod gate;
+mod refusals;
 mod session;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use oscil_kernel::SocketOptions;
+use oscil_kernel::{ProcFile, SocketOptions, Sockstat, TcpExt};
+use oscil_protocol::auth::{DataKey, SessionId};
 use oscil_protocol::control::DataHello;
 use oscil_protocol::key::Key;
-use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
+
+pub use admission::StartupLimits;
+pub use gate::GENERIC_REFUSAL;
 
 /// How the daemon serves sessions. `Default` gives the CLI's defaults.
 #[derive(Debug, Clone)]
@@ -37,12 +43,25 @@ pub struct DaemonConfig {
     pub max_sessions: usize,
     /// Data connections one session may ask for.
     pub max_flows: u32,
+    /// Data connections of all sessions together.
+    pub max_total_flows: u32,
+    /// A session's total `SO_MAX_PACING_RATE`, split evenly over its flows.
+    pub max_rate_bps: Option<u64>,
     /// Longest a session may stream; longer requests are refused, and a session still
     /// running then is ended.
     pub max_session: Duration,
-    /// Time allowed for each setup step: the hello, a data connection's first bytes, all
-    /// data connections plus the start message; also for each control write.
+    /// Unauthenticated connections held at once, with random early drop (sshd's MaxStartups).
+    pub max_startups: StartupLimits,
+    /// Unauthenticated connections held at once from one source (an IPv4 address, an IPv6 /64).
+    pub max_startups_per_source: usize,
+    /// The whole pre-authentication phase of a connection: its first bytes, the hello, the
+    /// proof, or a data connection's hello.
+    pub preauth_timeout: Duration,
+    /// Time allowed for each step after authentication: all data connections plus the start
+    /// message; also for each control write.
     pub handshake_timeout: Duration,
+    /// How often refusals before authentication are summarised in the log.
+    pub refusal_summary_every: Duration,
     /// Shortest sampling interval a session may ask for.
     pub min_interval: Duration,
     /// Size of the prefilled buffer each write offers the kernel; 64 KiB stays in the CPU
@@ -60,8 +79,14 @@ impl Default for DaemonConfig {
             key: None,
             max_sessions: 16,
             max_flows: 256,
+            max_total_flows: 1024,
+            max_rate_bps: None,
             max_session: Duration::from_secs(15 * 60),
+            max_startups: StartupLimits::default(),
+            max_startups_per_source: 10,
+            preauth_timeout: Duration::from_secs(3),
             handshake_timeout: Duration::from_secs(10),
+            refusal_summary_every: Duration::from_secs(10),
             min_interval: Duration::from_millis(10),
             write_chunk_bytes: 64 << 10,
             overrun_grace: Duration::from_secs(5),
@@ -75,14 +100,52 @@ struct DataConn {
     stream: TcpStream,
 }
 
+/// Where a session waiting for its data connections takes them, and from whom.
+struct Route {
+    /// The control connection's address: data connections from elsewhere are refused.
+    peer: IpAddr,
+    key: DataKey,
+    tx: mpsc::Sender<DataConn>,
+}
+
+/// The `/proc` files every session's sampler reads, opened once at start so that no flood
+/// of connections can take the descriptors they need.
+struct ProcFiles {
+    sockstat: Mutex<ProcFile<Sockstat>>,
+    netstat: Mutex<ProcFile<TcpExt>>,
+}
+
+impl ProcFiles {
+    fn tcpext(&self) -> Result<TcpExt, oscil_kernel::ReadError> {
+        self.netstat
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .read()
+    }
+}
+
 /// What every connection task shares.
 struct Shared {
     config: DaemonConfig,
     sessions: Arc<Semaphore>,
-    /// Sessions waiting for or holding data connections, by session id.
-    routes: Mutex<HashMap<u64, mpsc::Sender<DataConn>>>,
+    flows: Arc<Semaphore>,
+    admission: Arc<admission::Admission>,
+    refusals: refusals::Refusals,
+    /// Sessions waiting for data connections, by session id.
+    routes: Mutex<HashMap<SessionId, Route>>,
+    proc: Arc<ProcFiles>,
     /// The bytes every write offers; their content does not matter.
     payload: Arc<[u8]>,
+}
+
+impl Shared {
+    /// The session a data hello is for, if it was signed with that session's key and comes
+    /// from the session's address.
+    fn route_for(&self, hello: &DataHello, peer: IpAddr) -> Option<mpsc::Sender<DataConn>> {
+        let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        let route = routes.get(&hello.session_id)?;
+        (route.peer == peer && hello.is_signed_by(&route.key)).then(|| route.tx.clone())
+    }
 }
 
 /// Serves sessions on `listener` until `shutdown` completes; then asks every running session
@@ -92,24 +155,25 @@ pub async fn run(
     config: DaemonConfig,
     shutdown: impl Future,
 ) -> std::io::Result<()> {
-    let payload: Arc<[u8]> = (0..config.write_chunk_bytes)
-        .map(|i| b"oscil-daemon payload "[i % 21])
-        .collect();
-    let shared = Arc::new(Shared {
-        sessions: Arc::new(Semaphore::new(config.max_sessions)),
-        routes: Mutex::new(HashMap::new()),
-        payload,
-        config,
-    });
+    let shared = Arc::new(Shared::new(config)?);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    let every = shared.config.refusal_summary_every;
+    let mut summary = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    tasks.spawn(handle_connection(stream, peer, shared.clone(), stop_rx.clone()));
+                    match shared.admission.admit(peer.ip(), rand::random::<f64>()) {
+                        Ok(ticket) => {
+                            let task = gate::handle_connection(stream, peer, shared.clone(), stop_rx.clone(), ticket);
+                            tasks.spawn(task);
+                        }
+                        // Closed at once: the stranger gets no byte and holds no descriptor.
+                        Err(why) => shared.refusals.note(peer.ip(), why),
+                    }
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off, keep serving.
@@ -117,6 +181,11 @@ pub async fn run(
                     sleep(Duration::from_millis(100)).await;
                 }
             },
+            _ = summary.tick() => {
+                for line in shared.refusals.take_summary(every) {
+                    eprintln!("oscil-daemon: {line}");
+                }
+            }
             Some(done) = tasks.join_next(), if !tasks.is_empty() => log_panic(done),
         }
     }
@@ -136,89 +205,40 @@ pub async fn run(
     Ok(())
 }
 
+impl Shared {
+    fn new(config: DaemonConfig) -> std::io::Result<Shared> {
+        let proc_error = |e: oscil_kernel::ReadError| std::io::Error::other(e.to_string());
+        let payload: Arc<[u8]> = (0..config.write_chunk_bytes)
+            .map(|i| b"oscil-daemon payload "[i % 21])
+            .collect();
+        Ok(Shared {
+            sessions: Arc::new(Semaphore::new(config.max_sessions)),
+            flows: Arc::new(Semaphore::new(config.max_total_flows as usize)),
+            admission: admission::Admission::new(
+                config.max_startups,
+                config.max_startups_per_source,
+            ),
+            refusals: refusals::Refusals::default(),
+            routes: Mutex::new(HashMap::new()),
+            proc: Arc::new(ProcFiles {
+                sockstat: Mutex::new(oscil_kernel::sockstat::open().map_err(proc_error)?),
+                netstat: Mutex::new(oscil_kernel::netstat::open().map_err(proc_error)?),
+            }),
+            payload,
+            config,
+        })
+    }
+}
+
 fn log_panic(done: Result<(), tokio::task::JoinError>) {
     if let Err(e) = done {
         eprintln!("oscil-daemon: connection task failed: {e}");
     }
 }
 
-async fn handle_connection(
-    stream: TcpStream,
-    peer: SocketAddr,
-    shared: Arc<Shared>,
-    stop: watch::Receiver<bool>,
-) {
-    let limit = shared.config.handshake_timeout;
-    match timeout(limit, is_data_connection(&stream)).await {
-        Ok(Ok(true)) => route_data_connection(stream, peer, &shared).await,
-        Ok(Ok(false)) => session::serve(stream, peer, shared, stop).await,
-        Ok(Err(e)) => eprintln!("oscil-daemon: connection from {peer}: {e}"),
-        Err(_) => eprintln!("oscil-daemon: connection from {peer} sent nothing in {limit:?}"),
-    }
-}
-
-/// Peeks at the first four bytes without consuming them.
-async fn is_data_connection(stream: &TcpStream) -> std::io::Result<bool> {
-    let mut first = [0u8; 4];
-    loop {
-        let n = stream.peek(&mut first).await?;
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "closed before saying anything",
-            ));
-        }
-        if n == first.len() {
-            return Ok(first == DataHello::MAGIC);
-        }
-        // Fewer than four bytes so far: they arrive together in practice, so poll gently.
-        sleep(Duration::from_millis(2)).await;
-    }
-}
-
-async fn route_data_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
-    let mut bytes = [0u8; DataHello::LEN];
-    let limit = shared.config.handshake_timeout;
-    match timeout(limit, stream.read_exact(&mut bytes)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => return eprintln!("oscil-daemon: data connection from {peer}: {e}"),
-        Err(_) => return eprintln!("oscil-daemon: data connection from {peer}: no hello"),
-    }
-    let Some(hello) = DataHello::decode(&bytes) else {
-        return eprintln!("oscil-daemon: data connection from {peer}: not an oscil data hello");
-    };
-    let route = shared
-        .routes
-        .lock()
-        .expect("routes lock")
-        .get(&hello.session_id)
-        .cloned();
-    let conn = DataConn {
-        flow: hello.flow,
-        stream,
-    };
-    match route {
-        Some(tx) if tx.send(conn).await.is_ok() => {}
-        _ => eprintln!(
-            "oscil-daemon: data connection from {peer} for unknown session {:016x}",
-            hello.session_id
-        ),
-    }
-}
-
-/// A session id hard to guess, so a stranger cannot attach data connections to a session.
-fn new_session_id() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
-}
-
 /// Checks the daemon's default options on a scratch socket, so a bad `--congestion` fails
 /// at start rather than in every session.
 pub fn check_default_options(config: &DaemonConfig, ipv6: bool) -> Result<(), String> {
+    session::check_congestion_name(&config.default_options)?;
     session::validate_options(&config.default_options, ipv6).map(|_| ())
 }

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use oscil_daemon::DaemonConfig;
+use oscil_daemon::{DaemonConfig, StartupLimits};
 use oscil_kernel::SocketOptions;
 use oscil_protocol::address::{self, Endpoint};
 use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration};
+use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration, parse_rate_bps};
 
 /// Serve oscil test sessions: stream at full speed on every data connection, with the socket
 /// options each session asks for, and send samples of the sender's side to the reader.
@@ -62,13 +62,31 @@ struct Cli {
     /// Data connections one session may open.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), value_name = placeholder::N)]
     max_flows: u32,
+    /// Data connections of all sessions together.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..), value_name = placeholder::N)]
+    max_total_flows: u32,
+    /// A session's total pacing rate (100mbit, 1gbit), split evenly over its flows and set
+    /// as each flow's SO_MAX_PACING_RATE; a reader may ask for less, never more.
+    #[arg(long, value_parser = parse_rate_bps, value_name = placeholder::RATE)]
+    max_rate: Option<u64>,
     /// Longest session served.
     #[arg(long, default_value = "15m", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
     max_session_time: Duration,
     /// Renamed: a duration beside --max-sessions (a count) was too easy to confuse.
     #[arg(long, hide = true, value_parser = renamed("--max-session", "--max-session-time"))]
     max_session: Option<String>,
-    /// Time allowed for each setup step (hello, data connections, start) and control write.
+    /// Unauthenticated connections held at once, as sshd's MaxStartups START:RATE:FULL: from
+    /// START on, refuse new ones with probability RATE%, rising to 100% at FULL.
+    #[arg(long, default_value = "10:30:100", value_name = "START:RATE:FULL")]
+    max_startups: StartupLimits,
+    /// Unauthenticated connections held at once from one address (IPv6: one /64).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..), value_name = placeholder::N)]
+    per_source_max_startups: u16,
+    /// Time a connection has to authenticate (or, for a data connection, to name its session).
+    #[arg(long, default_value = "3s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    preauth_timeout: Duration,
+    /// Time allowed after authentication for the data connections and start, and for each
+    /// control write.
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
     handshake_timeout: Duration,
 }
@@ -120,7 +138,12 @@ impl Cli {
             key,
             max_sessions: usize::from(self.max_sessions),
             max_flows: self.max_flows,
+            max_total_flows: self.max_total_flows,
+            max_rate_bps: self.max_rate,
             max_session: self.max_session_time,
+            max_startups: self.max_startups,
+            max_startups_per_source: usize::from(self.per_source_max_startups),
+            preauth_timeout: self.preauth_timeout,
             handshake_timeout: self.handshake_timeout,
             ..Default::default()
         };
@@ -165,10 +188,18 @@ fn fail(code: u8, message: String) -> ExitCode {
 }
 
 async fn serve(listen: SocketAddr, config: DaemonConfig) -> anyhow::Result<()> {
+    // A flood then meets the caps above, not the default soft limit of 1,024 descriptors.
+    let files = match oscil_kernel::raise_nofile_limit() {
+        Ok((soft, _)) => format!("up to {soft} open files"),
+        Err(e) => format!("cannot raise the open files limit: {e}"),
+    };
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {}", cli::os_error(&e)))?;
-    eprintln!("oscil-daemon: listening on {}", listener.local_addr()?);
+    eprintln!(
+        "oscil-daemon: listening on {} ({files})",
+        listener.local_addr()?
+    );
     oscil_daemon::run(listener, config, shutdown_signal()).await?;
     eprintln!("oscil-daemon: stopped");
     Ok(())

@@ -17,9 +17,12 @@ pub mod tcp_info;
 pub use host::HostFacts;
 pub use meminfo::SkMemInfo;
 pub use netstat::TcpExt;
-pub use proc::{ParseError, ReadError};
+pub use proc::{ParseError, ProcFile, ReadError};
 pub use sockopt::{OptionsInForce, SocketOptions, SockoptError};
 pub use sockstat::Sockstat;
+/// Run at start by servers: a flood of connections then meets the caps a server sets, not
+/// the default soft limit of 1,024 descriptors.
+pub use sys::raise_nofile_limit;
 pub use tcp_info::TcpInfo;
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::proc::{read_file, ParseError, ReadError};
+use crate::proc::{ParseError, ProcFile, ReadError};
 
 const FILE: &str = "/proc/net/netstat";
 
@@ -63,7 +63,12 @@ pub fn parse(text: &str) -> Result<TcpExt, ParseError> {
 
 /// Reads and parses `/proc/net/netstat` of the caller's network namespace.
 pub fn read() -> Result<TcpExt, ReadError> {
-    Ok(parse(&read_file(FILE)?)?)
+    open()?.read()
+}
+
+/// Opens the file of the caller's network namespace to read it again and again.
+pub fn open() -> Result<ProcFile<TcpExt>, ReadError> {
+    ProcFile::open(FILE, parse)
 }
 
 /// How much each named counter grew from `before` to `after` (saturating at 0). A name

@@ -35,6 +35,37 @@ pub enum ReadError {
     Parse(#[from] ParseError),
 }
 
-pub(crate) fn read_file(file: &'static str) -> Result<String, ReadError> {
-    std::fs::read_to_string(file).map_err(|source| ReadError::Io { file, source })
+/// A `/proc` file kept open and read again from its start each time: whoever holds one
+/// needs no new descriptor to read it, so a flood of connections that exhausts the process's
+/// descriptors cannot make a running sampler fail.
+pub struct ProcFile<T> {
+    file: std::fs::File,
+    name: &'static str,
+    parse: fn(&str) -> Result<T, ParseError>,
+}
+
+impl<T> ProcFile<T> {
+    pub(crate) fn open(
+        name: &'static str,
+        parse: fn(&str) -> Result<T, ParseError>,
+    ) -> Result<Self, ReadError> {
+        let file =
+            std::fs::File::open(name).map_err(|source| ReadError::Io { file: name, source })?;
+        Ok(ProcFile { file, name, parse })
+    }
+
+    /// Reads the file's current text (the kernel makes it anew on each read from the start)
+    /// and parses it.
+    pub fn read(&mut self) -> Result<T, ReadError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut text = String::new();
+        self.file
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| self.file.read_to_string(&mut text))
+            .map_err(|source| ReadError::Io {
+                file: self.name,
+                source,
+            })?;
+        Ok((self.parse)(&text)?)
+    }
 }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::proc::{read_file, ParseError, ReadError};
+use crate::proc::{ParseError, ProcFile, ReadError};
 
 const FILE: &str = "/proc/net/sockstat";
 
@@ -49,7 +49,12 @@ pub fn parse(text: &str) -> Result<Sockstat, ParseError> {
 
 /// Reads and parses `/proc/net/sockstat` of the caller's network namespace.
 pub fn read() -> Result<Sockstat, ReadError> {
-    Ok(parse(&read_file(FILE)?)?)
+    open()?.read()
+}
+
+/// Opens the file of the caller's network namespace to read it again and again.
+pub fn open() -> Result<ProcFile<Sockstat>, ReadError> {
+    ProcFile::open(FILE, parse)
 }
 
 #[cfg(test)]
@@ -97,5 +102,17 @@ mod tests {
     #[test]
     fn reads_this_host() {
         read().unwrap();
+    }
+
+    #[test]
+    fn an_open_file_reads_fresh_figures_each_time() {
+        let mut file = open().unwrap();
+        let before = file.read().unwrap().tcp_inuse;
+        let held: Vec<_> = (0..20).map(|_| crate::test_util::loopback_pair()).collect();
+        let during = file.read().unwrap().tcp_inuse;
+        // 40 more sockets in use; other tests may close a few meanwhile.
+        assert!(during >= before + 20, "inuse {before} then {during}");
+        drop(held);
+        assert!(file.read().is_ok());
     }
 }

@@ -117,3 +117,43 @@ pub fn page_size_bytes() -> u64 {
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     u64::try_from(v).unwrap_or(4096)
 }
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the (soft, hard) limits now in
+/// force.
+pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit for the whole call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max;
+        // SAFETY: `limit` is a valid rlimit, read for the whole call.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok((limit.rlim_cur, limit.rlim_max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nofile_soft_limit_reaches_the_hard_limit() {
+        let (soft, hard) = raise_nofile_limit().unwrap();
+        assert_eq!(soft, hard);
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+        let line = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[3], soft.to_string(), "{line}");
+        assert_eq!(words[4], hard.to_string(), "{line}");
+    }
+}

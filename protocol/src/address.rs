@@ -71,7 +71,7 @@ const LISTEN_FORMS: &str =
 
 /// Parses the address a client connects to.
 pub fn parse_connect(input: &str) -> Result<Endpoint, AddressError> {
-    parse_host_port(input, CONNECT_FORMS)
+    parse_host_port(input, CONNECT_FORMS, false)
 }
 
 /// Parses the address a server listens on; `PORT` and `:PORT` mean every address (IPv6
@@ -80,16 +80,21 @@ pub fn parse_listen(input: &str) -> Result<Endpoint, AddressError> {
     let trimmed = input.trim();
     let port_only = trimmed.strip_prefix(':').unwrap_or(trimmed);
     if !port_only.is_empty() && port_only.bytes().all(|b| b.is_ascii_digit()) {
-        let port = parse_port(input, port_only, LISTEN_FORMS)?;
+        let port = parse_port(input, port_only, LISTEN_FORMS, true)?;
         return Ok(Endpoint {
             host: Ipv6Addr::UNSPECIFIED.to_string(),
             port,
         });
     }
-    parse_host_port(input, LISTEN_FORMS)
+    parse_host_port(input, LISTEN_FORMS, true)
 }
 
-fn parse_host_port(input: &str, expected: &'static str) -> Result<Endpoint, AddressError> {
+/// `any_port`: port 0 (the kernel picks a free one) makes sense only for listening.
+fn parse_host_port(
+    input: &str,
+    expected: &'static str,
+    any_port: bool,
+) -> Result<Endpoint, AddressError> {
     let error = |problem: &str| AddressError {
         input: input.to_owned(),
         problem: problem.to_owned(),
@@ -109,7 +114,7 @@ fn parse_host_port(input: &str, expected: &'static str) -> Result<Endpoint, Addr
         let port = match after {
             "" => DEFAULT_PORT,
             _ => match after.strip_prefix(':') {
-                Some(port) => parse_port(input, port, expected)?,
+                Some(port) => parse_port(input, port, expected, any_port)?,
                 None => return Err(error("text after ']' that is not :PORT")),
             },
         };
@@ -139,7 +144,7 @@ fn parse_host_port(input: &str, expected: &'static str) -> Result<Endpoint, Addr
         )),
         Some((host, port)) => Ok(Endpoint {
             host: check_host(host).map_err(error)?,
-            port: parse_port(input, port, expected)?,
+            port: parse_port(input, port, expected, any_port)?,
         }),
     }
 }
@@ -166,9 +171,14 @@ fn check_host(host: &str) -> Result<String, &'static str> {
     }
 }
 
-fn parse_port(input: &str, port: &str, expected: &'static str) -> Result<u16, AddressError> {
+fn parse_port(
+    input: &str,
+    port: &str,
+    expected: &'static str,
+    any_port: bool,
+) -> Result<u16, AddressError> {
     match port.parse::<u16>() {
-        Ok(port) if port > 0 => Ok(port),
+        Ok(port) if port > 0 || any_port => Ok(port),
         _ => Err(AddressError {
             input: input.to_owned(),
             problem: "the port must be a number from 1 to 65535".into(),
@@ -225,6 +235,11 @@ mod tests {
         assert_eq!(parse_listen("[::]:5250"), ok("::", 5250));
         assert_eq!(parse_listen("localhost"), ok("localhost", 5250));
         assert!(parse_listen("70000").is_err());
+        assert_eq!(
+            parse_listen("127.0.0.1:0"),
+            ok("127.0.0.1", 0),
+            "any free port"
+        );
         assert!(parse_listen("::1:5250").is_err());
     }
 

@@ -2,8 +2,10 @@
 //!
 //! Control messages are JSON objects in frames of a 4-byte big-endian length followed by
 //! that many bytes. Decoding is pure (`decode_frame` tells "need more bytes" from
-//! "invalid"); `Connection` only moves bytes. Data connections open with a fixed
-//! 20-byte `DataHello` that names the session and the flow, then carry only payload.
+//! "invalid"); `Connection` only moves bytes. A session opens with the handshake of
+//! [`crate::auth`] (hello, challenge, proof), then a welcome. Data connections open with a
+//! fixed 60-byte `DataHello` that names the session and the flow and carries a tag made with
+//! the session's data key, then carry only payload.
 
 use std::collections::BTreeMap;
 
@@ -11,17 +13,23 @@ use oscil_kernel::{HostFacts, OptionsInForce, SocketOptions};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::auth::{DataKey, Nonce, SessionId, Tag};
 use crate::records::{HostSample, SenderSample};
+use crate::text::escape_peer;
 
-/// Bumped on any incompatible change; both ends refuse a mismatch.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Bumped on any incompatible change; both ends refuse a mismatch. Version 2: the
+/// challenge-response handshake, 128-bit session ids and signed data hellos.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A control frame larger than this ends the session: samples of 200 flows are ~60 KB.
 pub const MAX_FRAME_BYTES: usize = 4 << 20;
 
-/// The daemon's limit on what a reader sends (a hello, start, stop): small, so a stranger
-/// cannot make it hold megabytes before the hello is even checked.
+/// The daemon's limit on what an authenticated reader sends (start, stop).
 pub const MAX_READER_FRAME_BYTES: usize = 64 << 10;
+
+/// The daemon's limit on a frame before authentication (a hello is ~300 bytes): a stranger
+/// cannot make it hold more than this per connection.
+pub const MAX_PREAUTH_FRAME_BYTES: usize = 4 << 10;
 
 /// The reader's opening message on the control connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,8 +37,8 @@ pub struct Hello {
     pub version: u32,
     /// Name and version of the reader, for the daemon's log.
     pub software: String,
-    /// The pre-shared key, when the daemon has one (replaced by a challenge-response).
-    pub token: Option<String>,
+    /// The reader's fresh nonce: the daemon's proof covers it (see [`crate::auth`]).
+    pub nonce: Nonce,
     pub flows: u32,
     /// Socket options the daemon sets on every data connection of the session.
     pub options: SocketOptions,
@@ -45,10 +53,19 @@ pub struct Welcome {
     pub version: u32,
     pub software: String,
     /// Names the session on its data connections.
-    pub session_id: u64,
+    pub session_id: SessionId,
     pub host: HostFacts,
     /// The options read back from a socket after applying the request.
     pub options_in_force: OptionsInForce,
+}
+
+/// The daemon's answer to a hello: its nonce and, when it has a key, its proof.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Challenge {
+    pub version: u32,
+    pub nonce: Nonce,
+    /// `None` when the daemon has no key.
+    pub mac: Option<Tag>,
 }
 
 /// How a session ended, as one side saw it.
@@ -64,6 +81,10 @@ pub struct Ended {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ReaderMessage {
     Hello(Hello),
+    /// The reader's proof of the key, sent only after the daemon proved it.
+    Proof {
+        mac: Option<Tag>,
+    },
     /// All data connections are open: the daemon starts streaming and its clock.
     Start,
     Stop {
@@ -74,6 +95,7 @@ pub enum ReaderMessage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum DaemonMessage {
+    Challenge(Challenge),
     Welcome(Welcome),
     Refused {
         reason: String,
@@ -92,11 +114,19 @@ pub enum FrameError {
     /// The length prefix exceeds the connection's limit.
     #[error("control frame of {len} bytes exceeds the limit of {limit} bytes")]
     TooLarge { len: usize, limit: usize },
-    /// The frame is not a JSON message of the expected kind.
+    /// The frame is not a JSON message of the expected kind; the parser's words, which may
+    /// quote the peer, are escaped and cut.
     #[error("control frame is not a valid message: {0}")]
-    Invalid(#[from] serde_json::Error),
+    Invalid(String),
+    /// Reading or writing the connection failed.
     #[error("control connection: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl From<serde_json::Error> for FrameError {
+    fn from(e: serde_json::Error) -> Self {
+        FrameError::Invalid(escape_peer(&e.to_string()))
+    }
 }
 
 /// Encodes one message as a frame.
@@ -130,7 +160,11 @@ pub fn decode_frame<M: DeserializeOwned>(
     Ok(Some((serde_json::from_slice(body)?, 4 + len)))
 }
 
-/// A control connection, or one half of it: buffers reads, writes whole frames.
+/// How much a read asks for beyond the rest of the current frame.
+const READ_AHEAD_BYTES: usize = 4 << 10;
+
+/// A control connection, or one half of it: buffers reads, writes whole frames. The buffer
+/// grows only as frames need it, so a connection that has sent little holds little.
 pub struct Connection<S> {
     stream: S,
     buf: Vec<u8>,
@@ -141,7 +175,7 @@ impl<S> Connection<S> {
     pub fn new(stream: S) -> Self {
         Connection {
             stream,
-            buf: Vec::with_capacity(64 << 10),
+            buf: Vec::new(),
             max_frame_bytes: MAX_FRAME_BYTES,
         }
     }
@@ -152,8 +186,24 @@ impl<S> Connection<S> {
         self
     }
 
+    /// Bytes already read from the stream (while telling a connection's kind) that start
+    /// the first frame.
+    pub fn with_read_ahead(mut self, bytes: &[u8]) -> Self {
+        self.buf.extend_from_slice(bytes);
+        self
+    }
+
     pub fn get_ref(&self) -> &S {
         &self.stream
+    }
+
+    /// Bytes still missing from the frame that starts the buffer (at least one).
+    fn missing_bytes(&self) -> usize {
+        let whole = match self.buf.get(..4) {
+            Some(prefix) => 4 + u32::from_be_bytes(prefix.try_into().expect("4 bytes")) as usize,
+            None => 4,
+        };
+        whole.saturating_sub(self.buf.len()).max(1)
     }
 }
 
@@ -165,8 +215,9 @@ impl<S: AsyncRead + Unpin> Connection<S> {
                 self.buf.drain(..used);
                 return Ok(Some(message));
             }
-            let mut chunk = [0u8; 16 << 10];
-            let n = self.stream.read(&mut chunk).await?;
+            // Cancel-safe: `read_buf` extends the buffer only by what it read.
+            self.buf.reserve(self.missing_bytes().max(READ_AHEAD_BYTES));
+            let n = self.stream.read_buf(&mut self.buf).await?;
             if n == 0 {
                 return if self.buf.is_empty() {
                     Ok(None)
@@ -178,7 +229,6 @@ impl<S: AsyncRead + Unpin> Connection<S> {
                     .into())
                 };
             }
-            self.buf.extend_from_slice(&chunk[..n]);
         }
     }
 }
@@ -191,36 +241,57 @@ impl<S: AsyncWrite + Unpin> Connection<S> {
     }
 }
 
-/// The first bytes on a data connection: which session and which flow it belongs to.
+/// The first bytes on a data connection: which session and which flow it belongs to, and a
+/// tag made with the session's data key, so nobody without it can take a flow's place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataHello {
-    pub session_id: u64,
+    pub session_id: SessionId,
     pub flow: u32,
+    pub mac: Tag,
 }
 
 impl DataHello {
-    pub const LEN: usize = 20;
+    pub const LEN: usize = 60;
     /// The first four bytes of every data connection.
     pub const MAGIC: [u8; 4] = *b"OSCD";
+
+    /// The hello of `flow`, signed with the session's data key.
+    pub fn signed(key: &DataKey, session_id: SessionId, flow: u32) -> Self {
+        DataHello {
+            session_id,
+            flow,
+            mac: key.tag(&session_id, flow),
+        }
+    }
+
+    /// True when the tag was made with `key` (compared in constant time).
+    pub fn is_signed_by(&self, key: &DataKey) -> bool {
+        self.mac.ct_eq(&key.tag(&self.session_id, self.flow))
+    }
 
     pub fn encode(&self) -> [u8; Self::LEN] {
         let mut out = [0u8; Self::LEN];
         out[..4].copy_from_slice(&Self::MAGIC);
         out[4..8].copy_from_slice(&PROTOCOL_VERSION.to_be_bytes());
-        out[8..16].copy_from_slice(&self.session_id.to_be_bytes());
-        out[16..20].copy_from_slice(&self.flow.to_be_bytes());
+        out[8..24].copy_from_slice(&self.session_id.0);
+        out[24..28].copy_from_slice(&self.flow.to_be_bytes());
+        out[28..].copy_from_slice(&self.mac.0);
         out
     }
 
     /// `None` when the bytes are not an oscil data hello of this protocol version.
     pub fn decode(bytes: &[u8; Self::LEN]) -> Option<Self> {
-        let word = |range: std::ops::Range<usize>| bytes[range].try_into().expect("sized");
-        if bytes[..4] != Self::MAGIC || u32::from_be_bytes(word(4..8)) != PROTOCOL_VERSION {
+        let (magic, rest) = bytes.split_first_chunk::<4>()?;
+        let (version, rest) = rest.split_first_chunk::<4>()?;
+        let (session_id, rest) = rest.split_first_chunk::<16>()?;
+        let (flow, mac) = rest.split_first_chunk::<4>()?;
+        if *magic != Self::MAGIC || u32::from_be_bytes(*version) != PROTOCOL_VERSION {
             return None;
         }
         Some(DataHello {
-            session_id: u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes")),
-            flow: u32::from_be_bytes(word(16..20)),
+            session_id: crate::auth::HexBytes(*session_id),
+            flow: u32::from_be_bytes(*flow),
+            mac: crate::auth::HexBytes(mac.try_into().ok()?),
         })
     }
 }
@@ -228,6 +299,27 @@ impl DataHello {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::{DaemonHandshake, HexBytes, ReaderHandshake};
+
+    /// A data key from a real handshake without a pre-shared key.
+    fn auth_key() -> DataKey {
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            software: "t".into(),
+            nonce: HexBytes([1; 32]),
+            flows: 1,
+            options: SocketOptions::default(),
+            interval_us: 1,
+            duration_us: 1,
+        };
+        let (reader, first) = ReaderHandshake::new(None, hello);
+        let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))
+            .on_hello(first)
+            .unwrap();
+        let (proof, key) = reader.on_challenge(challenge).unwrap();
+        daemon.on_proof(proof).unwrap();
+        key
+    }
 
     #[test]
     fn frame_needs_more_bytes_until_complete() {
@@ -278,13 +370,20 @@ mod tests {
 
     #[test]
     fn data_hello_round_trips_and_rejects_strangers() {
-        let hello = DataHello {
-            session_id: 0x0102_0304_0506_0708,
-            flow: 7,
-        };
+        let key = auth_key();
+        let hello = DataHello::signed(&key, crate::auth::HexBytes([0xa5; 16]), 7);
         let bytes = hello.encode();
         assert_eq!(&bytes[..4], b"OSCD");
-        assert_eq!(DataHello::decode(&bytes), Some(hello));
+        assert_eq!(&bytes[4..8], &PROTOCOL_VERSION.to_be_bytes());
+        assert_eq!(&bytes[8..24], &[0xa5; 16]);
+        assert_eq!(&bytes[24..28], &[0, 0, 0, 7]);
+        let decoded = DataHello::decode(&bytes).unwrap();
+        assert_eq!(decoded, hello);
+        assert!(decoded.is_signed_by(&key));
+        // Another flow number under the same tag is not signed.
+        let mut moved = bytes;
+        moved[27] = 8;
+        assert!(!DataHello::decode(&moved).unwrap().is_signed_by(&key));
         let mut http = [0u8; DataHello::LEN];
         http[..16].copy_from_slice(b"GET / HTTP/1.1\r\n");
         assert_eq!(DataHello::decode(&http), None);

@@ -49,12 +49,19 @@ pub enum KeyError {
     TooShort { found: usize },
 }
 
-/// A fresh key: 256 bits from the kernel's CSPRNG, as hex.
+/// A fresh key: 256 bits from the kernel's CSPRNG (`getrandom`), as hex.
 pub fn generate_key() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(random_bytes::<32>()?
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// `N` bytes from the kernel's CSPRNG: for keys, nonces and session ids.
+pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(format!("getrandom: {e}")))?;
+    Ok(bytes)
 }
 
 /// The key from `key_file` when given, else from `$OSCIL_KEY`, else none.

@@ -3,6 +3,7 @@
 //! reads, and the parsers for the units people type.
 
 pub mod address;
+pub mod auth;
 pub mod campaign;
 pub mod cli;
 pub mod control;
@@ -10,6 +11,7 @@ pub mod key;
 pub mod pattern;
 pub mod records;
 pub mod rundir;
+pub mod text;
 pub mod ticker;
 pub mod units;
 

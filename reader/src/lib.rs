@@ -6,6 +6,7 @@
 //! `sampler` records the reader's side and the control task the daemon's, both through
 //! the `recorder` into the run directory and the running `summary`.
 
+mod checks;
 mod flow;
 pub mod pacer;
 mod progress;
@@ -20,13 +21,16 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oscil_kernel::{host, netstat, SocketOptions, SockoptError};
-use oscil_protocol::control::{DaemonMessage, Ended, FrameError, ReaderMessage};
+use oscil_protocol::control::{Connection, DaemonMessage, Ended, FrameError, ReaderMessage};
 use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
+use oscil_protocol::text::escape_peer;
 use oscil_protocol::{Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::checks::SampleCheck;
 use crate::flow::Flow;
 use crate::pacer::Pacer;
 use crate::progress::Progress;
@@ -72,34 +76,63 @@ pub struct ReaderConfig {
 /// Why a run could not start, or could not be recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum ReaderError {
+    /// The daemon's address does not resolve.
     #[error("cannot resolve daemon address {addr:?}: {detail}")]
     Address { addr: String, detail: String },
+    /// The control connection could not be opened.
     #[error("cannot connect to the daemon at {addr}: {source}")]
     Connect {
         addr: String,
         source: std::io::Error,
     },
+    /// A setup step took too long.
     #[error("timed out {0}")]
     Timeout(&'static str),
+    /// The daemon refused an authenticated session (its words, escaped).
     #[error("the daemon refused the session: {0}")]
     Refused(String),
+    /// The daemon refused before authentication: it says no more than that.
+    #[error(
+        "the daemon refused the connection before authentication ({0}): check the key \
+         (--key-file or $OSCIL_KEY), that both ends speak protocol version {version}, and the \
+         daemon's log",
+        version = oscil_protocol::control::PROTOCOL_VERSION
+    )]
+    RefusedBeforeAuth(String),
+    /// The handshake failed on this side: the daemon did not prove the key, or wants one.
+    #[error("authentication failed: {0}")]
+    Auth(#[from] oscil_protocol::auth::AuthError),
+    /// The kernel's CSPRNG failed.
+    #[error("cannot draw a nonce from the kernel: {0}")]
+    Random(std::io::Error),
+    /// The daemon speaks another protocol version.
     #[error(
         "the daemon speaks protocol version {daemon}, this reader speaks {}; use matching versions",
         oscil_protocol::control::PROTOCOL_VERSION
     )]
     Version { daemon: u32 },
+    /// The daemon's welcome states host facts that cannot be true.
+    #[error("the daemon's welcome is not believable: {0}")]
+    ImpossibleWelcome(String),
+    /// The daemon sent a message out of order.
     #[error("the daemon sent something other than {0}")]
     Unexpected(&'static str),
+    /// The daemon closed before the session was set up.
     #[error("the daemon closed the control connection before answering")]
     ClosedEarly,
+    /// The control connection failed or carried garbage.
     #[error(transparent)]
     Control(#[from] FrameError),
+    /// A data connection could not be opened.
     #[error("data connection {flow}: {source}")]
     Data { flow: u32, source: std::io::Error },
+    /// The kernel refused one of the reader's socket options.
     #[error("reader socket option: {0}")]
     Sockopt(#[from] SockoptError),
+    /// The run directory could not be written.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    /// The sampler thread could not start.
     #[error("cannot start the sampler thread: {0}")]
     Thread(std::io::Error),
 }
@@ -127,7 +160,7 @@ pub async fn run(
         format_version: FORMAT_VERSION,
         label: config.label.clone(),
         reader_software: SOFTWARE.into(),
-        daemon_software: Some(session.welcome.software.clone()),
+        daemon_software: Some(escape_peer(&session.welcome.software)),
         started_unix_ms: unix_ms(),
         config: RunConfig {
             connect: config.connect.clone(),
@@ -157,7 +190,7 @@ pub async fn run(
     let tcpext_before = netstat::read().ok();
 
     let session::Session {
-        mut control_rx,
+        control_rx,
         mut control_tx,
         data,
         ..
@@ -196,35 +229,15 @@ pub async fn run(
         .name("sampler".into())
         .spawn(move || sampler.run(stop_rx))
         .map_err(ReaderError::Thread)?;
-    let control_recorder = recorder.clone();
     // The daemon sends samples every interval: a long silence means the path or the daemon
     // is gone, even if no connection has said so yet.
-    let silence_limit = (config.interval * 3).max(SILENCE_LIMIT);
-    let mut control = tokio::spawn(async move {
-        loop {
-            let Ok(message) = tokio::time::timeout(silence_limit, control_rx.read()).await else {
-                return ControlEnd::Failed(format!(
-                    "no word from the daemon for {} s",
-                    silence_limit.as_secs()
-                ));
-            };
-            match message {
-                Ok(Some(DaemonMessage::Samples { host, flows })) => {
-                    if let Err(e) = control_recorder.record(|r| r.sender(&flows, &host)) {
-                        return ControlEnd::Failed(format!("recording the daemon's samples: {e}"));
-                    }
-                }
-                Ok(Some(DaemonMessage::Ended(ended))) => return ControlEnd::Ended(ended),
-                Ok(Some(_)) => {
-                    return ControlEnd::Failed("the daemon sent an unexpected message".into())
-                }
-                Ok(None) => {
-                    return ControlEnd::Failed("the daemon closed the control connection".into())
-                }
-                Err(e) => return ControlEnd::Failed(format!("control connection: {e}")),
-            }
-        }
-    });
+    let mut control = tokio::spawn(collect_daemon_samples(
+        control_rx,
+        recorder.clone(),
+        SampleCheck::new(config.flows, config.interval),
+        (config.interval * 3).max(SILENCE_LIMIT),
+        start,
+    ));
 
     // Wait for the pattern to finish, or for the first reason to stop early.
     let all_read = async {
@@ -242,7 +255,7 @@ pub async fn run(
         error = all_read => error,
         end = &mut control => {
             let reason = match &end {
-                Ok(ControlEnd::Ended(ended)) => format!("the daemon ended the session: {}", ended.reason),
+                Ok(ControlEnd::Ended(ended)) => format!("the daemon ended the session: {}", escape_peer(&ended.reason)),
                 Ok(ControlEnd::Failed(reason)) => reason.clone(),
                 Err(e) => format!("control task failed: {e}"),
             };
@@ -311,6 +324,52 @@ pub async fn run(
     let summary = recorder.summary.finish(end_s);
     let meta = recorder.writer.finish(ending)?;
     Ok(Outcome { meta, summary })
+}
+
+/// Records the daemon's samples, each checked against the session first, until the daemon
+/// ends the session or something goes wrong.
+async fn collect_daemon_samples(
+    mut control_rx: Connection<OwnedReadHalf>,
+    recorder: SharedRecorder,
+    mut check: SampleCheck,
+    silence_limit: Duration,
+    start: Instant,
+) -> ControlEnd {
+    loop {
+        let Ok(message) = tokio::time::timeout(silence_limit, control_rx.read()).await else {
+            return ControlEnd::Failed(format!(
+                "no word from the daemon for {} s",
+                silence_limit.as_secs()
+            ));
+        };
+        match message {
+            Ok(Some(DaemonMessage::Samples { host, flows })) => {
+                let elapsed_s = start.elapsed().as_secs_f64();
+                if let Err(e) = check.check(&host, &flows, elapsed_s) {
+                    return ControlEnd::Failed(format!(
+                        "the daemon sent an impossible sample: {e}"
+                    ));
+                }
+                if let Err(e) = recorder.record(|r| r.sender(&flows, &host)) {
+                    return ControlEnd::Failed(format!("recording the daemon's samples: {e}"));
+                }
+            }
+            Ok(Some(DaemonMessage::Ended(mut ended))) => {
+                // Only the counters the reader asked about go into run.json.
+                ended
+                    .tcpext_delta
+                    .retain(|name, _| netstat::WATCHED.contains(&name.as_str()));
+                return ControlEnd::Ended(ended);
+            }
+            Ok(Some(_)) => {
+                return ControlEnd::Failed("the daemon sent an unexpected message".into())
+            }
+            Ok(None) => {
+                return ControlEnd::Failed("the daemon closed the control connection".into())
+            }
+            Err(e) => return ControlEnd::Failed(format!("control connection: {e}")),
+        }
+    }
 }
 
 /// How the control connection ended.

@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use oscil_kernel::{sockopt, OptionsInForce};
 use oscil_protocol::address::IpFamily;
+use oscil_protocol::auth::{AuthError, DataKey, Nonce, ReaderHandshake, SessionId};
 use oscil_protocol::cli;
 use oscil_protocol::control::{
-    Connection, DaemonMessage, DataHello, Hello, ReaderMessage, Welcome, PROTOCOL_VERSION,
+    Connection, DaemonMessage, DataHello, Hello, Welcome, PROTOCOL_VERSION,
 };
+use oscil_protocol::text::escape_peer;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{lookup_host, TcpSocket, TcpStream};
@@ -42,40 +44,19 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
     stream.set_nodelay(true).map_err(connect_error)?;
     let (rx, tx) = stream.into_split();
     let (mut control_rx, mut control_tx) = (Connection::new(rx), Connection::new(tx));
-
-    control_tx
-        .write(&ReaderMessage::Hello(Hello {
-            version: PROTOCOL_VERSION,
-            software: crate::SOFTWARE.into(),
-            token: config
-                .key
-                .as_ref()
-                .map(|k| String::from_utf8_lossy(k.as_bytes()).into_owned()),
-            flows: config.flows,
-            options: config.sender_request.clone(),
-            interval_us: config.interval.as_micros() as u64,
-            duration_us: config.pattern.total().as_micros() as u64,
-        }))
-        .await?;
-    let answer = timeout(HANDSHAKE_TIMEOUT, control_rx.read::<DaemonMessage>())
-        .await
-        .map_err(|_| ReaderError::Timeout("waiting for the daemon's answer"))??;
-    let welcome = match answer {
-        Some(DaemonMessage::Welcome(welcome)) => welcome,
-        Some(DaemonMessage::Refused { reason }) => return Err(ReaderError::Refused(reason)),
-        Some(_) => return Err(ReaderError::Unexpected("an answer to the hello")),
-        None => return Err(ReaderError::ClosedEarly),
-    };
+    let (welcome, data_key) = authenticate(config, &mut control_rx, &mut control_tx).await?;
     if welcome.version != PROTOCOL_VERSION {
         return Err(ReaderError::Version {
             daemon: welcome.version,
         });
     }
+    crate::checks::check_welcome(&welcome).map_err(ReaderError::ImpossibleWelcome)?;
 
     let mut data = Vec::with_capacity(config.flows as usize);
     let mut reader_options = None;
     for flow in 0..config.flows {
-        let (stream, in_force) = open_flow(addr, config, welcome.session_id, flow).await?;
+        let (stream, in_force) =
+            open_flow(addr, config, &data_key, welcome.session_id, flow).await?;
         reader_options.get_or_insert(in_force);
         data.push(stream);
     }
@@ -86,6 +67,54 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
         data,
         reader_options: reader_options.unwrap_or_default(),
     })
+}
+
+/// The handshake of [`oscil_protocol::auth`]: hello, the daemon's challenge (its proof
+/// checked before anything derived from the key is sent), the reader's proof, the welcome.
+async fn authenticate(
+    config: &ReaderConfig,
+    rx: &mut Connection<OwnedReadHalf>,
+    tx: &mut Connection<OwnedWriteHalf>,
+) -> Result<(Welcome, DataKey), ReaderError> {
+    let hello = Hello {
+        version: PROTOCOL_VERSION,
+        software: crate::SOFTWARE.into(),
+        nonce: Nonce::random().map_err(ReaderError::Random)?,
+        flows: config.flows,
+        options: config.sender_request.clone(),
+        interval_us: config.interval.as_micros() as u64,
+        duration_us: config.pattern.total().as_micros() as u64,
+    };
+    let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
+    tx.write(&first).await?;
+    let challenge = answer(rx, true).await?;
+    let (proof, data_key) = handshake.on_challenge(challenge).map_err(|e| match e {
+        AuthError::Version { found } => ReaderError::Version { daemon: found },
+        other => ReaderError::Auth(other),
+    })?;
+    tx.write(&proof).await?;
+    match answer(rx, false).await? {
+        DaemonMessage::Welcome(welcome) => Ok((welcome, data_key)),
+        _ => Err(ReaderError::Unexpected("a welcome")),
+    }
+}
+
+/// The daemon's next message during setup; a refusal is an error, its words escaped.
+async fn answer(
+    rx: &mut Connection<OwnedReadHalf>,
+    before_auth: bool,
+) -> Result<DaemonMessage, ReaderError> {
+    let answer = timeout(HANDSHAKE_TIMEOUT, rx.read::<DaemonMessage>())
+        .await
+        .map_err(|_| ReaderError::Timeout("waiting for the daemon's answer"))??;
+    match answer {
+        Some(DaemonMessage::Refused { reason }) if before_auth => {
+            Err(ReaderError::RefusedBeforeAuth(escape_peer(&reason)))
+        }
+        Some(DaemonMessage::Refused { reason }) => Err(ReaderError::Refused(escape_peer(&reason))),
+        Some(message) => Ok(message),
+        None => Err(ReaderError::ClosedEarly),
+    }
 }
 
 async fn resolve(connect: &str, family: IpFamily) -> Result<SocketAddr, ReaderError> {
@@ -118,7 +147,8 @@ fn new_socket(addr: SocketAddr, bind: Option<IpAddr>) -> std::io::Result<TcpSock
 async fn open_flow(
     addr: SocketAddr,
     config: &ReaderConfig,
-    session_id: u64,
+    data_key: &DataKey,
+    session_id: SessionId,
     flow: u32,
 ) -> Result<(TcpStream, OptionsInForce), ReaderError> {
     let io_error = |source| ReaderError::Data { flow, source };
@@ -129,7 +159,7 @@ async fn open_flow(
         .map_err(|_| ReaderError::Timeout("opening a data connection"))?
         .map_err(io_error)?;
     stream
-        .write_all(&DataHello { session_id, flow }.encode())
+        .write_all(&DataHello::signed(data_key, session_id, flow).encode())
         .await
         .map_err(io_error)?;
     Ok((stream, in_force))

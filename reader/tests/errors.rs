@@ -106,7 +106,7 @@ fn unusable_meta_file() {
     assert!(only_line(&stderr).contains("no-such.json"), "{stderr}");
 }
 
-/// A stand-in daemon that answers any hello with a newer protocol version.
+/// A stand-in daemon that answers any hello with the challenge of a newer protocol version.
 #[test]
 fn protocol_version_mismatch() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -117,16 +117,14 @@ fn protocol_version_mismatch() {
         stream.read_exact(&mut prefix).unwrap();
         let mut hello = vec![0u8; u32::from_be_bytes(prefix) as usize];
         stream.read_exact(&mut hello).unwrap();
-        let welcome =
-            br#"{"type":"welcome","version":99,"software":"oscil-daemon 9.9","session_id":1,
-            "host":{"hostname":"h","kernel_release":"6","page_size_bytes":4096,"sysctls":{},
-                    "wall_clock_unix_ms":0,"clock":"c","netns_inode":null},
-            "options_in_force":{"notsent_lowat_bytes":0,"sndbuf_bytes":0,"rcvbuf_bytes":0,
-                                "congestion":"bbr","max_pacing_rate_bps":null,"notes":[]}}"#;
+        let challenge = format!(
+            r#"{{"type":"challenge","version":99,"nonce":"{}","mac":null}}"#,
+            "0".repeat(64)
+        );
         stream
-            .write_all(&(welcome.len() as u32).to_be_bytes())
+            .write_all(&(challenge.len() as u32).to_be_bytes())
             .unwrap();
-        stream.write_all(welcome).unwrap();
+        stream.write_all(challenge.as_bytes()).unwrap();
     });
     let dir = tempfile::tempdir().unwrap();
     let output = reader()

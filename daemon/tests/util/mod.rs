@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
 use oscil_kernel::SocketOptions;
+use oscil_protocol::auth::{DataKey, Nonce, ReaderHandshake};
 use oscil_protocol::control::{
     Connection, DaemonMessage, DataHello, Hello, ReaderMessage, Welcome, PROTOCOL_VERSION,
 };
+use oscil_protocol::key::Key;
 use oscil_protocol::SenderSample;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -61,7 +63,7 @@ pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: D
     Hello {
         version: PROTOCOL_VERSION,
         software: "daemon-test".into(),
-        token: None,
+        nonce: Nonce::random().unwrap(),
         flows,
         options,
         interval_us: interval.as_micros() as u64,
@@ -73,13 +75,23 @@ pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: D
 pub struct Client {
     pub addr: SocketAddr,
     pub conn: Connection<TcpStream>,
+    /// The key this client proves, if any.
+    pub key: Option<Key>,
+    /// Set by a handshake that got through the challenge.
+    pub data_key: Option<DataKey>,
 }
 
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Self {
+        Self::connect_with_key(addr, None).await
+    }
+
+    pub async fn connect_with_key(addr: SocketAddr, key: Option<Key>) -> Self {
         Client {
             addr,
             conn: Connection::new(TcpStream::connect(addr).await.unwrap()),
+            key,
+            data_key: None,
         }
     }
 
@@ -95,9 +107,21 @@ impl Client {
             .unwrap()
     }
 
+    /// Runs the handshake with `hello`: the daemon's answer to the proof (a welcome or a
+    /// refusal), or its answer to the hello when that is not a challenge this client accepts.
     pub async fn hello(&mut self, hello: Hello) -> DaemonMessage {
-        self.send(&ReaderMessage::Hello(hello)).await;
-        self.next().await.expect("an answer to the hello")
+        let (handshake, first) = ReaderHandshake::new(self.key.clone(), hello);
+        self.send(&first).await;
+        let challenge = self.next().await.expect("an answer to the hello");
+        if !matches!(challenge, DaemonMessage::Challenge(_)) {
+            return challenge;
+        }
+        let (proof, data_key) = handshake
+            .on_challenge(challenge)
+            .expect("the daemon proves the key");
+        self.data_key = Some(data_key);
+        self.send(&proof).await;
+        self.next().await.expect("an answer to the proof")
     }
 
     /// Says hello, opens the data connections and starts; returns the welcome and the flows.
@@ -110,10 +134,8 @@ impl Client {
         let mut streams = Vec::new();
         for flow in 0..flows {
             let mut s = TcpStream::connect(self.addr).await.unwrap();
-            let hello = DataHello {
-                session_id: welcome.session_id,
-                flow,
-            };
+            let key = self.data_key.as_ref().unwrap();
+            let hello = DataHello::signed(key, welcome.session_id, flow);
             s.write_all(&hello.encode()).await.unwrap();
             streams.push(s);
         }
@@ -148,6 +170,79 @@ impl Client {
             }
         }
     }
+}
+
+/// Captures a genuine handshake with `key`, then replays its hello and proof on a new
+/// connection: returns what the daemon answers the replayed proof.
+pub async fn replay_handshake(addr: SocketAddr, key: &Key, hello: Hello) -> DaemonMessage {
+    let mut genuine = Client::connect(addr).await;
+    let (handshake, captured_hello) = ReaderHandshake::new(Some(key.clone()), hello);
+    genuine.send(&captured_hello).await;
+    let challenge = genuine.next().await.expect("a challenge");
+    let (captured_proof, _) = handshake
+        .on_challenge(challenge)
+        .expect("the daemon proves the key");
+    genuine.send(&captured_proof).await;
+    let welcome = genuine.next().await;
+    assert!(
+        matches!(welcome, Some(DaemonMessage::Welcome(_))),
+        "{welcome:?}"
+    );
+    let mut replay = Client::connect(addr).await;
+    replay.send(&captured_hello).await;
+    let challenge = replay.next().await;
+    assert!(
+        matches!(challenge, Some(DaemonMessage::Challenge(_))),
+        "{challenge:?}"
+    );
+    replay.send(&captured_proof).await;
+    replay
+        .next()
+        .await
+        .expect("an answer to the replayed proof")
+}
+
+/// A stranger's hello, then a proof it made up: the daemon's answer, and how long after the
+/// proof it came.
+pub async fn forged_proof(addr: SocketAddr, hello: Hello) -> (DaemonMessage, Duration) {
+    let mut stranger = Client::connect(addr).await;
+    stranger.send(&ReaderMessage::Hello(hello)).await;
+    let challenge = stranger.next().await;
+    assert!(
+        matches!(challenge, Some(DaemonMessage::Challenge(_))),
+        "{challenge:?}"
+    );
+    let forged = ReaderMessage::Proof {
+        mac: Some(oscil_protocol::auth::HexBytes([7; 32])),
+    };
+    stranger.send(&forged).await;
+    let sent = std::time::Instant::now();
+    let answer = stranger
+        .next()
+        .await
+        .expect("an answer to the forged proof");
+    (answer, sent.elapsed())
+}
+
+/// Counts what a data connection receives into `total`, until it closes.
+pub fn count_into(mut stream: TcpStream, total: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 256 << 10];
+        while let Ok(n @ 1..) = stream.read(&mut buf).await {
+            total.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+}
+
+/// A connection to `addr` from the loopback address `source` (127.0.0.0/8 is all loopback),
+/// so a test can be several peers at once.
+pub async fn connect_from(
+    source: std::net::Ipv4Addr,
+    addr: SocketAddr,
+) -> std::io::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::from((source, 0)))?;
+    socket.connect(addr).await
 }
 
 /// Reads and discards everything from a data connection until it closes.

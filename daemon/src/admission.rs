@@ -1,0 +1,296 @@
+//! Who may hold a connection before authenticating, after sshd's `MaxStartups` and
+//! `PerSourceMaxStartups`: a cap in all and per source, with random early drop as the total
+//! fills; and failed authentications, which make the next refusal to the same source slower.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::refusals::Why;
+
+/// sshd's `start:rate:full`: from `start` unauthenticated connections on, refuse a new one
+/// with probability `rate_percent`%, rising linearly to 100% at `full`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartupLimits {
+    pub start: usize,
+    pub rate_percent: u32,
+    pub full: usize,
+}
+
+impl Default for StartupLimits {
+    fn default() -> Self {
+        StartupLimits {
+            start: 10,
+            rate_percent: 30,
+            full: 100,
+        }
+    }
+}
+
+impl std::str::FromStr for StartupLimits {
+    type Err = String;
+
+    /// `START:RATE:FULL` (`10:30:100`), or `FULL` alone (no early drop).
+    fn from_str(text: &str) -> Result<Self, String> {
+        let number = |part: &str| {
+            part.parse::<usize>()
+                .map_err(|_| format!("expected START:RATE:FULL (10:30:100), found {text:?}"))
+        };
+        let parts: Vec<&str> = text.split(':').collect();
+        let limits = match parts[..] {
+            [full] => StartupLimits {
+                start: number(full)?,
+                rate_percent: 100,
+                full: number(full)?,
+            },
+            [start, rate, full] => StartupLimits {
+                start: number(start)?,
+                rate_percent: u32::try_from(number(rate)?).unwrap_or(u32::MAX),
+                full: number(full)?,
+            },
+            _ => {
+                return Err(format!(
+                    "expected START:RATE:FULL (10:30:100), found {text:?}"
+                ))
+            }
+        };
+        if limits.full == 0 || limits.start > limits.full || limits.rate_percent > 100 {
+            return Err(format!(
+                "{text:?}: need 0 < FULL, START <= FULL and RATE <= 100"
+            ));
+        }
+        Ok(limits)
+    }
+}
+
+/// Whether random early drop refuses a new connection while `pending` are unauthenticated;
+/// `roll` is uniform in [0, 1).
+pub(crate) fn early_drop(limits: &StartupLimits, pending: usize, roll: f64) -> bool {
+    if pending < limits.start {
+        return false;
+    }
+    if pending >= limits.full {
+        return true;
+    }
+    let rate = f64::from(limits.rate_percent) / 100.0;
+    let climb = (pending - limits.start) as f64 / (limits.full - limits.start) as f64;
+    roll < rate + (1.0 - rate) * climb
+}
+
+/// A peer's source: its IPv4 address, or the /64 of its IPv6 address (one host's share).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Source(u128);
+
+impl Source {
+    pub(crate) fn of(ip: IpAddr) -> Self {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => Source(u128::from(u32::from(v4))),
+            IpAddr::V6(v6) => Source((u128::from(v6) >> 64) | 1 << 127),
+        }
+    }
+}
+
+/// Failed authentications of a source halve every minute.
+const PENALTY_HALF_LIFE: Duration = Duration::from_secs(60);
+/// The refusal after one failure waits this long, doubling with each further failure...
+const PENALTY_BASE: Duration = Duration::from_millis(200);
+/// ...up to this (a pre-auth deadline's worth).
+const PENALTY_MAX: Duration = Duration::from_secs(3);
+/// Sources remembered at most, so a spread-out attacker cannot grow the table without bound.
+const MAX_TRACKED_SOURCES: usize = 10_000;
+
+/// The decayed failure count of a source at `now`.
+fn decayed(score: f64, since: Instant, now: Instant) -> f64 {
+    let halves =
+        now.saturating_duration_since(since).as_secs_f64() / PENALTY_HALF_LIFE.as_secs_f64();
+    score * 0.5f64.powf(halves)
+}
+
+/// How long the refusal after a failure waits when the source has `failures` (decayed).
+pub(crate) fn penalty(failures: f64) -> Duration {
+    let doublings = (failures - 1.0).round().clamp(0.0, 16.0);
+    PENALTY_BASE.mul_f64(2f64.powf(doublings)).min(PENALTY_MAX)
+}
+
+#[derive(Default)]
+struct State {
+    pending: usize,
+    by_source: HashMap<Source, usize>,
+    /// Failures per source: (score, when it was last updated).
+    failures: HashMap<Source, (f64, Instant)>,
+}
+
+/// The pre-authentication gate shared by every connection.
+pub(crate) struct Admission {
+    limits: StartupLimits,
+    per_source: usize,
+    state: Mutex<State>,
+}
+
+/// A connection's place among the unauthenticated; given back when dropped.
+pub(crate) struct Ticket {
+    admission: Arc<Admission>,
+    source: Source,
+}
+
+impl Admission {
+    pub(crate) fn new(limits: StartupLimits, per_source: usize) -> Arc<Self> {
+        Arc::new(Admission {
+            limits,
+            per_source,
+            state: Mutex::default(),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A ticket for a new connection from `ip`, or why it is refused; `roll` is uniform in
+    /// [0, 1) and decides random early drop.
+    pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr, roll: f64) -> Result<Ticket, Why> {
+        let source = Source::of(ip);
+        let mut state = self.state();
+        if state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source {
+            return Err(Why::SourceFull);
+        }
+        if early_drop(&self.limits, state.pending, roll) {
+            return Err(Why::Full);
+        }
+        state.pending += 1;
+        *state.by_source.entry(source).or_default() += 1;
+        Ok(Ticket {
+            admission: self.clone(),
+            source,
+        })
+    }
+
+    /// Records a failed authentication from `ip`; returns how long to wait before saying so.
+    pub(crate) fn failed(&self, ip: IpAddr, now: Instant) -> Duration {
+        let source = Source::of(ip);
+        let mut state = self.state();
+        if state.failures.len() >= MAX_TRACKED_SOURCES {
+            state
+                .failures
+                .retain(|_, (score, at)| decayed(*score, *at, now) >= 0.5);
+        }
+        let before = state
+            .failures
+            .get(&source)
+            .map_or(0.0, |&(s, at)| decayed(s, at, now));
+        if state.failures.len() < MAX_TRACKED_SOURCES || before > 0.0 {
+            state.failures.insert(source, (before + 1.0, now));
+        }
+        penalty(before + 1.0)
+    }
+
+    /// Unauthenticated connections held now.
+    #[cfg(test)]
+    fn pending(&self) -> usize {
+        self.state().pending
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut state = self.admission.state();
+        state.pending -= 1;
+        if let Some(n) = state.by_source.get_mut(&self.source) {
+            *n -= 1;
+            if *n == 0 {
+                state.by_source.remove(&self.source);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SSHD: StartupLimits = StartupLimits {
+        start: 10,
+        rate_percent: 30,
+        full: 60,
+    };
+
+    #[test]
+    fn early_drop_follows_sshd() {
+        // Below start nothing is dropped, at start 30%, halfway 65%, at full everything.
+        assert!(!early_drop(&SSHD, 9, 0.0));
+        assert!(early_drop(&SSHD, 10, 0.29) && !early_drop(&SSHD, 10, 0.31));
+        assert!(early_drop(&SSHD, 35, 0.64) && !early_drop(&SSHD, 35, 0.66));
+        assert!(early_drop(&SSHD, 60, 0.999));
+    }
+
+    #[test]
+    fn limits_parse_like_sshd() {
+        assert_eq!("10:30:60".parse::<StartupLimits>().unwrap(), SSHD);
+        let full_only: StartupLimits = "50".parse().unwrap();
+        assert!(!early_drop(&full_only, 49, 0.0) && early_drop(&full_only, 50, 0.99));
+        for bad in ["", "10:30", "a:b:c", "70:30:60", "10:130:60", "0"] {
+            assert!(bad.parse::<StartupLimits>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tickets_count_per_source_and_in_all_and_come_back() {
+        let gate = Admission::new(
+            StartupLimits {
+                start: 3,
+                rate_percent: 100,
+                full: 3,
+            },
+            2,
+        );
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "::ffff:192.0.2.2".parse().unwrap();
+        let first = gate.admit(a, 0.5).unwrap();
+        let _second = gate.admit(a, 0.5).unwrap();
+        assert_eq!(gate.admit(a, 0.5).err(), Some(Why::SourceFull));
+        let _third = gate.admit(b, 0.5).unwrap();
+        assert_eq!(
+            gate.admit("192.0.2.3".parse().unwrap(), 0.5).err(),
+            Some(Why::Full)
+        );
+        drop(first);
+        assert_eq!(gate.pending(), 2);
+        assert!(gate.admit(a, 0.5).is_ok());
+    }
+
+    #[test]
+    fn ipv6_sources_are_counted_per_64() {
+        let one: IpAddr = "2001:db8:0:1::1".parse().unwrap();
+        let same: IpAddr = "2001:db8:0:1:ffff::9".parse().unwrap();
+        let other: IpAddr = "2001:db8:0:2::1".parse().unwrap();
+        assert_eq!(Source::of(one), Source::of(same));
+        assert_ne!(Source::of(one), Source::of(other));
+        assert_ne!(
+            Source::of("0.0.0.1".parse().unwrap()),
+            Source::of("::1".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn failures_slow_down_and_decay() {
+        let gate = Admission::new(StartupLimits::default(), 10);
+        let ip: IpAddr = "198.51.100.7".parse().unwrap();
+        let t0 = Instant::now();
+        let waits: Vec<Duration> = (0..6).map(|_| gate.failed(ip, t0)).collect();
+        assert_eq!(waits[0], Duration::from_millis(200));
+        assert_eq!(waits[1], Duration::from_millis(400));
+        assert_eq!(waits[3], Duration::from_millis(1600));
+        assert_eq!(waits[5], Duration::from_secs(3));
+        // Ten minutes later six failures have halved ten times: the next is a first again.
+        assert_eq!(
+            gate.failed(ip, t0 + Duration::from_secs(600)),
+            Duration::from_millis(200)
+        );
+        // Another source is not slowed by this one's failures.
+        assert_eq!(
+            gate.failed("198.51.100.8".parse().unwrap(), t0),
+            Duration::from_millis(200)
+        );
+    }
+}

@@ -1,0 +1,227 @@
+//! Authentication and the limits around it, against a daemon with a key on loopback.
+
+mod util;
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use oscil_daemon::{DaemonConfig, GENERIC_REFUSAL};
+use oscil_kernel::SocketOptions;
+use oscil_protocol::auth::HexBytes;
+use oscil_protocol::control::{Connection, DaemonMessage, DataHello, ReaderMessage};
+use oscil_protocol::key::{generate_key, Key};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use util::{connect_from, hello, Client, Daemon};
+
+const INTERVAL: Duration = Duration::from_millis(50);
+const LONG: Duration = Duration::from_secs(30);
+
+fn key() -> Key {
+    Key::new(&generate_key().unwrap()).unwrap()
+}
+
+fn keyed(key: &Key) -> DaemonConfig {
+    DaemonConfig {
+        key: Some(key.clone()),
+        ..Default::default()
+    }
+}
+
+fn one_flow() -> oscil_protocol::control::Hello {
+    hello(1, SocketOptions::default(), INTERVAL, LONG)
+}
+
+fn refusal(message: Option<DaemonMessage>) -> String {
+    match message {
+        Some(DaemonMessage::Refused { reason }) => reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_right_key_gets_a_session_and_host_facts() {
+    let key = key();
+    let daemon = Daemon::start(keyed(&key)).await;
+    let mut client = Client::connect_with_key(daemon.addr, Some(key)).await;
+    let (welcome, streams) = client.start_session(one_flow()).await;
+    assert!(!welcome.host.kernel_release.is_empty());
+    let _reader = streams.into_iter().map(util::drain).count();
+    assert!(!client.samples_for(INTERVAL * 3).await.is_empty());
+    client.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_proof_is_refused_generically_and_ever_more_slowly() {
+    let daemon = Daemon::start(keyed(&key())).await;
+    let mut waits = Vec::new();
+    for _ in 0..3 {
+        let (answer, waited) = util::forged_proof(daemon.addr, one_flow()).await;
+        assert_eq!(refusal(Some(answer)), GENERIC_REFUSAL);
+        waits.push(waited);
+    }
+    // 200 ms after the first failure from this address, 400 after the second, 800 after the third.
+    assert!(waits[0] >= Duration::from_millis(190), "{waits:?}");
+    assert!(waits[2] >= Duration::from_millis(790), "{waits:?}");
+    // A reader that skips the proof gets the same word, and no host facts.
+    let mut rude = Client::connect(daemon.addr).await;
+    rude.send(&ReaderMessage::Hello(one_flow())).await;
+    let _challenge = rude.next().await;
+    rude.send(&ReaderMessage::Start).await;
+    assert_eq!(refusal(rude.next().await), GENERIC_REFUSAL);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_handshake_is_refused() {
+    let key = key();
+    let daemon = Daemon::start(keyed(&key)).await;
+    let answer = util::replay_handshake(daemon.addr, &key, one_flow()).await;
+    assert_eq!(refusal(Some(answer)), GENERIC_REFUSAL);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_connections_need_the_session_address_and_tag() {
+    let key = key();
+    let daemon = Daemon::start(DaemonConfig {
+        handshake_timeout: Duration::from_millis(800),
+        ..keyed(&key)
+    })
+    .await;
+    let mut client = Client::connect_with_key(daemon.addr, Some(key)).await;
+    let DaemonMessage::Welcome(welcome) = client.hello(one_flow()).await else {
+        panic!("no welcome");
+    };
+    let data_key = client.data_key.clone().unwrap();
+    // Signed, but from another address; then from the right address with a wrong tag.
+    let signed = DataHello::signed(&data_key, welcome.session_id, 0);
+    let mut elsewhere = connect_from(Ipv4Addr::new(127, 0, 0, 2), daemon.addr)
+        .await
+        .unwrap();
+    elsewhere.write_all(&signed.encode()).await.unwrap();
+    let mut forged = tokio::net::TcpStream::connect(daemon.addr).await.unwrap();
+    let unsigned = DataHello {
+        mac: HexBytes([0; 32]),
+        ..signed
+    };
+    forged.write_all(&unsigned.encode()).await.unwrap();
+    client.send(&ReaderMessage::Start).await;
+    match client.next().await {
+        Some(DaemonMessage::Ended(e)) => {
+            assert!(e.reason.contains("0 of 1 data connections"), "{}", e.reason)
+        }
+        other => panic!("expected ended, got {other:?}"),
+    }
+    for mut refused in [elsewhere, forged] {
+        let mut buf = [0u8; 1];
+        assert!(matches!(refused.read(&mut buf).await, Ok(0) | Err(_)));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_connections_are_capped_per_source() {
+    let daemon = Daemon::start(DaemonConfig {
+        max_startups_per_source: 4,
+        ..keyed(&key())
+    })
+    .await;
+    let crowd = Ipv4Addr::new(127, 0, 0, 3);
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(connect_from(crowd, daemon.addr).await.unwrap());
+    }
+    // Let the daemon accept the four before the fifth arrives.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut fifth = connect_from(crowd, daemon.addr).await.unwrap();
+    let mut buf = [0u8; 1];
+    let closed = tokio::time::timeout(Duration::from_millis(500), fifth.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "the fifth is closed at once"
+    );
+    // Another address still gets a challenge.
+    let other = connect_from(Ipv4Addr::new(127, 0, 0, 4), daemon.addr)
+        .await
+        .unwrap();
+    let mut stranger = Client {
+        addr: daemon.addr,
+        conn: Connection::new(other),
+        key: None,
+        data_key: None,
+    };
+    stranger.send(&ReaderMessage::Hello(one_flow())).await;
+    assert!(matches!(
+        stranger.next().await,
+        Some(DaemonMessage::Challenge(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_frame_over_four_kib_is_refused() {
+    let daemon = Daemon::start(keyed(&key())).await;
+    let mut big = one_flow();
+    big.software = "x".repeat(5 << 10);
+    let mut client = Client::connect(daemon.addr).await;
+    client.send(&ReaderMessage::Hello(big)).await;
+    assert_eq!(refusal(client.next().await), GENERIC_REFUSAL);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flows_are_capped_across_sessions() {
+    let daemon = Daemon::start(DaemonConfig {
+        max_total_flows: 4,
+        ..Default::default()
+    })
+    .await;
+    let mut first = Client::connect(daemon.addr).await;
+    let (_, streams) = first
+        .start_session(hello(3, SocketOptions::default(), INTERVAL, LONG))
+        .await;
+    let _readers = streams.into_iter().map(util::drain).count();
+    let mut second = Client::connect(daemon.addr).await;
+    let answer = second
+        .hello(hello(2, SocketOptions::default(), INTERVAL, LONG))
+        .await;
+    let reason = refusal(Some(answer));
+    assert!(
+        reason.contains("--max-total-flows") && reason.contains("1 of 4 free"),
+        "{reason}"
+    );
+    first.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_rate_paces_the_session_as_a_whole() {
+    let rate_bps = 80_000_000u64;
+    let daemon = Daemon::start(DaemonConfig {
+        max_rate_bps: Some(rate_bps),
+        ..Default::default()
+    })
+    .await;
+    let mut client = Client::connect(daemon.addr).await;
+    let (welcome, streams) = client
+        .start_session(hello(2, SocketOptions::default(), INTERVAL, LONG))
+        .await;
+    assert_eq!(
+        welcome.options_in_force.max_pacing_rate_bps,
+        Some(rate_bps / 2)
+    );
+    let total = Arc::new(AtomicU64::new(0));
+    for stream in streams {
+        util::count_into(stream, total.clone());
+    }
+    let samples = tokio::spawn(async move {
+        client.samples_for(Duration::from_millis(2500)).await;
+        client
+    });
+    // After the first second (slow start, the queues filling), one second of delivery.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let before = total.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let delivered_bps = (total.load(Ordering::Relaxed) - before) * 8;
+    assert!(
+        delivered_bps <= rate_bps * 5 / 4 && delivered_bps >= rate_bps / 2,
+        "{delivered_bps} bit/s delivered under --max-rate {rate_bps}"
+    );
+    samples.await.unwrap().stop().await;
+}

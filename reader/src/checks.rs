@@ -1,0 +1,230 @@
+//! The daemon's samples are checked against the session before they are written: a daemon
+//! (or whoever answers in its place) cannot fill the disk or the run with rows that cannot
+//! be. A sample that fails ends the run, partial, with the reason.
+
+use std::time::Duration;
+
+use oscil_protocol::{HostSample, SenderSample, Side};
+
+/// How far a sample's time may run ahead of the reader's own clock: the daemon's clock
+/// starts after the reader's (when the start message arrives), so only clock drift and
+/// rounding can put it ahead.
+const CLOCK_SLACK_S: f64 = 1.0;
+
+/// More TCP memory than a host can have (4 PiB of 4 KiB pages): a figure past it is forged,
+/// and would overflow the byte totals computed from it.
+const MAX_TCP_MEM_PAGES: u64 = 1 << 40;
+
+/// Refuses a welcome whose host facts cannot be true: today the page size, which turns
+/// `tcp_mem_pages` into bytes (a power of two from 1 KiB to 1 MiB).
+pub fn check_welcome(welcome: &oscil_protocol::control::Welcome) -> Result<(), String> {
+    let page = welcome.host.page_size_bytes;
+    if !page.is_power_of_two() || !(1 << 10..=1 << 20).contains(&page) {
+        return Err(format!("a page size of {page} bytes"));
+    }
+    Ok(())
+}
+
+/// What the daemon has sent so far in a session of `flows` flows.
+pub struct SampleCheck {
+    flows: u32,
+    interval_s: f64,
+    messages: u64,
+    last_t_s: f64,
+}
+
+impl SampleCheck {
+    pub fn new(flows: u32, interval: Duration) -> Self {
+        SampleCheck {
+            flows,
+            interval_s: interval.as_secs_f64(),
+            messages: 0,
+            last_t_s: f64::NEG_INFINITY,
+        }
+    }
+
+    /// `Ok` when one interval's samples fit the session `elapsed_s` seconds after its start
+    /// on the reader's clock; otherwise what is wrong with them.
+    pub fn check(
+        &mut self,
+        host: &HostSample,
+        rows: &[SenderSample],
+        elapsed_s: f64,
+    ) -> Result<(), String> {
+        let t_s = host.t_s;
+        if host.side != Side::Sender {
+            return Err(format!("a host row for the {:?} side", host.side));
+        }
+        if host.tcp_mem_pages > MAX_TCP_MEM_PAGES {
+            return Err(format!("{} pages of TCP memory", host.tcp_mem_pages));
+        }
+        if !(0.0..=elapsed_s + CLOCK_SLACK_S).contains(&t_s) {
+            return Err(format!(
+                "t_s {t_s} is outside the session (0 to {elapsed_s:.3} s so far)"
+            ));
+        }
+        if t_s <= self.last_t_s {
+            return Err(format!("t_s {t_s} does not follow {}", self.last_t_s));
+        }
+        // A tick waits for its deadline (k intervals after the start), and one last sample
+        // covers the partial interval: n messages need at least (n - 1) intervals.
+        self.messages += 1;
+        if (self.messages - 1) as f64 * self.interval_s > t_s + self.interval_s {
+            return Err(format!(
+                "{} samples by t_s {t_s}, more than one per {} s interval",
+                self.messages, self.interval_s
+            ));
+        }
+        self.check_rows(rows, t_s)?;
+        self.last_t_s = t_s;
+        Ok(())
+    }
+
+    /// At most one row per flow, for a flow of the session, at the interval's time.
+    fn check_rows(&self, rows: &[SenderSample], t_s: f64) -> Result<(), String> {
+        if rows.len() > self.flows as usize {
+            return Err(format!(
+                "{} rows in one interval of a session of {} flows",
+                rows.len(),
+                self.flows
+            ));
+        }
+        let mut seen = vec![false; self.flows as usize];
+        for row in rows {
+            let Some(slot) = seen.get_mut(row.flow as usize) else {
+                return Err(format!(
+                    "a row for flow {}; the session has flows 0 to {}",
+                    row.flow,
+                    self.flows - 1
+                ));
+            };
+            if std::mem::replace(slot, true) {
+                return Err(format!("two rows for flow {} at t_s {t_s}", row.flow));
+            }
+            if row.t_s != t_s {
+                return Err(format!(
+                    "a row of flow {} at t_s {} in the interval of t_s {t_s}",
+                    row.flow, row.t_s
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(t_s: f64, side: Side) -> HostSample {
+        HostSample {
+            t_s,
+            side,
+            tcp_inuse: 1,
+            tcp_orphan: 0,
+            tcp_tw: 0,
+            tcp_alloc: 1,
+            tcp_mem_pages: 1,
+        }
+    }
+
+    fn row(t_s: f64, flow: u32) -> SenderSample {
+        let json = serde_json::json!({
+            "t_s": t_s, "flow": flow, "bytes": 1, "cwnd": 10, "unacked": 0, "notsent_bytes": 0,
+            "snd_wnd": null, "rtt_us": 1, "delivery_rate_bps": 0, "pacing_rate_bps": 0,
+            "wmem_queued": 0, "sndbuf": 0, "snd_mss_bytes": 0, "inflight_bytes": 0,
+            "total_retrans": 0
+        });
+        serde_json::from_value(json).expect("a sender row")
+    }
+
+    /// Two flows, sampled every 100 ms.
+    fn check() -> SampleCheck {
+        SampleCheck::new(2, Duration::from_millis(100))
+    }
+
+    #[test]
+    fn a_well_behaved_daemon_passes() {
+        let mut c = check();
+        for k in 1..=50 {
+            let t = k as f64 * 0.1 + 0.0003;
+            c.check(&host(t, Side::Sender), &[row(t, 0), row(t, 1)], t + 0.01)
+                .unwrap();
+        }
+        // A late tick that covered two intervals, then the partial last interval.
+        c.check(&host(5.2, Side::Sender), &[row(5.2, 1)], 5.3)
+            .unwrap();
+        c.check(&host(5.23, Side::Sender), &[], 5.3).unwrap();
+    }
+
+    #[test]
+    fn impossible_samples_are_named() {
+        let cases: Vec<(HostSample, Vec<SenderSample>, &str)> = vec![
+            (
+                host(0.1, Side::Sender),
+                vec![row(0.1, 4_294_967_295)],
+                "flow 4294967295",
+            ),
+            (host(1e308, Side::Sender), vec![], "outside the session"),
+            (host(f64::NAN, Side::Sender), vec![], "outside the session"),
+            (host(-1.0, Side::Sender), vec![], "outside the session"),
+            (host(0.1, Side::Reader), vec![], "Reader side"),
+            (
+                HostSample {
+                    tcp_mem_pages: u64::MAX,
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "18446744073709551615 pages",
+            ),
+            (
+                host(0.1, Side::Sender),
+                vec![row(0.1, 0), row(0.1, 1), row(0.1, 1)],
+                "3 rows",
+            ),
+            (
+                host(0.1, Side::Sender),
+                vec![row(0.1, 1), row(0.1, 1)],
+                "two rows for flow 1",
+            ),
+            (host(0.1, Side::Sender), vec![row(0.7, 1)], "at t_s 0.7"),
+        ];
+        for (h, rows, expected) in cases {
+            let reason = check().check(&h, &rows, 1.0).unwrap_err();
+            assert!(reason.contains(expected), "{reason} lacks {expected}");
+        }
+    }
+
+    #[test]
+    fn a_welcome_with_an_impossible_page_size_is_refused() {
+        let mut welcome = oscil_protocol::control::Welcome {
+            version: oscil_protocol::control::PROTOCOL_VERSION,
+            software: "d".into(),
+            session_id: oscil_protocol::auth::HexBytes([0; 16]),
+            host: oscil_kernel::host::collect(),
+            options_in_force: Default::default(),
+        };
+        assert!(check_welcome(&welcome).is_ok());
+        for bad in [0, 3000, 1 << 40, u64::MAX] {
+            welcome.host.page_size_bytes = bad;
+            assert!(check_welcome(&welcome).unwrap_err().contains("page size"));
+        }
+    }
+
+    #[test]
+    fn a_flood_of_samples_is_refused() {
+        let mut c = check();
+        c.check(&host(0.1, Side::Sender), &[], 0.2).unwrap();
+        let reason = c.check(&host(0.1, Side::Sender), &[], 0.2).unwrap_err();
+        assert!(reason.contains("does not follow"), "{reason}");
+        // Times that creep forward by a microsecond: the count gives them away.
+        let mut c = check();
+        let reason = (1..100)
+            .find_map(|k| {
+                let t = 0.1 + k as f64 * 1e-6;
+                c.check(&host(t, Side::Sender), &[], 0.2).err()
+            })
+            .unwrap();
+        assert!(reason.contains("more than one per"), "{reason}");
+    }
+}

@@ -1,0 +1,194 @@
+//! The reader trusts nothing a daemon sends: a stand-in daemon on loopback sends what a
+//! hostile one would, and the reader refuses it, says why, and prints nothing raw.
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::thread::JoinHandle;
+
+use oscil_protocol::auth::{DaemonHandshake, Nonce, SessionId};
+use oscil_protocol::control::{
+    decode_frame, encode_frame, DaemonMessage, ReaderMessage, Welcome, MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+};
+use oscil_protocol::key::{generate_key, Key};
+use oscil_protocol::{HostSample, SenderSample, Side};
+use serde::de::DeserializeOwned;
+use util::reader;
+
+/// The daemon's end of a control connection, over a blocking socket.
+struct Fake {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Fake {
+    /// The next message, or `None` once the reader has closed.
+    fn read<M: DeserializeOwned>(&mut self) -> Option<M> {
+        loop {
+            if let Some((message, used)) = decode_frame(&self.buf, MAX_FRAME_BYTES).unwrap() {
+                self.buf.drain(..used);
+                return Some(message);
+            }
+            let mut chunk = [0u8; 4096];
+            match self.stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+
+    fn send(&mut self, message: &DaemonMessage) {
+        self.stream.write_all(&encode_frame(message)).unwrap();
+    }
+}
+
+/// A stand-in daemon running `script` on the first connection.
+fn stand_in(
+    script: impl FnOnce(&TcpListener, Fake) + Send + 'static,
+) -> (SocketAddr, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let thread = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        script(
+            &listener,
+            Fake {
+                stream,
+                buf: Vec::new(),
+            },
+        );
+    });
+    (addr, thread)
+}
+
+fn run_against(addr: SocketAddr, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    reader()
+        .args(["--connect", &addr.to_string(), "--quiet"])
+        .args(["--fast", "1s", "--slow", "1s", "--cycles", "1"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+fn sender_row(t_s: f64, flow: u32) -> SenderSample {
+    serde_json::from_value(serde_json::json!({
+        "t_s": t_s, "flow": flow, "bytes": 1000, "cwnd": 10, "unacked": 0, "notsent_bytes": 0,
+        "snd_wnd": null, "rtt_us": 50, "delivery_rate_bps": 0, "pacing_rate_bps": 0,
+        "wmem_queued": 0, "sndbuf": 0, "snd_mss_bytes": 0, "inflight_bytes": 0,
+        "total_retrans": 0
+    }))
+    .unwrap()
+}
+
+fn samples(t_s: f64, flows: Vec<SenderSample>) -> DaemonMessage {
+    let host: HostSample = serde_json::from_value(serde_json::json!({
+        "t_s": t_s, "side": "sender", "tcp_inuse": 1, "tcp_orphan": 0, "tcp_tw": 0,
+        "tcp_alloc": 1, "tcp_mem_pages": 1
+    }))
+    .unwrap();
+    assert_eq!(host.side, Side::Sender);
+    DaemonMessage::Samples { host, flows }
+}
+
+#[test]
+fn escapes_in_a_refusal_are_not_printed_raw() {
+    let (addr, daemon) = stand_in(|_, mut fake| {
+        let _hello: ReaderMessage = fake.read().unwrap();
+        fake.send(&DaemonMessage::Refused {
+            reason: "\u{1b}[2J\u{1b}[31mpwned\noscil-reader: forged line".into(),
+        });
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = run_against(addr, &dir.path().join("run"), &[]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "raw escape printed: {stderr:?}");
+    assert!(
+        stderr.contains("\\u{1b}[31mpwned\\noscil-reader: forged line"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_reader_with_a_key_sends_no_proof_to_a_daemon_that_cannot_prove_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, generate_key().unwrap()).unwrap();
+    let (addr, daemon) = stand_in(|_, mut fake| {
+        let other_key = Key::new(&generate_key().unwrap()).unwrap();
+        let hello = fake.read().unwrap();
+        let (_, challenge) = DaemonHandshake::new(Some(other_key), Nonce::random().unwrap())
+            .on_hello(hello)
+            .unwrap();
+        fake.send(&challenge);
+        // The reader hangs up without a word more.
+        assert!(fake.read::<ReaderMessage>().is_none());
+        assert!(
+            fake.buf.is_empty(),
+            "{} bytes after the challenge",
+            fake.buf.len()
+        );
+    });
+    let key_arg = key_file.to_str().unwrap();
+    let output = run_against(addr, &dir.path().join("run"), &["--key-file", key_arg]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("did not prove it holds the key"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn absurd_samples_end_the_run_partial_and_are_not_written() {
+    let (addr, daemon) = stand_in(|listener, mut fake| {
+        let hello = fake.read().unwrap();
+        let (awaiting, challenge) = DaemonHandshake::new(None, Nonce::random().unwrap())
+            .on_hello(hello)
+            .unwrap();
+        fake.send(&challenge);
+        let auth = awaiting.on_proof(fake.read().unwrap()).unwrap();
+        fake.send(&DaemonMessage::Welcome(Welcome {
+            version: PROTOCOL_VERSION,
+            software: "stand-in".into(),
+            session_id: SessionId::random().unwrap(),
+            host: oscil_kernel::host::collect(),
+            options_in_force: Default::default(),
+        }));
+        let _flows: Vec<TcpStream> = (0..auth.hello.flows)
+            .map(|_| listener.accept().unwrap().0)
+            .collect();
+        assert!(matches!(fake.read(), Some(ReaderMessage::Start)));
+        fake.send(&samples(0.1, vec![sender_row(0.1, 0)]));
+        fake.send(&samples(0.2, vec![sender_row(0.2, 4_294_967_295)]));
+        while fake.read::<ReaderMessage>().is_some() {}
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run_against(addr, &out, &[]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["ending"]["status"], "partial");
+    let reason = run["ending"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("impossible sample") && reason.contains("4294967295"),
+        "{reason}"
+    );
+    let sender = std::fs::read_to_string(out.join("sender.csv")).unwrap();
+    assert_eq!(
+        sender.lines().count(),
+        2,
+        "header and the one good row: {sender}"
+    );
+    assert!(!sender.contains("4294967295"), "{sender}");
+}
