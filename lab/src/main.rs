@@ -1,0 +1,35 @@
+//! `oscil-lab`: flags become a typed job; the library runs it.
+
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::Parser;
+use oscil_lab::cli::Cli;
+use oscil_lab::{bin_dir, run_job, Finished};
+
+fn main() -> ExitCode {
+    let now = SystemTime::now();
+    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let stamp = humantime::format_rfc3339_seconds(now).to_string();
+    let default_out = format!(
+        "lab-{}-{}",
+        stamp[..10].replace('-', ""),
+        stamp[11..19].replace(':', "")
+    );
+    let job = match Cli::parse().into_job(since_epoch.as_nanos() as u64, default_out.into()) {
+        Ok(job) => job,
+        Err(error) => {
+            eprintln!("oscil-lab: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match run_job(job, &bin_dir(), since_epoch.as_millis() as u64) {
+        Ok(Finished::Complete) => ExitCode::SUCCESS,
+        Ok(Finished::Incomplete) => ExitCode::FAILURE,
+        Ok(Finished::Interrupted(signal)) => ExitCode::from(128 + signal as u8),
+        Err(error) => {
+            eprintln!("oscil-lab: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
