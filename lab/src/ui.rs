@@ -165,6 +165,10 @@ fn describe(f: RunFigures) -> String {
     format!("fast goodput {goodput} Mbit/s, slow-phase queued {queued} KiB")
 }
 
+/// One configuration in the end table: label, complete and planned runs, mean fast
+/// goodput (bit/s) and slow-phase queued bytes.
+type Row = (String, usize, usize, Option<f64>, Option<f64>);
+
 /// The end table: per configuration, complete runs, mean fast goodput and slow-phase
 /// queued bytes, each against the baseline (the first configuration with the kernel's
 /// default lowat, else the first).
@@ -176,7 +180,7 @@ pub fn table(campaign: &Campaign, dir: &Path) -> String {
         }
     }
     labels.sort_by(|a, b| a.label.cmp(&b.label));
-    let rows: Vec<(String, usize, usize, Option<f64>, Option<f64>)> = labels
+    let rows: Vec<Row> = labels
         .iter()
         .map(|first| {
             let runs: Vec<&CampaignRun> = campaign
