@@ -31,6 +31,11 @@ pub struct SshHost {
     pub options: Vec<String>,
     /// Prefix commands with `sudo -n` (the user is not root).
     pub sudo: bool,
+    /// A private socket through which every command shares one ssh connection (a new
+    /// connection per command costs several round trips on a long path). Not recorded in
+    /// restore.json: a restore after a crash connects afresh.
+    #[serde(skip)]
+    pub control_path: Option<String>,
 }
 
 /// A command on a host that could not run or failed; the message names both.
@@ -92,6 +97,10 @@ impl Host {
                 command.args(["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]);
                 for option in &ssh.options {
                     command.arg("-o").arg(option);
+                }
+                if let Some(path) = &ssh.control_path {
+                    command.args(["-o", "ControlMaster=auto", "-o", "ControlPersist=30"]);
+                    command.arg("-o").arg(format!("ControlPath={path}"));
                 }
                 let sudo: &[&str] = if ssh.sudo { &["sudo", "-n"] } else { &[] };
                 let words: Vec<String> = sudo.iter().chain(argv).map(|w| shell_quote(w)).collect();

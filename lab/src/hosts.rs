@@ -3,7 +3,7 @@
 //! host they belong to, runs the daemon (fresh key, free port) and the reader, copies the
 //! run directory back, and puts every value back on every exit path.
 
-use std::collections::BTreeMap;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -30,14 +30,18 @@ pub struct Hosts {
     work: Vec<(Host, String)>,
     ping: Option<String>,
     next_port_seed: u64,
+    /// This machine's directory for the ssh connections' control sockets.
+    control_dir: PathBuf,
 }
 
-/// Reaches `target`, and finds out whether commands need `sudo -n`.
-fn preflight(target: &str, options: &[String]) -> Result<Host, LabError> {
+/// Reaches `target` (opening the connection later commands share), and finds out whether
+/// commands need `sudo -n`.
+fn preflight(target: &str, options: &[String], control_dir: &Path) -> Result<Host, LabError> {
     let mut ssh = SshHost {
         target: target.to_owned(),
         options: options.to_vec(),
         sudo: false,
+        control_path: Some(control_dir.join("%C").display().to_string()),
     };
     let uid = Host::Ssh(ssh.clone()).run(&["id", "-u"]).map_err(|e| {
         LabError::Setup(format!(
@@ -127,9 +131,30 @@ impl Hosts {
         local_bin: &Path,
         seed: u64,
     ) -> Result<Hosts, LabError> {
-        let sender = preflight(&spec.sender, &spec.ssh_options)?;
+        let control_dir = std::env::temp_dir().join(format!("oscil-ssh-{}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&control_dir)
+            .map_err(|source| LabError::io("cannot create", control_dir.clone(), source))?;
+        let mut hosts =
+            Self::connect(spec, campaign_dir, seed, &control_dir).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&control_dir);
+            })?;
+        // From here on, dropping `hosts` undoes whatever was done.
+        hosts.prepare(spec, local_bin)?;
+        Ok(hosts)
+    }
+
+    /// Reaches both hosts.
+    fn connect(
+        spec: &HostsSpec,
+        campaign_dir: &Path,
+        seed: u64,
+        control_dir: &Path,
+    ) -> Result<Hosts, LabError> {
+        let sender = preflight(&spec.sender, &spec.ssh_options, control_dir)?;
         let receiver = match &spec.receiver {
-            Some(target) => preflight(target, &spec.ssh_options)?,
+            Some(target) => preflight(target, &spec.ssh_options, control_dir)?,
             None if Host::Local.run(&["id", "-u"])? == "0" => Host::Local,
             None => {
                 return Err(LabError::Setup(
@@ -138,19 +163,20 @@ impl Hosts {
             }
         };
         let connect_host = resolved_address(&spec.sender, &spec.ssh_options)?;
-        let mut hosts = Hosts {
+        let listen_ip = if connect_host.contains(':') {
+            "[::]"
+        } else {
+            "0.0.0.0"
+        };
+        Ok(Hosts {
             ends: Ends {
-                sender: sender.clone(),
-                receiver: receiver.clone(),
+                sender,
+                receiver,
                 daemon_bin: String::new(),
                 reader_bin: String::new(),
                 sender_key: String::new(),
                 receiver_key: String::new(),
-                listen_ip: if connect_host.contains(':') {
-                    "[::]".into()
-                } else {
-                    "0.0.0.0".into()
-                },
+                listen_ip: listen_ip.into(),
                 connect_host,
             },
             campaign_dir: campaign_dir.to_owned(),
@@ -160,31 +186,37 @@ impl Hosts {
             work: Vec::new(),
             ping: None,
             next_port_seed: seed,
-        };
+            control_dir: control_dir.to_owned(),
+        })
+    }
+
+    /// Work directories, binaries and the campaign key on both hosts, the values to
+    /// restore recorded, the path pinged.
+    fn prepare(&mut self, spec: &HostsSpec, local_bin: &Path) -> Result<(), LabError> {
         let key = oscil_protocol::key::generate_key()
             .map_err(|source| LabError::io("cannot read", "/dev/urandom".into(), source))?;
-        let sender_work = hosts.make_work_dir(&sender)?;
-        let receiver_work = hosts.make_work_dir(&receiver)?;
-        hosts.ends.daemon_bin = binary(&sender, "oscil-daemon", spec, &sender_work, local_bin)?;
-        hosts.ends.reader_bin = binary(&receiver, "oscil-reader", spec, &receiver_work, local_bin)?;
-        hosts.ends.sender_key = ship_key(&sender, &sender_work, &key)?;
-        hosts.ends.receiver_key = ship_key(&receiver, &receiver_work, &key)?;
-        hosts.record_originals()?;
-        hosts.ping = hosts
-            .ends
-            .receiver
-            .run(&[
-                "ping",
-                "-c",
-                "5",
-                "-i",
-                "0.2",
-                "-q",
-                &hosts.ends.connect_host,
-            ])
+        let (sender, receiver) = (self.ends.sender.clone(), self.ends.receiver.clone());
+        let sender_work = self.make_work_dir(&sender)?;
+        let receiver_work = self.make_work_dir(&receiver)?;
+        self.ends.daemon_bin = binary(&sender, "oscil-daemon", spec, &sender_work, local_bin)?;
+        self.ends.reader_bin = binary(&receiver, "oscil-reader", spec, &receiver_work, local_bin)?;
+        self.ends.sender_key = ship_key(&sender, &sender_work, &key)?;
+        self.ends.receiver_key = ship_key(&receiver, &receiver_work, &key)?;
+        self.record_originals()?;
+        let ping = [
+            "ping",
+            "-c",
+            "5",
+            "-i",
+            "0.2",
+            "-q",
+            &self.ends.connect_host,
+        ];
+        self.ping = receiver
+            .run(&ping)
             .ok()
             .and_then(|text| text.lines().last().map(str::to_owned));
-        Ok(hosts)
+        Ok(())
     }
 
     fn make_work_dir(&mut self, host: &Host) -> Result<String, LabError> {
@@ -263,10 +295,7 @@ impl Hosts {
     }
 
     fn meta(&self, run: &CampaignRun) -> Result<LabMeta, LabError> {
-        let sysctls = BTreeMap::from([
-            ("sender", sysctl::read(&self.ends.sender, &RECORDED)?),
-            ("receiver", sysctl::read(&self.ends.receiver, &RECORDED)?),
-        ]);
+        let sysctls = self.ends.sysctls_in_force()?;
         let warnings = run_warnings(&run.settings, &sysctls["receiver"][sysctl::RMEM]);
         Ok(LabMeta {
             configuration: run.label.clone(),
@@ -319,15 +348,8 @@ impl Backend for Hosts {
         logs: &Path,
         tick: &mut dyn FnMut(Duration),
     ) -> Result<ReaderEnd, LabError> {
-        let s = &run.settings;
-        sysctl::write(
-            &self.ends.sender,
-            &sysctl::wanted(s, &self.original[0], &SENDER_KEYS),
-        )?;
-        sysctl::write(
-            &self.ends.receiver,
-            &sysctl::wanted(s, &self.original[1], &RECEIVER_KEYS),
-        )?;
+        self.ends
+            .set_sysctls(&run.settings, [&self.original[0], &self.original[1]])?;
         self.next_port_seed = self.next_port_seed.wrapping_add(1);
         let port = pick_port(&listening_ports(&self.ends.sender)?, self.next_port_seed);
         let meta = self.meta(run)?.to_json();
@@ -377,14 +399,28 @@ impl Backend for Hosts {
         Ok(end)
     }
 
+    /// Safe to call again: what was undone is not undone twice.
     fn close(&mut self) -> Result<(), LabError> {
-        if self.work.is_empty() {
-            return Ok(());
-        }
         let restored = self.restore.restore(&self.campaign_dir);
+        if restored.is_ok() {
+            self.restore = RestoreFile::default();
+        }
         for (host, dir) in self.work.drain(..) {
             let _ = host.run(&["rm", "-rf", &dir]);
         }
+        for host in [&self.ends.sender, &self.ends.receiver] {
+            if let Host::Ssh(ssh) = host {
+                let control = format!(
+                    "ControlPath={}",
+                    ssh.control_path.as_deref().unwrap_or_default()
+                );
+                let _ = Command::new("ssh")
+                    .args(["-o", &control, "-O", "exit", &ssh.target])
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.control_dir);
         Ok(restored?)
     }
 }

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use clap::error::ErrorKind;
 use clap::Parser;
 use oscil_lab::cli::Cli;
 use oscil_lab::{bin_dir, run_job, Finished};
@@ -16,7 +17,11 @@ fn main() -> ExitCode {
         stamp[..10].replace('-', ""),
         stamp[11..19].replace(':', "")
     );
-    let job = match Cli::parse().into_job(since_epoch.as_nanos() as u64, default_out.into()) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return clap_error(error),
+    };
+    let job = match cli.into_job(since_epoch.as_nanos() as u64, default_out.into()) {
         Ok(job) => job,
         Err(error) => {
             eprintln!("oscil-lab: {error}");
@@ -32,4 +37,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Help and version as clap prints them; any other flag error in one line, exit 2.
+fn clap_error(error: clap::Error) -> ExitCode {
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = error.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = error.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    eprintln!(
+        "oscil-lab: {} (see --help)",
+        first.trim_start_matches("error: ")
+    );
+    ExitCode::from(2)
 }

@@ -91,6 +91,7 @@ pub fn run_warnings(settings: &RunSettings, receiver_rmem: &str) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::unset_settings;
     use oscil_protocol::campaign::PathSettings;
     use oscil_protocol::PatternConfig;
 
@@ -104,17 +105,7 @@ mod tests {
                 loss_pct: 0.0,
                 queue_packets: None,
             }),
-            lowat_bytes: None,
-            wmem_bytes: None,
-            rmem_bytes: None,
-            adv_win_scale: None,
-            congestion: None,
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
-            pacing_rate_bps: None,
-            flows: 1,
-            interval_us: 100_000,
-            pattern: PatternConfig::CLOUDFLARE,
+            ..unset_settings(1, 100_000, PatternConfig::CLOUDFLARE)
         };
         assert_eq!(run_warnings(&settings, "4096 131072 6291456").len(), 1);
         assert!(run_warnings(&settings, "8192 262144 536870912").is_empty());

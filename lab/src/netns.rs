@@ -14,7 +14,7 @@ use crate::execute::{Backend, LabError};
 use crate::host::{Host, Proc};
 use crate::meta::{bdp_bytes, run_warnings, LabMeta, LinkMeta, OneWay, Sides};
 use crate::session::{Ends, ReaderEnd, RunFiles};
-use crate::sysctl::{self, Sysctls, RECEIVER_KEYS, RECORDED, SENDER_KEYS};
+use crate::sysctl::{self, Sysctls, RECORDED};
 
 const SENDER_ADDR: &str = "10.250.0.1";
 const RECEIVER_ADDR: &str = "10.250.0.2";
@@ -365,14 +365,7 @@ impl Backend for Netns {
         tick: &mut dyn FnMut(Duration),
     ) -> Result<ReaderEnd, LabError> {
         let s = &run.settings;
-        sysctl::write(
-            &self.ends.sender,
-            &sysctl::wanted(s, &self.fresh, &SENDER_KEYS),
-        )?;
-        sysctl::write(
-            &self.ends.receiver,
-            &sysctl::wanted(s, &self.fresh, &RECEIVER_KEYS),
-        )?;
+        self.ends.set_sysctls(s, [&self.fresh, &self.fresh])?;
         let path = s
             .path
             .as_ref()
@@ -405,10 +398,7 @@ impl Netns {
         link: LinkMeta,
         tick: &mut dyn FnMut(Duration),
     ) -> Result<ReaderEnd, LabError> {
-        let sysctls = BTreeMap::from([
-            ("sender", sysctl::read(&self.ends.sender, &RECORDED)?),
-            ("receiver", sysctl::read(&self.ends.receiver, &RECORDED)?),
-        ]);
+        let sysctls = self.ends.sysctls_in_force()?;
         let mut warnings = self.warnings.clone();
         if run.settings.adv_win_scale.is_some() && ignores_adv_win_scale(&self.kernel) {
             warnings.push(format!("tcp_adv_win_scale has no effect on Linux {} (ignored since 6.6; the window follows the measured skb scaling ratio)", self.kernel));

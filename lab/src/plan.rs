@@ -64,24 +64,29 @@ pub struct Configuration {
     pub settings: RunSettings,
 }
 
+/// Settings that leave every kernel and socket value alone.
+pub fn unset_settings(flows: u32, interval_us: u64, pattern: PatternConfig) -> RunSettings {
+    RunSettings {
+        path: None,
+        lowat_bytes: None,
+        wmem_bytes: None,
+        rmem_bytes: None,
+        adv_win_scale: None,
+        congestion: None,
+        sndbuf_bytes: None,
+        rcvbuf_bytes: None,
+        pacing_rate_bps: None,
+        flows,
+        interval_us,
+        pattern,
+    }
+}
+
 /// Every combination, first axis outermost (as the old nested loops ran them).
 pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
     let base = Configuration {
         label: String::new(),
-        settings: RunSettings {
-            path: None,
-            lowat_bytes: None,
-            wmem_bytes: None,
-            rmem_bytes: None,
-            adv_win_scale: None,
-            congestion: None,
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
-            pacing_rate_bps: None,
-            flows: matrix.flows,
-            interval_us: matrix.interval_us,
-            pattern: matrix.pattern,
-        },
+        settings: unset_settings(matrix.flows, matrix.interval_us, matrix.pattern),
     };
     matrix.axes.iter().fold(vec![base], |configs, axis| {
         configs

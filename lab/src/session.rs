@@ -1,14 +1,16 @@
 //! One run on any backend: oscil-daemon on the sender's host, oscil-reader on the
 //! receiver's, supervised until the reader ends (or a stop signal asks it to end early).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use oscil_protocol::campaign::CampaignRun;
+use oscil_protocol::campaign::{CampaignRun, RunSettings};
 
 use crate::host::{Host, HostError, Proc};
 use crate::sys;
+use crate::sysctl::{self, Sysctls, RECEIVER_KEYS, RECORDED, SENDER_KEYS};
 
 /// The two ends of a campaign, as one run needs them.
 pub struct Ends {
@@ -121,6 +123,31 @@ pub fn reader_args(run: &CampaignRun, connect: &str, key: &str, files: &RunFiles
 }
 
 impl Ends {
+    /// Sets what a run asks for on the host each sysctl belongs to; `before` (sender,
+    /// receiver) stands in for every `default`.
+    pub fn set_sysctls(
+        &self,
+        settings: &RunSettings,
+        before: [&Sysctls; 2],
+    ) -> Result<(), HostError> {
+        sysctl::write(
+            &self.sender,
+            &sysctl::wanted(settings, before[0], &SENDER_KEYS),
+        )?;
+        sysctl::write(
+            &self.receiver,
+            &sysctl::wanted(settings, before[1], &RECEIVER_KEYS),
+        )
+    }
+
+    /// The sysctls in force on each side, for the run's metadata.
+    pub fn sysctls_in_force(&self) -> Result<BTreeMap<&'static str, Sysctls>, HostError> {
+        Ok(BTreeMap::from([
+            ("sender", sysctl::read(&self.sender, &RECORDED)?),
+            ("receiver", sysctl::read(&self.receiver, &RECORDED)?),
+        ]))
+    }
+
     /// Starts the daemon on `port` and waits until it listens.
     pub fn start_daemon(&self, port: u16, log: &Path) -> Result<Proc, SessionError> {
         let listen = format!("{}:{port}", self.listen_ip);

@@ -39,12 +39,12 @@ pub fn read(host: &Host, keys: &[&str]) -> Result<Sysctls, HostError> {
     Ok(keys.iter().map(|k| k.to_string()).zip(values).collect())
 }
 
-/// Sets each key to its value on `host`.
+/// Sets each key to its value on `host`, in one command.
 pub fn write(host: &Host, values: &Sysctls) -> Result<(), HostError> {
-    for (key, value) in values {
-        host.run(&["sysctl", "-q", "-w", &format!("{key}={value}")])?;
-    }
-    Ok(())
+    let pairs: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut argv = vec!["sysctl", "-q", "-w"];
+    argv.extend(pairs.iter().map(String::as_str));
+    host.run(&argv).map(drop)
 }
 
 /// What a run asks of each side, `original` standing in for every `default`.
@@ -172,23 +172,15 @@ pub fn restore_dir(dir: &Path) -> Result<bool, RestoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::unset_settings;
     use oscil_protocol::PatternConfig;
 
     #[test]
     fn defaults_take_the_recorded_values() {
         let settings = RunSettings {
-            path: None,
             lowat_bytes: Some(131072),
-            wmem_bytes: None,
             rmem_bytes: Some([4096, 131072, 6291456]),
-            adv_win_scale: None,
-            congestion: None,
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
-            pacing_rate_bps: None,
-            flows: 1,
-            interval_us: 100_000,
-            pattern: PatternConfig::CLOUDFLARE,
+            ..unset_settings(1, 100_000, PatternConfig::CLOUDFLARE)
         };
         let original: Sysctls = [
             (WMEM, "4096 16384 4194304"),

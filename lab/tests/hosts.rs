@@ -257,6 +257,18 @@ fn skip() -> bool {
     false
 }
 
+/// Two hosts whose sysctls are set to unusual values, and those values; `None` (after saying
+/// why) where the test cannot run.
+fn prepared() -> Option<(Hosts, [BTreeMap<String, String>; 2])> {
+    if skip() {
+        return None;
+    }
+    let hosts = Hosts::start();
+    hosts.set_unusual_sysctls();
+    let before = hosts.sysctls();
+    Some((hosts, before))
+}
+
 fn campaign(out: &Path) -> serde_json::Value {
     serde_json::from_str(
         &std::fs::read_to_string(out.join("campaign.json")).expect("campaign.json"),
@@ -266,12 +278,9 @@ fn campaign(out: &Path) -> serde_json::Value {
 
 #[test]
 fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
-    if skip() {
+    let Some((hosts, before)) = prepared() else {
         return;
-    }
-    let hosts = Hosts::start();
-    hosts.set_unusual_sysctls();
-    let before = hosts.sysctls();
+    };
     let out = hosts.path("campaign");
     let started = Instant::now();
     let status = hosts
@@ -326,12 +335,9 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
 
 #[test]
 fn restore_repairs_a_campaign_whose_ssh_was_killed() {
-    if skip() {
+    let Some((hosts, before)) = prepared() else {
         return;
-    }
-    let hosts = Hosts::start();
-    hosts.set_unusual_sysctls();
-    let before = hosts.sysctls();
+    };
     let out = hosts.path("killed");
     let mut lab = hosts
         .lab(
@@ -363,6 +369,8 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
     }
     lab.kill().unwrap();
     lab.wait().unwrap();
+    // Its ssh control sockets (it had no chance to remove them).
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("oscil-ssh-{}", lab.id())));
     let sender_lowat = run(
         "ip",
         &[
