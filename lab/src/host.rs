@@ -116,13 +116,15 @@ impl Host {
     }
 
     /// Runs `argv` with `input` on its standard input (how files and keys reach a remote
-    /// host without ever being on a command line).
+    /// host without ever being on a command line). In a process group of its own, like
+    /// everything the lab starts: a Ctrl-C on the terminal reaches only the lab.
     pub fn run_input(&self, argv: &[&str], input: &[u8]) -> Result<String, HostError> {
         let mut child = self
             .command(argv)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .spawn()
             .map_err(|source| self.spawn_error(argv, source))?;
         let mut stdin = child.stdin.take().expect("piped");

@@ -4,6 +4,7 @@
 //! run directory back, and puts every value back on every exit path.
 
 use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -271,6 +272,7 @@ impl Hosts {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .map_err(|e| LabError::io("cannot run", "ssh".into(), e))?;
         let unpacked = Command::new("tar")
@@ -296,7 +298,7 @@ impl Hosts {
 
     fn meta(&self, run: &CampaignRun) -> Result<LabMeta, LabError> {
         let sysctls = self.ends.sysctls_in_force()?;
-        let warnings = run_warnings(&run.settings, &sysctls["receiver"][sysctl::RMEM]);
+        let warnings = run_warnings(&run.settings, &sysctls["receiver"], &self.kernels[1]);
         Ok(LabMeta {
             configuration: run.label.clone(),
             repetition: run.repetition,

@@ -146,9 +146,9 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
     }
     let total = planned_duration(todo.iter().copied(), overhead(spec));
     println!(
-        "{} run(s), {:?} order (seed {}), about {} in all ({} per run beyond the pattern)",
+        "{} run(s), {} order (seed {}), about {} in all ({} per run beyond the pattern)",
         todo.len(),
-        campaign.order,
+        format!("{:?}", campaign.order).to_lowercase(),
         campaign.seed,
         humanize(total),
         humanize(overhead(spec))
@@ -271,6 +271,7 @@ fn run_campaign(
     );
     let ended = execute::execute(&mut cdir, backend.as_mut(), &mut ui);
     ui.finish();
+    write_warnings(&cdir.dir, &ui.warnings)?;
     let closed = backend.close();
     drop(backend);
     let ended = ended?;
@@ -292,6 +293,16 @@ fn run_campaign(
         Ended::Done if complete => Finished::Complete,
         Ended::Done => Finished::Incomplete,
     })
+}
+
+/// `<out>/warnings.txt`: every distinct warning of the runs, one a line.
+fn write_warnings(dir: &Path, warnings: &[String]) -> Result<(), LabError> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join("warnings.txt");
+    std::fs::write(&path, warnings.join("\n") + "\n")
+        .map_err(|source| LabError::io("cannot write", path, source))
 }
 
 /// The report over every complete run, the measured path, and the end table.

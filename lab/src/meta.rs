@@ -8,7 +8,7 @@ use std::path::Path;
 use oscil_protocol::campaign::RunSettings;
 use serde::Serialize;
 
-use crate::sysctl::Sysctls;
+use crate::sysctl::{Sysctls, RMEM};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LabMeta {
@@ -70,22 +70,46 @@ pub fn bdp_bytes(rate_bps: u64, rtt_us: u64) -> u64 {
     (rate_bps as u128 * rtt_us as u128 / 8 / 1_000_000) as u64
 }
 
-/// Warnings that depend on the run's settings: a receive buffer too small for the path.
-pub fn run_warnings(settings: &RunSettings, receiver_rmem: &str) -> Vec<String> {
+/// Warnings that depend on the run's settings and the receiver: a receive buffer too small
+/// for the path, a sysctl the kernel ignores.
+pub fn run_warnings(
+    settings: &RunSettings,
+    receiver: &Sysctls,
+    receiver_kernel: &str,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if settings.adv_win_scale.is_some() && ignores_adv_win_scale(receiver_kernel) {
+        warnings.push(format!(
+            "tcp_adv_win_scale has no effect on Linux {receiver_kernel} (ignored since 6.6; \
+             the window follows the measured skb scaling ratio)"
+        ));
+    }
     let Some(path) = &settings.path else {
-        return Vec::new();
+        return warnings;
     };
     let bdp = bdp_bytes(path.rate_bps, path.rtt_us);
-    let max = receiver_rmem
+    let rmem = receiver.get(RMEM).map(String::as_str).unwrap_or_default();
+    if let Some(max) = rmem
         .split_whitespace()
         .nth(2)
-        .and_then(|v| v.parse::<u64>().ok());
-    match max {
-        Some(max) if max < bdp => vec![format!(
-            "tcp_rmem max {max} is below the path's BDP ({bdp} bytes): the receive window will cap throughput"
-        )],
-        _ => Vec::new(),
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        if max < bdp {
+            warnings.push(format!(
+                "tcp_rmem max {max} is below the path's BDP ({bdp} bytes): the receive window will cap throughput"
+            ));
+        }
     }
+    warnings
+}
+
+/// Linux 6.6 and later ignore tcp_adv_win_scale.
+pub fn ignores_adv_win_scale(kernel: &str) -> bool {
+    let mut parts = kernel
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (6, 6)
 }
 
 #[cfg(test)]
@@ -107,7 +131,26 @@ mod tests {
             }),
             ..unset_settings(1, 100_000, PatternConfig::CLOUDFLARE)
         };
-        assert_eq!(run_warnings(&settings, "4096 131072 6291456").len(), 1);
-        assert!(run_warnings(&settings, "8192 262144 536870912").is_empty());
+        let rmem = |v: &str| Sysctls::from([(RMEM.to_string(), v.to_string())]);
+        let small = run_warnings(&settings, &rmem("4096 131072 6291456"), "6.1.0");
+        assert_eq!(small.len(), 1, "{small:?}");
+        assert!(run_warnings(&settings, &rmem("8192 262144 536870912"), "6.1.0").is_empty());
+        let adv = RunSettings {
+            adv_win_scale: Some(2),
+            ..settings
+        };
+        let ignored = run_warnings(&adv, &rmem("8192 262144 536870912"), "6.18.0");
+        assert!(
+            ignored[0].contains("no effect on Linux 6.18.0"),
+            "{ignored:?}"
+        );
+    }
+
+    #[test]
+    fn adv_win_scale_is_ignored_from_6_6() {
+        assert!(ignores_adv_win_scale("6.6.0"));
+        assert!(ignores_adv_win_scale("6.18.0-cloud-amd64"));
+        assert!(!ignores_adv_win_scale("6.1.0-28-amd64"));
+        assert!(!ignores_adv_win_scale("5.15.0"));
     }
 }

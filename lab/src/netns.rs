@@ -400,12 +400,10 @@ impl Netns {
     ) -> Result<ReaderEnd, LabError> {
         let sysctls = self.ends.sysctls_in_force()?;
         let mut warnings = self.warnings.clone();
-        if run.settings.adv_win_scale.is_some() && ignores_adv_win_scale(&self.kernel) {
-            warnings.push(format!("tcp_adv_win_scale has no effect on Linux {} (ignored since 6.6; the window follows the measured skb scaling ratio)", self.kernel));
-        }
         warnings.extend(run_warnings(
             &run.settings,
-            &sysctls["receiver"][sysctl::RMEM],
+            &sysctls["receiver"],
+            &self.kernel,
         ));
         let meta = LabMeta {
             configuration: run.label.clone(),
@@ -431,30 +429,8 @@ impl Netns {
     }
 }
 
-/// Linux 6.6 and later ignore tcp_adv_win_scale.
-pub fn ignores_adv_win_scale(kernel: &str) -> bool {
-    let mut parts = kernel
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|p| p.parse::<u32>().ok());
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (6, 6)
-}
-
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = self.close();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn adv_win_scale_is_ignored_from_6_6() {
-        assert!(ignores_adv_win_scale("6.6.0"));
-        assert!(ignores_adv_win_scale("6.18.0-cloud-amd64"));
-        assert!(!ignores_adv_win_scale("6.1.0-28-amd64"));
-        assert!(!ignores_adv_win_scale("5.15.0"));
     }
 }

@@ -19,6 +19,8 @@ pub struct Ui {
     overhead: Duration,
     run_started: Instant,
     last_goodput: (Instant, String),
+    /// Every distinct warning the runs recorded, each shown once.
+    pub warnings: Vec<String>,
 }
 
 fn human_duration(d: Duration) -> String {
@@ -80,6 +82,7 @@ impl Ui {
             overhead,
             run_started: Instant::now(),
             last_goodput: (Instant::now(), String::new()),
+            warnings: Vec::new(),
         }
     }
 
@@ -148,6 +151,21 @@ impl Ui {
             run.repetition,
             if detail.is_empty() { "" } else { ", " }
         ));
+        self.show_warnings(run_dir);
+    }
+
+    /// The warnings in the run's `run.json` not shown yet.
+    fn show_warnings(&mut self, run_dir: &Path) {
+        let Some(lab) = rundir::load_meta(run_dir).ok().and_then(|meta| meta.lab) else {
+            return;
+        };
+        let recorded = lab["warnings"].as_array().cloned().unwrap_or_default();
+        for warning in recorded.iter().filter_map(|w| w.as_str()) {
+            if !self.warnings.iter().any(|w| w == warning) {
+                self.line(&format!("oscil-lab: warning: {warning}"));
+                self.warnings.push(warning.to_owned());
+            }
+        }
     }
 
     pub fn finish(&self) {

@@ -128,7 +128,7 @@ fn dry_run_prints_every_run_and_the_total() {
     );
     // 6 runs of the 60 s pattern plus 2 s each.
     assert!(
-        stdout.contains("6 run(s), Shuffled order (seed 9), about 6m12s"),
+        stdout.contains("6 run(s), shuffled order (seed 9), about 6m12s"),
         "{stdout}"
     );
     let again = lab(&[
