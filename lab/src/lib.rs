@@ -224,6 +224,7 @@ fn make_backend(
                 .iter()
                 .filter_map(|r| r.settings.congestion.clone())
                 .collect();
+            congestion.sort();
             congestion.dedup();
             Ok(Box::new(netns::Netns::new(*link, bin, &congestion)?))
         }
@@ -238,6 +239,16 @@ fn run_campaign(
     spec: &BackendSpec,
     bin: &Path,
 ) -> Result<Finished, LabError> {
+    if cdir
+        .campaign
+        .runs
+        .iter()
+        .all(|r| r.status == CampaignRunStatus::Complete)
+    {
+        // Resuming a finished campaign: nothing to set up, only the report to redo.
+        finish_campaign(&mut cdir, bin)?;
+        return Ok(Finished::Complete);
+    }
     sys::catch_stop_signals()
         .map_err(|e| LabError::Setup(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
     std::fs::create_dir_all(&cdir.dir)

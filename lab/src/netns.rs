@@ -24,6 +24,8 @@ pub struct Netns {
     link_kind: LinkKind,
     bin: PathBuf,
     ends: Ends,
+    /// The sender's and the receiver's namespace.
+    names: [String; 2],
     /// Namespaces made, deleted on close.
     made: Vec<String>,
     /// The kernel's values in a fresh namespace: what `default` means.
@@ -68,6 +70,7 @@ impl Netns {
                 listen_ip: SENDER_ADDR.into(),
                 connect_host: SENDER_ADDR.into(),
             },
+            names: [snd.clone(), rcv.clone()],
             made: Vec::new(),
             fresh: Sysctls::new(),
             kernel: Host::Local.run(&["uname", "-r"])?,
@@ -106,6 +109,15 @@ impl Netns {
                 for ns in [snd, rcv] {
                     ip(&["-n", ns, "link", "set", dev, "up"])?;
                 }
+                // Found out now, not once per run.
+                let probe = [
+                    "tc", "-n", snd, "qdisc", "replace", "dev", dev, "root", "netem",
+                ];
+                Host::Local.run(&probe).map_err(|e| {
+                    LabError::Setup(format!(
+                        "--link netem: this kernel has no netem (sch_netem); use --link tun ({e})"
+                    ))
+                })?;
             }
         }
         ip(&[
@@ -127,13 +139,6 @@ impl Netns {
             dev,
         ])?;
         Ok(())
-    }
-
-    fn ns(host: &Host) -> &str {
-        match host {
-            Host::Netns(ns) => ns,
-            _ => unreachable!("the lab's ends are namespaces"),
-        }
     }
 
     /// Starts the link for one path; the stats file is fresh, so a link that did not
@@ -177,10 +182,7 @@ impl Netns {
     ) -> Result<(u64, String), LabError> {
         let stats = self.stats_path();
         let _ = std::fs::remove_file(&stats);
-        let (snd, rcv) = (
-            Self::ns(&self.ends.sender).to_owned(),
-            Self::ns(&self.ends.receiver).to_owned(),
-        );
+        let [snd, rcv] = self.names.clone();
         let (rate, delay, loss) = (
             format!("{}bit", path.rate_bps),
             format!("{one_way_us}us"),
@@ -258,27 +260,15 @@ impl Netns {
             format!("{}bit", path.rate_bps),
             format!("{}%", path.loss_pct),
         );
-        for host in [&self.ends.sender, &self.ends.receiver] {
+        for ns in &self.names {
             let mut argv = vec![
-                "tc",
-                "-n",
-                Self::ns(host),
-                "qdisc",
-                "replace",
-                "dev",
-                "oslv",
-                "root",
-                "netem",
+                "tc", "-n", ns, "qdisc", "replace", "dev", "oslv", "root", "netem",
             ];
             argv.extend(["delay", &delay, "rate", &rate, "limit", &limit]);
             if path.loss_pct > 0.0 {
                 argv.extend(["loss", &loss]);
             }
-            Host::Local.run(&argv).map_err(|e| {
-                LabError::Setup(format!(
-                    "netem is not available on this kernel (no sch_netem?); use --link tun ({e})"
-                ))
-            })?;
+            Host::Local.run(&argv)?;
         }
         let counts = format!("netem limit {limit} skbs = queue {queue} + one-way BDP {bdp_packets}; skbs may carry several segments (GSO)");
         Ok((queue, counts))
@@ -295,21 +285,9 @@ impl Netns {
                 .map_err(|source| LabError::io("cannot read", self.stats_path(), source))?,
             LinkKind::Netem => {
                 let mut qdiscs = BTreeMap::new();
-                for (side, host) in [
-                    ("sender", &self.ends.sender),
-                    ("receiver", &self.ends.receiver),
-                ] {
-                    let json = Host::Local.run(&[
-                        "tc",
-                        "-n",
-                        Self::ns(host),
-                        "-s",
-                        "-j",
-                        "qdisc",
-                        "show",
-                        "dev",
-                        "oslv",
-                    ])?;
+                for (side, ns) in [("sender", &self.names[0]), ("receiver", &self.names[1])] {
+                    let json = Host::Local
+                        .run(&["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", "oslv"])?;
                     qdiscs.insert(
                         side,
                         serde_json::from_str::<serde_json::Value>(&json).unwrap_or_default(),
@@ -344,8 +322,8 @@ fn congestion_warnings(congestion: &[String]) -> Result<Vec<String>, LabError> {
 impl Backend for Netns {
     fn ends(&self) -> Sides {
         Sides {
-            sender: Self::ns(&self.ends.sender).to_owned(),
-            receiver: Self::ns(&self.ends.receiver).to_owned(),
+            sender: self.names[0].clone(),
+            receiver: self.names[1].clone(),
         }
     }
 

@@ -184,39 +184,13 @@ impl Hosts {
     /// Values no kernel has by default, so a restore to them is told from a fresh namespace.
     fn set_unusual_sysctls(&self) {
         for ns in &self.ns {
-            run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv4.tcp_notsent_lowat=777777",
-                ],
-            );
-            run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv4.tcp_wmem=4096 20000 3000000",
-                ],
-            );
-            run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv4.tcp_rmem=4096 90000 5000000",
-                ],
-            );
+            let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
+            args.extend([
+                "net.ipv4.tcp_notsent_lowat=777777",
+                "net.ipv4.tcp_wmem=4096 20000 3000000",
+                "net.ipv4.tcp_rmem=4096 90000 5000000",
+            ]);
+            run("ip", &args);
         }
     }
 
