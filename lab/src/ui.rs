@@ -52,14 +52,13 @@ fn phase_at(run: &CampaignRun, elapsed: Duration) -> String {
 }
 
 /// Goodput over the last second of `reader.csv`, while the reader writes it.
-fn live_goodput(run_dir: &Path) -> Option<String> {
+fn live_goodput(run_dir: &Path, interval_us: u64) -> Option<String> {
     let rows: Vec<ReaderSample> = rundir::load_csv(run_dir).ok()?;
     let last = rows.last()?.t_s;
-    let bytes: u64 = rows
-        .iter()
-        .filter(|r| r.t_s > last - 1.0)
-        .map(|r| r.bytes)
-        .sum();
+    // The samples whose intervals make up the last second (each covers the interval
+    // that ends at its t_s).
+    let since = last - 1.0 + interval_us as f64 / 2e6;
+    let bytes: u64 = rows.iter().filter(|r| r.t_s > since).map(|r| r.bytes).sum();
     Some(format!("{:.1} Mbit/s", bytes as f64 * 8.0 / 1e6))
 }
 
@@ -70,8 +69,9 @@ impl Ui {
         } else {
             ProgressBar::hidden()
         };
+        bar.set_length(runs_to_do);
         bar.set_style(
-            ProgressStyle::with_template("{elapsed_precise} [{bar:20}] run {pos}/{len} {msg}")
+            ProgressStyle::with_template("{elapsed_precise} [{bar:20}] {msg}")
                 .expect("valid template")
                 .progress_chars("=> "),
         );
@@ -95,11 +95,18 @@ impl Ui {
         }
     }
 
+    /// `run 3/8`: the run in progress among those this invocation runs.
+    fn counter(&self) -> String {
+        let total = self.bar.length().unwrap_or(0);
+        format!("run {}/{total}", (self.bar.position() + 1).min(total))
+    }
+
     pub fn start_run(&mut self, run: &CampaignRun) {
         self.run_started = Instant::now();
         self.last_goodput = (Instant::now(), String::new());
         self.bar.set_message(format!(
-            "{} rep-{}: starting, ETA {}",
+            "{} {} rep-{}: starting, ETA {}",
+            self.counter(),
             run.label,
             run.repetition,
             human_duration(self.remaining)
@@ -108,11 +115,15 @@ impl Ui {
 
     pub fn tick(&mut self, run: &CampaignRun, run_dir: &Path, elapsed: Duration) {
         if self.last_goodput.0.elapsed() >= Duration::from_secs(1) {
-            self.last_goodput = (Instant::now(), live_goodput(run_dir).unwrap_or_default());
+            self.last_goodput = (
+                Instant::now(),
+                live_goodput(run_dir, run.settings.interval_us).unwrap_or_default(),
+            );
         }
         let eta = self.remaining.saturating_sub(self.run_started.elapsed());
         self.bar.set_message(format!(
-            "{} rep-{}: {} {}, ETA {}",
+            "{} {} rep-{}: {} {}, ETA {}",
+            self.counter(),
             run.label,
             run.repetition,
             phase_at(run, elapsed),
