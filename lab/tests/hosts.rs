@@ -194,14 +194,24 @@ impl Hosts {
         }
     }
 
-    /// oscil-lab in the receiver's namespace, reaching both "hosts" over ssh.
-    fn lab(&self, out: &Path, extra: &[&str]) -> Command {
+    /// oscil-lab in the receiver's namespace; `receiver` is `Remote` (both "hosts" over
+    /// ssh, binaries found with --remote-bin) or `Local` (the receiver is the lab's own
+    /// namespace; the daemon is copied to the sender with --install).
+    fn lab(&self, out: &Path, receiver: Receiver, extra: &[&str]) -> Command {
         let mut command = Command::new("ip");
         command
             .args(["netns", "exec", &self.ns[1]])
             .arg(workspace_bin("oscil-lab"));
         command.args(["--sender", &format!("root@{}", self.addr[0])]);
-        command.args(["--receiver", &format!("root@{}", self.addr[1])]);
+        match receiver {
+            Receiver::Remote => {
+                command.args(["--receiver", &format!("root@{}", self.addr[1])]);
+                command.args(["--remote-bin", bin_dir().to_str().unwrap()]);
+            }
+            Receiver::Local => {
+                command.args(["--receiver", "local", "--install"]);
+            }
+        }
         for option in [
             format!("IdentityFile={}", self.path("user_key").display()),
             "StrictHostKeyChecking=no".into(),
@@ -210,13 +220,16 @@ impl Hosts {
         ] {
             command.arg("--ssh-option").arg(option);
         }
-        command
-            .args(["--remote-bin", bin_dir().to_str().unwrap(), "--out"])
-            .arg(out)
-            .args(extra);
+        command.arg("--out").arg(out).args(extra);
         command.env("OSCIL_BIN_DIR", bin_dir());
         command
     }
+}
+
+#[derive(Clone, Copy)]
+enum Receiver {
+    Remote,
+    Local,
 }
 
 fn skip() -> bool {
@@ -258,7 +271,11 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
     let out = hosts.path("campaign");
     let started = Instant::now();
     let status = hosts
-        .lab(&out, &["--lowat", "default,131072", "--repeat", "2"])
+        .lab(
+            &out,
+            Receiver::Remote,
+            &["--lowat", "default,131072", "--repeat", "2"],
+        )
         .args(["--fast", "1s", "--slow", "1s", "--cycles", "1"])
         .status()
         .expect("run oscil-lab");
@@ -307,6 +324,8 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
     );
 }
 
+/// Also the other way to run: the receiver is the lab's own machine (`--receiver local`)
+/// and the daemon is copied to the sender (`--install`).
 #[test]
 fn restore_repairs_a_campaign_whose_ssh_was_killed() {
     let Some((hosts, before)) = prepared() else {
@@ -316,6 +335,7 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
     let mut lab = hosts
         .lab(
             &out,
+            Receiver::Local,
             &[
                 "--lowat", "131072", "--fast", "20s", "--slow", "1s", "--cycles", "1",
             ],
