@@ -193,7 +193,24 @@ struct Axis<'a> {
     omit: Option<&'a str>,
 }
 
-impl Axis<'_> {
+impl<'a> Axis<'a> {
+    /// The axis of `option`: its given LIST, else `default`.
+    fn new(
+        option: &'static str,
+        given: &'a Option<String>,
+        default: &'a str,
+        prefix: &'static str,
+        omit: Option<&'a str>,
+    ) -> Axis<'a> {
+        let text = given.as_deref().unwrap_or(default);
+        Axis {
+            option,
+            text,
+            prefix,
+            omit,
+        }
+    }
+
     fn values<T>(
         &self,
         parse: impl Fn(&str) -> Result<T, String>,
@@ -416,72 +433,7 @@ impl Cli {
         if lab {
             axes.push(self.paths()?);
         }
-        let (wmem_default, rmem_default) = if lab {
-            ("4096:16384:536870912", "8192:262144:536870912")
-        } else {
-            ("default", "default")
-        };
-        fn axis<'a>(
-            option: &'static str,
-            given: &'a Option<String>,
-            default: &'a str,
-            prefix: &'static str,
-            omit: Option<&'a str>,
-        ) -> Axis<'a> {
-            let text = given.as_deref().unwrap_or(default);
-            Axis {
-                option,
-                text,
-                prefix,
-                omit,
-            }
-        }
-        let bytes_u32 = |v: &str| text_err(parse_bytes_u32(v));
-        let d = Some("default");
-        axes.push(
-            axis("cc", &self.cc, "cubic", "", None)
-                .values(parse_congestion, Setting::Congestion)?,
-        );
-        axes.push(
-            axis("lowat", &self.lowat, "default,131072", "lowat-", None)
-                .values(|v| text_err(parse_bytes(v)), Setting::Lowat)?,
-        );
-        axes.push(
-            axis(
-                "wmem",
-                &self.wmem,
-                wmem_default,
-                "wmem-",
-                Some(wmem_default),
-            )
-            .values(parse_triple, Setting::Wmem)?,
-        );
-        axes.push(
-            axis(
-                "rmem",
-                &self.rmem,
-                rmem_default,
-                "rmem-",
-                Some(rmem_default),
-            )
-            .values(parse_triple, Setting::Rmem)?,
-        );
-        axes.push(
-            axis("adv-win-scale", &self.adv_win_scale, "default", "adv-", d)
-                .values(parse_adv_win_scale, Setting::AdvWinScale)?,
-        );
-        axes.push(
-            axis("sndbuf", &self.sndbuf, "default", "sndbuf-", d)
-                .values(bytes_u32, Setting::Sndbuf)?,
-        );
-        axes.push(
-            axis("rcvbuf", &self.rcvbuf, "default", "rcvbuf-", d)
-                .values(bytes_u32, Setting::Rcvbuf)?,
-        );
-        axes.push(
-            axis("pacing-rate", &self.pacing_rate, "default", "pacing-", d)
-                .values(parse_pacing, Setting::PacingRate)?,
-        );
+        axes.extend(self.setting_axes(lab)?);
         axes.push(self.patterns(pattern)?);
         Ok(Matrix {
             axes,
@@ -489,6 +441,36 @@ impl Cli {
             interval_us: interval.map_or(100_000, |d| d.as_micros() as u64),
             pattern,
         })
+    }
+
+    /// The sysctl and socket option axes, in label order. The lab's buffer defaults are
+    /// Cloudflare's triples; real hosts keep their own unless told.
+    fn setting_axes(&self, lab: bool) -> Result<Vec<Vec<AxisValue>>, CliError> {
+        let (wmem, rmem) = if lab {
+            ("4096:16384:536870912", "8192:262144:536870912")
+        } else {
+            ("default", "default")
+        };
+        let bytes_u32 = |v: &str| text_err(parse_bytes_u32(v));
+        let d = Some("default");
+        Ok(vec![
+            Axis::new("cc", &self.cc, "cubic", "", None)
+                .values(parse_congestion, Setting::Congestion)?,
+            Axis::new("lowat", &self.lowat, "default,131072", "lowat-", None)
+                .values(|v| text_err(parse_bytes(v)), Setting::Lowat)?,
+            Axis::new("wmem", &self.wmem, wmem, "wmem-", Some(wmem))
+                .values(parse_triple, Setting::Wmem)?,
+            Axis::new("rmem", &self.rmem, rmem, "rmem-", Some(rmem))
+                .values(parse_triple, Setting::Rmem)?,
+            Axis::new("adv-win-scale", &self.adv_win_scale, "default", "adv-", d)
+                .values(parse_adv_win_scale, Setting::AdvWinScale)?,
+            Axis::new("sndbuf", &self.sndbuf, "default", "sndbuf-", d)
+                .values(bytes_u32, Setting::Sndbuf)?,
+            Axis::new("rcvbuf", &self.rcvbuf, "default", "rcvbuf-", d)
+                .values(bytes_u32, Setting::Rcvbuf)?,
+            Axis::new("pacing-rate", &self.pacing_rate, "default", "pacing-", d)
+                .values(parse_pacing, Setting::PacingRate)?,
+        ])
     }
 
     /// Rate x RTT, with the loss and queue every path shares.

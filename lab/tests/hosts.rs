@@ -151,20 +151,10 @@ impl Hosts {
             .spawn()
             .expect("start sshd");
         self.children.push(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while run(
-            "ip",
-            &["netns", "exec", &self.ns[i], "ss", "-Hltn", "sport = :22"],
-        )
-        .is_empty()
-        {
-            assert!(
-                Instant::now() < deadline,
-                "sshd did not listen in {}",
-                self.ns[i]
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let ns = &self.ns[i];
+        wait_for("sshd to listen", Duration::from_secs(10), || {
+            !run("ip", &["netns", "exec", ns, "ss", "-Hltn", "sport = :22"]).is_empty()
+        });
     }
 
     fn sysctls(&self) -> [BTreeMap<String, String>; 2] {
@@ -345,24 +335,12 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
         .spawn()
         .expect("start oscil-lab");
     // Mid-run: the daemon is recorded (so it listens) and the sender's lowat is changed.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let text = std::fs::read_to_string(out.join("restore.json")).unwrap_or_default();
-        if text.contains("\"pid\"") {
-            break;
-        }
+    wait_for("the run to start", Duration::from_secs(60), || {
         assert!(lab.try_wait().unwrap().is_none(), "oscil-lab ended early");
-        assert!(Instant::now() < deadline, "the run never started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // Kill the ssh connections and the lab itself, so nothing of it can clean up.
-    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", lab.id()))
-        .unwrap_or_default();
-    for pid in children.split_whitespace() {
-        run("kill", &["-KILL", pid]);
-    }
-    lab.kill().unwrap();
-    lab.wait().unwrap();
+        let text = std::fs::read_to_string(out.join("restore.json")).unwrap_or_default();
+        text.contains("\"pid\"")
+    });
+    kill_with_children(&mut lab);
     // Its ssh control sockets (it had no chance to remove them).
     let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("oscil-ssh-{}", lab.id())));
     let sender_lowat = run(
@@ -392,23 +370,41 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
         "every sysctl back to its recorded value"
     );
     assert!(!out.join("restore.json").exists());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let pids = run("ip", &["netns", "pids", &hosts.ns[0]]);
-        let daemons = pids
-            .split_whitespace()
-            .filter(|pid| {
-                std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .is_ok_and(|c| c.trim() == "oscil-daemon")
-            })
-            .count();
-        if daemons == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the campaign's daemon is still running"
-        );
+    wait_for(
+        "the campaign's daemon to be gone",
+        Duration::from_secs(5),
+        || daemons_in(&hosts.ns[0]) == 0,
+    );
+}
+
+/// Polls `done` until it holds, failing the test after `limit`.
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "waited {limit:?} for {what}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// SIGKILL to a process and its children (here: oscil-lab and its ssh clients), so
+/// nothing of it can clean up.
+fn kill_with_children(child: &mut Child) {
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+        .unwrap_or_default();
+    for pid in children.split_whitespace() {
+        run("kill", &["-KILL", pid]);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// oscil-daemon processes in namespace `ns`.
+fn daemons_in(ns: &str) -> usize {
+    run("ip", &["netns", "pids", ns])
+        .split_whitespace()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "oscil-daemon")
+        })
+        .count()
 }

@@ -39,6 +39,33 @@ impl Run {
         bytes * 8.0 / (last - first + INTERVAL_S)
     }
 
+    /// The run saw the emulated 100 Mbit/s, 100 ms path.
+    fn check_path(&self) {
+        // Smoothed RTT never goes below the path's 100 ms, and its minimum (before the
+        // queue fills) is close to it.
+        let min_rtt_ms = self
+            .sender
+            .iter()
+            .map(|r| number(r, "rtt_us"))
+            .filter(|v| *v > 0.0)
+            .fold(f64::MAX, f64::min)
+            / 1e3;
+        assert!(
+            (99.0..=106.0).contains(&min_rtt_ms),
+            "min sender RTT {min_rtt_ms} ms on a 100 ms path"
+        );
+        // Full-sized segments carry 1448 payload bytes in 1514 wire bytes. Measured after
+        // slow start's losses are repaired: data held behind a hole reaches the reader in a
+        // burst, so short windows right after a loss can read above the link rate.
+        let ceiling_bps = 100e6 * 1448.0 / 1514.0;
+        let goodput = self.fast_goodput_bps(2.0);
+        eprintln!("min sender RTT {min_rtt_ms:.2} ms, fast-phase goodput {goodput:.0} bit/s");
+        assert!(
+            goodput > 0.85 * ceiling_bps && goodput < 1.05 * ceiling_bps,
+            "fast-phase goodput {goodput:.0} bit/s, path ceiling {ceiling_bps:.0}"
+        );
+    }
+
     /// Mean of a sender column over the slow phase, leaving its first second out.
     fn slow_mean(&self, column: &str) -> f64 {
         let rows: Vec<f64> = self
@@ -103,29 +130,7 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
     let lowat = Run::load(&label("131072"));
 
     for run in [&default, &lowat] {
-        // Smoothed RTT never goes below the path's 100 ms, and its minimum (before the
-        // queue fills) is close to it.
-        let min_rtt_ms = run
-            .sender
-            .iter()
-            .map(|r| number(r, "rtt_us"))
-            .filter(|v| *v > 0.0)
-            .fold(f64::MAX, f64::min)
-            / 1e3;
-        assert!(
-            (99.0..=106.0).contains(&min_rtt_ms),
-            "min sender RTT {min_rtt_ms} ms on a 100 ms path"
-        );
-        // Full-sized segments carry 1448 payload bytes in 1514 wire bytes. Measured after
-        // slow start's losses are repaired: data held behind a hole reaches the reader in a
-        // burst, so short windows right after a loss can read above the link rate.
-        let ceiling_bps = 100e6 * 1448.0 / 1514.0;
-        let goodput = run.fast_goodput_bps(2.0);
-        eprintln!("min sender RTT {min_rtt_ms:.2} ms, fast-phase goodput {goodput:.0} bit/s");
-        assert!(
-            goodput > 0.85 * ceiling_bps && goodput < 1.05 * ceiling_bps,
-            "fast-phase goodput {goodput:.0} bit/s, path ceiling {ceiling_bps:.0}"
-        );
+        run.check_path();
     }
 
     let (notsent_default, notsent_lowat) = (
@@ -152,7 +157,13 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
         "wmem_queued {queued_lowat} vs default {queued_default}"
     );
 
-    let run_json = std::fs::read_to_string(label("131072").join("run.json")).expect("run.json");
+    check_records(&out, &label("131072"));
+}
+
+/// What the lab wrote around the runs: the lab's metadata in run.json, the link's
+/// statistics, campaign.json and the report.
+fn check_records(out: &Path, run_dir: &Path) {
+    let run_json = std::fs::read_to_string(run_dir.join("run.json")).expect("run.json");
     let run_json: serde_json::Value = serde_json::from_str(&run_json).expect("run.json is JSON");
     let lab_meta = &run_json["lab"];
     assert_eq!(
@@ -164,7 +175,7 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
         "131072"
     );
     let link: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(label("131072").join("link.json")).expect("link.json"),
+        &std::fs::read_to_string(run_dir.join("link.json")).expect("link.json"),
     )
     .expect("link.json is JSON");
     assert_eq!(link["a_to_b"]["emulator"]["tun_tx_dropped"], 0);
