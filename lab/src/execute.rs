@@ -241,6 +241,100 @@ pub fn execute(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
+    use oscil_protocol::campaign::{Backend as BackendKind, Order};
+    use oscil_protocol::PatternConfig;
+
+    /// A backend on which no run can start: the loop's bookkeeping, without a kernel.
+    struct Refusing {
+        tried: Vec<(String, u32)>,
+    }
+
+    impl Backend for Refusing {
+        fn ends(&self) -> Sides {
+            Sides {
+                sender: "s".into(),
+                receiver: "r".into(),
+            }
+        }
+        fn facts(&self) -> serde_json::Value {
+            serde_json::Value::Null
+        }
+        fn per_run_overhead(&self) -> Duration {
+            Duration::ZERO
+        }
+        fn run(
+            &mut self,
+            run: &CampaignRun,
+            _: &Path,
+            _: &Path,
+            _: &mut dyn FnMut(Duration),
+        ) -> Result<ReaderEnd, LabError> {
+            self.tried.push((run.label.clone(), run.repetition));
+            Err(LabError::Setup(format!("no room for {}", run.label)))
+        }
+        fn close(&mut self) -> Result<(), LabError> {
+            Ok(())
+        }
+    }
+
+    fn campaign_dir(dir: &Path) -> CampaignDir {
+        let lowat = |label: &str, bytes| AxisValue {
+            label: Some(label.into()),
+            set: Setting::Lowat(bytes),
+        };
+        let matrix = Matrix {
+            axes: vec![vec![lowat("a", None), lowat("b", Some(1))]],
+            flows: 1,
+            interval_us: 100_000,
+            pattern: PatternConfig::CLOUDFLARE,
+        };
+        let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);
+        let campaign = Campaign {
+            format_version: campaign::CAMPAIGN_FORMAT_VERSION,
+            software: "test".into(),
+            created_unix_ms: 0,
+            backend: BackendKind::Netns,
+            sender: "s".into(),
+            receiver: "r".into(),
+            order: Order::Grouped,
+            seed: 0,
+            repeat: 2,
+            runs,
+            hosts: None,
+        };
+        CampaignDir {
+            dir: dir.to_owned(),
+            campaign,
+        }
+    }
+
+    #[test]
+    fn every_run_not_complete_is_tried_in_order_and_each_outcome_is_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cdir = campaign_dir(dir.path());
+        cdir.campaign.runs[1].status = CampaignRunStatus::Complete;
+        let mut backend = Refusing { tried: Vec::new() };
+        let mut ui = Ui::new(3, Duration::ZERO, Duration::ZERO);
+        let ended = execute(&mut cdir, &mut backend, &mut ui).unwrap();
+        assert_eq!(ended, Ended::Done);
+        let tried: Vec<(&str, u32)> = backend
+            .tried
+            .iter()
+            .map(|(l, r)| (l.as_str(), *r))
+            .collect();
+        assert_eq!(
+            tried,
+            [("a", 1), ("b", 1), ("b", 2)],
+            "the complete run is skipped"
+        );
+        let saved = campaign::load(dir.path()).unwrap();
+        let statuses: Vec<CampaignRunStatus> = saved.runs.iter().map(|r| r.status).collect();
+        use CampaignRunStatus::{Complete, Failed};
+        assert_eq!(statuses, [Failed, Complete, Failed, Failed]);
+        assert_eq!(saved.runs[3].reason.as_deref(), Some("no room for b"));
+        assert!(dir.path().join("logs/004_b_rep-2").is_dir());
+    }
 
     #[test]
     fn an_earlier_attempt_is_kept_beside_the_new_one() {

@@ -327,18 +327,22 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
             &out,
             Receiver::Local,
             &[
-                "--lowat", "131072", "--fast", "20s", "--slow", "1s", "--cycles", "1",
+                "--lowat", "131072", "--fast", "4s", "--slow", "1s", "--cycles", "1",
             ],
         )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start oscil-lab");
-    // Mid-run: the daemon is recorded (so it listens) and the sender's lowat is changed.
+    // Mid-run: the daemon is recorded (so it listens), the sender's lowat is changed and
+    // the reader (here, on the lab's own machine) is writing.
     wait_for("the run to start", Duration::from_secs(60), || {
         assert!(lab.try_wait().unwrap().is_none(), "oscil-lab ended early");
         let text = std::fs::read_to_string(out.join("restore.json")).unwrap_or_default();
-        text.contains("\"pid\"")
+        let reading = out
+            .join("runs/cubic_lowat-131072/rep-1/reader.csv")
+            .exists();
+        text.contains("\"pid\"") && reading
     });
     kill_with_children(&mut lab);
     // Its ssh control sockets (it had no chance to remove them).
@@ -374,6 +378,30 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
         "the campaign's daemon to be gone",
         Duration::from_secs(5),
         || daemons_in(&hosts.ns[0]) == 0,
+    );
+
+    // --resume (ssh options and all from campaign.json) reruns the killed run, keeping
+    // what it left beside the new one, and puts every value back again.
+    let resumed = Command::new("ip")
+        .args(["netns", "exec", &hosts.ns[1]])
+        .arg(workspace_bin("oscil-lab"))
+        .arg("--resume")
+        .arg(&out)
+        .env("OSCIL_BIN_DIR", bin_dir())
+        .status()
+        .unwrap();
+    assert!(resumed.success());
+    assert_eq!(campaign(&out)["runs"][0]["status"], "complete");
+    let run_dir = out.join("runs/cubic_lowat-131072");
+    assert!(
+        run_dir.join("rep-1.attempt-1/run.json").is_file(),
+        "the killed run's files"
+    );
+    assert!(run_dir.join("rep-1/reader.csv").is_file());
+    assert_eq!(
+        hosts.sysctls(),
+        before,
+        "back again after the resumed campaign"
     );
 }
 
