@@ -203,6 +203,23 @@ fn check_binaries(bin: &Path, names: &[&str]) -> Result<(), LabError> {
     }
 }
 
+/// What the namespace lab needs of this machine, checked before anything is made.
+fn check_netns_prerequisites(link: LinkKind, bin: &Path) -> Result<(), LabError> {
+    let mut needed = vec!["oscil-daemon", "oscil-reader"];
+    if link == LinkKind::Tun {
+        needed.push("oscil-link");
+    }
+    check_binaries(bin, &needed)?;
+    if Host::Local.run(&["id", "-u"])? != "0" {
+        return Err(LabError::Setup(
+            "needs root: it creates network namespaces, TUN devices and per-namespace sysctls \
+             (run it with sudo)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 fn make_backend(
     spec: &BackendSpec,
     campaign: &Campaign,
@@ -211,14 +228,6 @@ fn make_backend(
 ) -> Result<Box<dyn Backend>, LabError> {
     match spec {
         BackendSpec::Netns { link } => {
-            let mut needed = vec!["oscil-daemon", "oscil-reader"];
-            if *link == LinkKind::Tun {
-                needed.push("oscil-link");
-            }
-            check_binaries(bin, &needed)?;
-            if Host::Local.run(&["id", "-u"])? != "0" {
-                return Err(LabError::Setup("needs root: it creates network namespaces, TUN devices and per-namespace sysctls (run it with sudo)".into()));
-            }
             let mut congestion: Vec<String> = campaign
                 .runs
                 .iter()
@@ -251,38 +260,9 @@ fn run_campaign(
     }
     sys::catch_stop_signals()
         .map_err(|e| LabError::Setup(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
-    std::fs::create_dir_all(&cdir.dir)
-        .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
-    let mut backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin)?;
-    let ends = backend.ends();
-    cdir.campaign.sender = ends.sender;
-    cdir.campaign.receiver = ends.receiver;
-    let mut hosts = backend.facts();
-    hosts["lab_backend"] = serde_json::to_value(spec).expect("spec serializes");
-    cdir.campaign.hosts = Some(hosts);
-    cdir.save()?;
-    let todo: Vec<_> = cdir
-        .campaign
-        .runs
-        .iter()
-        .filter(|r| r.status != CampaignRunStatus::Complete)
-        .cloned()
-        .collect();
-    eprintln!(
-        "oscil-lab: {} run(s) into {} ({} -> {})",
-        todo.len(),
-        cdir.dir.display(),
-        cdir.campaign.sender,
-        cdir.campaign.receiver
-    );
-    let mut ui = ui::Ui::new(
-        todo.len() as u64,
-        planned_duration(&todo, backend.per_run_overhead()),
-        backend.per_run_overhead(),
-    );
-    let ended = execute::execute(&mut cdir, backend.as_mut(), &mut ui);
-    ui.finish();
-    write_warnings(&cdir.dir, &ui.warnings)?;
+    let mut backend = set_up(&mut cdir, spec, bin)?;
+    let ended = run_all(&mut cdir, backend.as_mut());
+    // Whatever happened, the backend puts everything back before anything else.
     let closed = backend.close();
     drop(backend);
     let ended = ended?;
@@ -304,6 +284,56 @@ fn run_campaign(
         Ended::Done if complete => Finished::Complete,
         Ended::Done => Finished::Incomplete,
     })
+}
+
+/// Checks this machine, makes the backend, and records its ends and facts.
+fn set_up(
+    cdir: &mut CampaignDir,
+    spec: &BackendSpec,
+    bin: &Path,
+) -> Result<Box<dyn Backend>, LabError> {
+    if let BackendSpec::Netns { link } = spec {
+        check_netns_prerequisites(*link, bin)?;
+    }
+    std::fs::create_dir_all(&cdir.dir)
+        .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
+    let backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin)?;
+    let ends = backend.ends();
+    cdir.campaign.sender = ends.sender;
+    cdir.campaign.receiver = ends.receiver;
+    let mut hosts = backend.facts();
+    hosts["lab_backend"] = serde_json::to_value(spec).expect("spec serializes");
+    cdir.campaign.hosts = Some(hosts);
+    cdir.save()?;
+    Ok(backend)
+}
+
+/// Every run still to do, with the terminal's progress bar and the warnings file.
+fn run_all(cdir: &mut CampaignDir, backend: &mut dyn Backend) -> Result<Ended, LabError> {
+    let todo: Vec<_> = cdir
+        .campaign
+        .runs
+        .iter()
+        .filter(|r| r.status != CampaignRunStatus::Complete)
+        .cloned()
+        .collect();
+    eprintln!(
+        "oscil-lab: {} run(s) into {} ({} -> {})",
+        todo.len(),
+        cdir.dir.display(),
+        cdir.campaign.sender,
+        cdir.campaign.receiver
+    );
+    let overhead = backend.per_run_overhead();
+    let mut ui = ui::Ui::new(
+        todo.len() as u64,
+        planned_duration(&todo, overhead),
+        overhead,
+    );
+    let ended = execute::execute(cdir, backend, &mut ui);
+    ui.finish();
+    write_warnings(&cdir.dir, &ui.warnings)?;
+    ended
 }
 
 /// `<out>/warnings.txt`: every distinct warning of the runs, one a line.

@@ -157,6 +157,18 @@ impl Hosts {
         });
     }
 
+    /// `oscil-lab --resume out` in the receiver's namespace: nothing else given.
+    fn resume(&self, out: &Path) -> std::process::ExitStatus {
+        Command::new("ip")
+            .args(["netns", "exec", &self.ns[1]])
+            .arg(workspace_bin("oscil-lab"))
+            .arg("--resume")
+            .arg(out)
+            .env("OSCIL_BIN_DIR", bin_dir())
+            .status()
+            .expect("run oscil-lab --resume")
+    }
+
     fn sysctls(&self) -> [BTreeMap<String, String>; 2] {
         self.ns.clone().map(|ns| {
             KEYS.iter()
@@ -382,14 +394,7 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
 
     // --resume (ssh options and all from campaign.json) reruns the killed run, keeping
     // what it left beside the new one, and puts every value back again.
-    let resumed = Command::new("ip")
-        .args(["netns", "exec", &hosts.ns[1]])
-        .arg(workspace_bin("oscil-lab"))
-        .arg("--resume")
-        .arg(&out)
-        .env("OSCIL_BIN_DIR", bin_dir())
-        .status()
-        .unwrap();
+    let resumed = hosts.resume(&out);
     assert!(resumed.success());
     assert_eq!(campaign(&out)["runs"][0]["status"], "complete");
     let run_dir = out.join("runs/cubic_lowat-131072");
