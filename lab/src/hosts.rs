@@ -356,17 +356,13 @@ impl Backend for Hosts {
         let port = pick_port(&listening_ports(&self.ends.sender)?, self.next_port_seed);
         let meta = self.meta(run)?.to_json();
         let local = self.ends.receiver == Host::Local;
-        let receiver_work = self.work[1].1.clone();
-        let (out, meta_path) = if local {
-            (
-                run_dir.display().to_string(),
-                format!("{receiver_work}/meta.json"),
-            )
+        // The second work directory made is the receiver's (see `prepare`).
+        let receiver_work = &self.work[1].1;
+        let meta_path = format!("{receiver_work}/meta.json");
+        let out = if local {
+            run_dir.display().to_string()
         } else {
-            (
-                format!("{receiver_work}/run"),
-                format!("{receiver_work}/meta.json"),
-            )
+            format!("{receiver_work}/run")
         };
         self.ends.receiver.run_input(
             &[
@@ -423,7 +419,12 @@ impl Backend for Hosts {
             }
         }
         let _ = std::fs::remove_dir_all(&self.control_dir);
-        Ok(restored?)
+        restored.map_err(|e| {
+            LabError::Setup(format!(
+                "could not put every setting back ({e}); `oscil-lab restore {}` retries",
+                self.campaign_dir.display()
+            ))
+        })
     }
 }
 
