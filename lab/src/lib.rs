@@ -17,6 +17,7 @@ pub mod sys;
 pub mod sysctl;
 pub mod ui;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -85,7 +86,7 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
                 return Ok(Finished::Complete);
             }
             if sysctl::restore_dir(&dir)? {
-                eprintln!("oscil-lab: restored the settings an earlier attempt left changed");
+                ui::say("oscil-lab: restored the settings an earlier attempt left changed");
             }
             run_campaign(CampaignDir { dir, campaign }, &spec, bin)
         }
@@ -275,10 +276,10 @@ fn run_campaign(
         .all(|r| r.status == CampaignRunStatus::Complete);
     Ok(match ended {
         Ended::Interrupted(signal) => {
-            eprintln!(
+            ui::say(&format!(
                 "oscil-lab: stopped by signal {signal}; oscil-lab --resume {} continues",
                 cdir.dir.display()
-            );
+            ));
             Finished::Interrupted(signal)
         }
         Ended::Done if complete => Finished::Complete,
@@ -317,13 +318,13 @@ fn run_all(cdir: &mut CampaignDir, backend: &mut dyn Backend) -> Result<Ended, L
         .filter(|r| r.status != CampaignRunStatus::Complete)
         .cloned()
         .collect();
-    eprintln!(
+    ui::say(&format!(
         "oscil-lab: {} run(s) into {} ({} -> {})",
         todo.len(),
         cdir.dir.display(),
         cdir.campaign.sender,
         cdir.campaign.receiver
-    );
+    ));
     let overhead = backend.per_run_overhead();
     let mut ui = ui::Ui::new(
         todo.len() as u64,
@@ -374,18 +375,22 @@ fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
             .stdout(std::process::Stdio::null())
             .status();
         if !matches!(status, Ok(s) if s.success()) {
-            eprintln!(
+            ui::say(&format!(
                 "oscil-lab: warning: oscil-report failed; the runs are all in {}",
                 cdir.dir.display()
-            );
+            ));
         }
     }
-    print!("{}", ui::table(&cdir.campaign, &cdir.dir));
-    let done = dirs.len();
-    eprintln!(
-        "oscil-lab: {done} of {} run(s) complete in {}",
+    let _ = write!(
+        std::io::stdout(),
+        "{}",
+        ui::table(&cdir.campaign, &cdir.dir)
+    );
+    ui::say(&format!(
+        "oscil-lab: {} of {} run(s) complete in {}",
+        dirs.len(),
         cdir.campaign.runs.len(),
         cdir.dir.display()
-    );
+    ));
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! The two system calls std does not wrap that the lab needs: noticing SIGINT/SIGTERM sent
+//! The two system calls std does not wrap that the lab needs: noticing a stop signal sent
 //! to its own process, and signalling a child by PID.
 #![allow(unsafe_code)]
 
@@ -11,10 +11,11 @@ extern "C" fn note_signal(signal: libc::c_int) {
     STOP_SIGNAL.store(signal, Ordering::SeqCst);
 }
 
-/// From now on SIGINT and SIGTERM only set a flag that [`stop_signal`] reads, so the lab
-/// can finish the current run's bookkeeping whoever sent them (a terminal or a supervisor).
+/// From now on SIGINT, SIGTERM and SIGHUP only set a flag that [`stop_signal`] reads, so
+/// the lab can finish the current run's bookkeeping and clean up whoever sent them (a
+/// terminal, a closed terminal, a supervisor).
 pub fn catch_stop_signals() -> std::io::Result<()> {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
         let previous = unsafe {
             libc::signal(

@@ -2,7 +2,7 @@
 //! the current run's phase and goodput), a line as each run ends, and the table at the
 //! end. The bar is hidden when stderr is not a terminal; the lines are always printed.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,12 @@ use oscil_protocol::campaign::{Campaign, CampaignRun, CampaignRunStatus};
 use oscil_protocol::{rundir, Phase, ReaderSample};
 
 use crate::figures::{self, change, mean, RunFigures};
+
+/// A line on stderr. A terminal that went away (SIGHUP) must not stop the lab's cleanup,
+/// so a failed write is ignored where `eprintln!` would panic.
+pub fn say(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
 
 pub struct Ui {
     bar: ProgressBar,
@@ -89,7 +95,7 @@ impl Ui {
     /// A line above the bar (or on stderr when there is none).
     pub fn line(&self, text: &str) {
         if self.bar.is_hidden() {
-            eprintln!("{text}");
+            say(text);
         } else {
             self.bar.println(text);
         }
