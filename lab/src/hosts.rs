@@ -17,7 +17,8 @@ use crate::host::{Host, SshHost};
 use crate::meta::{run_warnings, LabMeta, Sides};
 use crate::session::{listening_ports, pick_port, Ends, ReaderEnd, RunFiles};
 use crate::sysctl::{
-    self, HostRestore, RestoreFile, RunningDaemon, Sysctls, RECEIVER_KEYS, RECORDED, SENDER_KEYS,
+    self, HostRestore, RestoreFile, RunningDaemon, Sysctls, TempDir, RECEIVER_KEYS, RECORDED,
+    SENDER_KEYS,
 };
 
 pub struct Hosts {
@@ -226,7 +227,8 @@ impl Hosts {
         Ok(dir)
     }
 
-    /// Reads both hosts' values and writes `restore.json` before anything is changed.
+    /// Reads both hosts' values and writes `restore.json` (with the temporary directories,
+    /// which hold the key) before anything is changed.
     fn record_originals(&mut self) -> Result<(), LabError> {
         self.original = [
             sysctl::read(&self.ends.sender, &RECORDED)?,
@@ -253,6 +255,14 @@ impl Hosts {
                 },
             ],
             daemon: None,
+            temp_dirs: self
+                .work
+                .iter()
+                .map(|(host, path)| TempDir {
+                    host: host.clone(),
+                    path: path.clone(),
+                })
+                .collect(),
         };
         self.restore.save(&self.campaign_dir)?;
         Ok(())
@@ -399,12 +409,17 @@ impl Backend for Hosts {
 
     /// Safe to call again: what was undone is not undone twice.
     fn close(&mut self) -> Result<(), LabError> {
+        // Once recorded, the work directories go with the restore (or stay for
+        // `oscil-lab restore` when it fails); before that, they go here.
+        let recorded = !self.restore.temp_dirs.is_empty();
         let restored = self.restore.restore(&self.campaign_dir);
         if restored.is_ok() {
             self.restore = RestoreFile::default();
         }
-        for (host, dir) in self.work.drain(..) {
-            let _ = host.run(&["rm", "-rf", &dir]);
+        for (host, dir) in std::mem::take(&mut self.work) {
+            if !recorded {
+                let _ = host.run(&["rm", "-rf", &dir]);
+            }
         }
         for host in [&self.ends.sender, &self.ends.receiver] {
             if let Host::Ssh(ssh) = host {

@@ -77,6 +77,15 @@ pub struct RestoreFile {
     /// The daemon of the run in progress, so a crash does not leave it listening.
     #[serde(default)]
     pub daemon: Option<RunningDaemon>,
+    /// The campaign's temporary directories on the hosts (they hold its key).
+    #[serde(default)]
+    pub temp_dirs: Vec<TempDir>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TempDir {
+    pub host: Host,
+    pub path: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,7 +144,8 @@ impl RestoreFile {
     }
 
     /// Stops the recorded daemon (if that PID is still an oscil-daemon), puts every value
-    /// back, then removes `restore.json`. Tries every host before reporting a failure.
+    /// back, removes the temporary directories, then `restore.json`. Tries every host
+    /// before reporting a failure.
     pub fn restore(&self, dir: &Path) -> Result<(), RestoreError> {
         if let Some(daemon) = &self.daemon {
             let pid = daemon.pid.to_string();
@@ -145,6 +155,11 @@ impl RestoreFile {
         let mut first_error = None;
         for host in &self.hosts {
             if let Err(e) = write(&host.host, &host.sysctls) {
+                first_error.get_or_insert(e);
+            }
+        }
+        for dir in &self.temp_dirs {
+            if let Err(e) = dir.host.run(&["rm", "-rf", &dir.path]) {
                 first_error.get_or_insert(e);
             }
         }
@@ -213,6 +228,10 @@ mod tests {
                 host: Host::Local,
                 pid: 7,
             }),
+            temp_dirs: vec![TempDir {
+                host: Host::Local,
+                path: "/tmp/oscil-lab.x".into(),
+            }],
         };
         file.save(dir.path()).unwrap();
         assert_eq!(RestoreFile::load(dir.path()).unwrap(), Some(file));

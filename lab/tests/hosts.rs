@@ -372,6 +372,18 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
     );
     assert_eq!(sender_lowat, "131072", "the run's setting was left behind");
 
+    // The campaign's temporary directories on the hosts (they hold its key); the "hosts"
+    // share this machine's /tmp.
+    let restore_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("restore.json")).unwrap()).unwrap();
+    let temp_dirs: Vec<PathBuf> = restore_json["temp_dirs"]
+        .as_array()
+        .expect("temp_dirs")
+        .iter()
+        .map(|d| PathBuf::from(d["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(temp_dirs.len(), 2);
+    assert!(temp_dirs.iter().all(|d| d.join("key").is_file()));
     let restore = Command::new("ip")
         .args(["netns", "exec", &hosts.ns[1]])
         .arg(workspace_bin("oscil-lab"))
@@ -386,6 +398,10 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
         "every sysctl back to its recorded value"
     );
     assert!(!out.join("restore.json").exists());
+    assert!(
+        !temp_dirs.iter().any(|d| d.exists()),
+        "the key is gone from the hosts"
+    );
     wait_for(
         "the campaign's daemon to be gone",
         Duration::from_secs(5),
