@@ -4,21 +4,12 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 pub const ADDR_A: &str = "10.77.0.1";
 pub const ADDR_B: &str = "10.77.0.2";
 
-/// Whether we run as root; tests that need namespaces skip with a message otherwise.
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+pub use oscil_testkit::{is_root, unique};
 
 #[macro_export]
 macro_rules! require_root {
@@ -33,16 +24,6 @@ macro_rules! require_root {
 fn ip(args: &[&str]) {
     let status = Command::new("ip").args(args).status().expect("run ip");
     assert!(status.success(), "ip {args:?} failed");
-}
-
-/// Unique name: prefix, our PID and a counter, short enough for an interface name.
-pub fn unique(prefix: &str) -> String {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{prefix}{}x{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 /// A network namespace deleted (with every process in it) on drop.

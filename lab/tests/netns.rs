@@ -1,13 +1,11 @@
-//! scripts/lab end to end: a short pattern over an emulated 100 Mbit/s, 100 ms path, with
+//! The namespace lab end to end (through scripts/lab): a short pattern over an emulated 100 Mbit/s, 100 ms path, with
 //! and without tcp_notsent_lowat, checked against the path from the run directories.
-
-mod common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oscil_testkit::{bin_dir, number, Csv};
+use oscil_testkit::{bin_dir, is_root, number, unique, Csv};
 
 struct Run {
     reader: Vec<HashMap<String, String>>,
@@ -41,6 +39,33 @@ impl Run {
         bytes * 8.0 / (last - first + INTERVAL_S)
     }
 
+    /// The run saw the emulated 100 Mbit/s, 100 ms path.
+    fn check_path(&self) {
+        // Smoothed RTT never goes below the path's 100 ms, and its minimum (before the
+        // queue fills) is close to it.
+        let min_rtt_ms = self
+            .sender
+            .iter()
+            .map(|r| number(r, "rtt_us"))
+            .filter(|v| *v > 0.0)
+            .fold(f64::MAX, f64::min)
+            / 1e3;
+        assert!(
+            (99.0..=106.0).contains(&min_rtt_ms),
+            "min sender RTT {min_rtt_ms} ms on a 100 ms path"
+        );
+        // Full-sized segments carry 1448 payload bytes in 1514 wire bytes. Measured after
+        // slow start's losses are repaired: data held behind a hole reaches the reader in a
+        // burst, so short windows right after a loss can read above the link rate.
+        let ceiling_bps = 100e6 * 1448.0 / 1514.0;
+        let goodput = self.fast_goodput_bps(2.0);
+        eprintln!("min sender RTT {min_rtt_ms:.2} ms, fast-phase goodput {goodput:.0} bit/s");
+        assert!(
+            goodput > 0.85 * ceiling_bps && goodput < 1.05 * ceiling_bps,
+            "fast-phase goodput {goodput:.0} bit/s, path ceiling {ceiling_bps:.0}"
+        );
+    }
+
     /// Mean of a sender column over the slow phase, leaving its first second out.
     fn slow_mean(&self, column: &str) -> f64 {
         let rows: Vec<f64> = self
@@ -69,7 +94,10 @@ const INTERVAL_S: f64 = 0.1;
 
 #[test]
 fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
-    require_root!();
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, TUN devices)");
+        return;
+    }
     let bin = bin_dir();
     if !bin.join("oscil-daemon").exists() || !bin.join("oscil-reader").exists() {
         eprintln!(
@@ -78,7 +106,7 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
         );
         return;
     }
-    let out = std::env::temp_dir().join(common::unique("oscil-lab-test-"));
+    let out = std::env::temp_dir().join(unique("oscil-lab-test-"));
     let _cleanup = RemoveOnDrop(out.clone());
     let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab");
     let status = Command::new(&lab)
@@ -97,34 +125,12 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
         .expect("run scripts/lab");
     assert!(status.success(), "scripts/lab failed: {status}");
 
-    let label = |lowat: &str| out.join(format!("100mbit_100ms_cubic_lowat-{lowat}"));
+    let label = |lowat: &str| out.join(format!("runs/100mbit_100ms_cubic_lowat-{lowat}/rep-1"));
     let default = Run::load(&label("default"));
     let lowat = Run::load(&label("131072"));
 
     for run in [&default, &lowat] {
-        // Smoothed RTT never goes below the path's 100 ms, and its minimum (before the
-        // queue fills) is close to it.
-        let min_rtt_ms = run
-            .sender
-            .iter()
-            .map(|r| number(r, "rtt_us"))
-            .filter(|v| *v > 0.0)
-            .fold(f64::MAX, f64::min)
-            / 1e3;
-        assert!(
-            (99.0..=106.0).contains(&min_rtt_ms),
-            "min sender RTT {min_rtt_ms} ms on a 100 ms path"
-        );
-        // Full-sized segments carry 1448 payload bytes in 1514 wire bytes. Measured after
-        // slow start's losses are repaired: data held behind a hole reaches the reader in a
-        // burst, so short windows right after a loss can read above the link rate.
-        let ceiling_bps = 100e6 * 1448.0 / 1514.0;
-        let goodput = run.fast_goodput_bps(2.0);
-        eprintln!("min sender RTT {min_rtt_ms:.2} ms, fast-phase goodput {goodput:.0} bit/s");
-        assert!(
-            goodput > 0.85 * ceiling_bps && goodput < 1.05 * ceiling_bps,
-            "fast-phase goodput {goodput:.0} bit/s, path ceiling {ceiling_bps:.0}"
-        );
+        run.check_path();
     }
 
     let (notsent_default, notsent_lowat) = (
@@ -151,7 +157,13 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
         "wmem_queued {queued_lowat} vs default {queued_default}"
     );
 
-    let run_json = std::fs::read_to_string(label("131072").join("run.json")).expect("run.json");
+    check_records(&out, &label("131072"));
+}
+
+/// What the lab wrote around the runs: the lab's metadata in run.json, the link's
+/// statistics, campaign.json and the report.
+fn check_records(out: &Path, run_dir: &Path) {
+    let run_json = std::fs::read_to_string(run_dir.join("run.json")).expect("run.json");
     let run_json: serde_json::Value = serde_json::from_str(&run_json).expect("run.json is JSON");
     let lab_meta = &run_json["lab"];
     assert_eq!(
@@ -163,8 +175,30 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
         "131072"
     );
     let link: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(label("131072").join("link.json")).expect("link.json"),
+        &std::fs::read_to_string(run_dir.join("link.json")).expect("link.json"),
     )
     .expect("link.json is JSON");
     assert_eq!(link["a_to_b"]["emulator"]["tun_tx_dropped"], 0);
+    assert_eq!(
+        lab_meta["configuration"],
+        "100mbit_100ms_cubic_lowat-131072"
+    );
+    assert_eq!(lab_meta["repetition"], 1);
+    assert_eq!(lab_meta["settings"]["lowat_bytes"], 131072);
+
+    let campaign: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("campaign.json")).expect("campaign.json"),
+    )
+    .expect("campaign.json is JSON");
+    let statuses: Vec<&str> = campaign["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["status"].as_str().expect("status"))
+        .collect();
+    assert_eq!(statuses, ["complete", "complete"]);
+    assert!(
+        out.join("report").is_dir(),
+        "the report over the complete runs"
+    );
 }

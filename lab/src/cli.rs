@@ -1,0 +1,716 @@
+//! The command line, and its translation into a typed [`Job`]. Every value is checked here,
+//! with the same parsers as the binaries, before anything exists on any host.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use oscil_protocol::campaign::{Order, PathSettings};
+use oscil_protocol::units::{
+    parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_percent,
+    parse_positive_duration, parse_rate_bps,
+};
+use oscil_protocol::PatternConfig;
+
+use crate::config::{BackendSpec, HostsSpec, Job, LinkKind, NewCampaign};
+use crate::plan::{AxisValue, Matrix, Setting};
+
+/// Runs a campaign: every combination of the listed settings, each repeated, between an
+/// oscil-daemon and an oscil-reader on two network namespaces joined by an emulated
+/// long-haul link (the default), or on two real hosts over ssh (--sender/--receiver).
+/// LISTs are comma-separated; `default` leaves the kernel's (or the host's) own value.
+#[derive(Debug, Parser)]
+#[command(name = "oscil-lab", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Sub>,
+
+    /// Bottleneck rates, as tc writes them [default: 1gbit] (namespace lab only).
+    #[arg(long, value_name = "LIST", help_heading = "Emulated path")]
+    pub rate: Option<String>,
+    /// Round-trip times, split into two equal one-way delays [default: 466ms].
+    #[arg(long, value_name = "LIST", help_heading = "Emulated path")]
+    pub rtt: Option<String>,
+    /// Bottleneck queue in packets [default: what drains in 60 ms, at least 50].
+    #[arg(long, value_name = "PKTS", help_heading = "Emulated path")]
+    pub queue: Option<String>,
+    /// Random loss per packet, percent (0.5 or 0.5%) [default: 0].
+    #[arg(long, value_name = "PCT", help_heading = "Emulated path")]
+    pub loss: Option<String>,
+    /// oscil-link over TUN, or veth + netem where the kernel has sch_netem [default: tun].
+    #[arg(long, value_enum, help_heading = "Emulated path")]
+    pub link: Option<LinkKind>,
+
+    /// net.ipv4.tcp_notsent_lowat on the sender (bytes: 131072, 128k) [default: default,131072].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub lowat: Option<String>,
+    /// net.ipv4.tcp_wmem on the sender, MIN:DEF:MAX [lab: 4096:16384:536870912; hosts: default].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub wmem: Option<String>,
+    /// net.ipv4.tcp_rmem on the receiver, MIN:DEF:MAX [lab: 8192:262144:536870912; hosts: default].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub rmem: Option<String>,
+    /// net.ipv4.tcp_adv_win_scale on the receiver [default: default].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub adv_win_scale: Option<String>,
+    /// Congestion control, set per socket by the daemon [default: cubic].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub cc: Option<String>,
+    /// SO_SNDBUF on the daemon's sockets (16k; disables send autotuning) [default: default].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub sndbuf: Option<String>,
+    /// SO_RCVBUF on the reader's sockets [default: default].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub rcvbuf: Option<String>,
+    /// SO_MAX_PACING_RATE on the daemon's sockets (100mbit) [default: default].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub pacing_rate: Option<String>,
+    /// Reading patterns: oscillating, full-speed (the iperf3-like control) [default: oscillating].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub pattern: Option<String>,
+
+    /// Data connections per run [default: 1].
+    #[arg(long, value_name = "N", help_heading = "Reading pattern")]
+    pub flows: Option<String>,
+    /// Length of each fast phase [default: 5s].
+    #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
+    pub fast: Option<String>,
+    /// Length of each slow phase [default: 15s].
+    #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
+    pub slow: Option<String>,
+    /// Share of the best second that each slow second reads [default: 0.05].
+    #[arg(long, value_name = "F", help_heading = "Reading pattern")]
+    pub fraction: Option<String>,
+    /// Fast+slow cycles [default: 3].
+    #[arg(long, value_name = "N", help_heading = "Reading pattern")]
+    pub cycles: Option<String>,
+    /// Short pattern: --fast 2s --slow 4s --cycles 1 (explicit values win).
+    #[arg(long, help_heading = "Reading pattern")]
+    pub quick: bool,
+    /// Sampling interval [default: 100ms].
+    #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
+    pub interval: Option<String>,
+
+    /// Runs per configuration [default: 1].
+    #[arg(long, value_name = "N", help_heading = "Campaign")]
+    pub repeat: Option<String>,
+    /// Order of the runs [default: shuffled].
+    #[arg(long, value_enum, help_heading = "Campaign")]
+    pub order: Option<OrderArg>,
+    /// Seed of the shuffled order [default: from the clock; recorded in campaign.json].
+    #[arg(long, value_name = "N", help_heading = "Campaign")]
+    pub seed: Option<String>,
+    /// The campaign directory [default: lab-<date>-<time>].
+    #[arg(long, value_name = "DIR", help_heading = "Campaign")]
+    pub out: Option<PathBuf>,
+    /// Start afresh in a non-empty --out, deleting its campaign.json, runs/ and report/.
+    #[arg(long, help_heading = "Campaign")]
+    pub force: bool,
+    /// Continue the campaign in DIR: skip complete runs, rerun partial and failed ones.
+    #[arg(long, value_name = "DIR", help_heading = "Campaign")]
+    pub resume: Option<PathBuf>,
+    /// Print every run and the total duration; touch nothing.
+    #[arg(long, help_heading = "Campaign")]
+    pub dry_run: bool,
+
+    /// Two real hosts: the sender (runs oscil-daemon), as ssh takes it.
+    #[arg(long, value_name = "USER@HOST", help_heading = "Two real hosts")]
+    pub sender: Option<String>,
+    /// The receiver (runs oscil-reader): `local` (this machine) or USER@HOST.
+    #[arg(long, value_name = "local|USER@HOST", help_heading = "Two real hosts")]
+    pub receiver: Option<String>,
+    /// Passed to ssh as -o KEY=VALUE (repeatable).
+    #[arg(long, value_name = "KEY=VALUE", help_heading = "Two real hosts")]
+    pub ssh_option: Vec<String>,
+    /// Where the oscil binaries are on the hosts [default: the remote PATH].
+    #[arg(long, value_name = "DIR", help_heading = "Two real hosts")]
+    pub remote_bin: Option<String>,
+    /// Copy this build's binaries to the hosts (into --remote-bin, else a temporary directory).
+    #[arg(long, help_heading = "Two real hosts")]
+    pub install: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Put back every sysctl a campaign on real hosts changed, and stop its daemon (after a crash).
+    Restore {
+        /// The campaign directory.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OrderArg {
+    Shuffled,
+    Grouped,
+}
+
+/// A value on the command line that cannot be used; the message names the option.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("--{option}: {detail}")]
+    Invalid {
+        option: &'static str,
+        detail: String,
+    },
+    #[error("{0} describe the emulated path; they do not apply to real hosts (the campaign measures the path instead)")]
+    PathOnHosts(String),
+    #[error(
+        "--sender and --receiver go together (one names the daemon's host, the other the reader's)"
+    )]
+    HalfHosts,
+    #[error("--resume takes the plan from DIR/campaign.json; leave out {0}")]
+    PlanWithResume(String),
+}
+
+fn invalid(option: &'static str) -> impl Fn(String) -> CliError {
+    move |detail| CliError::Invalid { option, detail }
+}
+
+/// Splits a LIST, refusing empty and repeated entries.
+fn entries(option: &'static str, text: &str) -> Result<Vec<String>, CliError> {
+    let items: Vec<String> = text.split(',').map(|s| s.trim().to_owned()).collect();
+    if let Some(i) = items.iter().position(String::is_empty) {
+        return Err(invalid(option)(format!(
+            "entry {} of {text:?} is empty",
+            i + 1
+        )));
+    }
+    for (i, item) in items.iter().enumerate() {
+        if items[..i].contains(item) {
+            return Err(invalid(option)(format!("{item:?} is listed twice")));
+        }
+    }
+    Ok(items)
+}
+
+/// One axis: each entry parsed, `default` meaning "leave it alone".
+struct Axis<'a> {
+    option: &'static str,
+    text: &'a str,
+    /// The label names an entry as `<prefix><entry>` ...
+    prefix: &'static str,
+    /// ... unless it is this one (the backend's default, left out of labels).
+    omit: Option<&'a str>,
+}
+
+impl<'a> Axis<'a> {
+    /// The axis of `option`: its given LIST, else `default`.
+    fn new(
+        option: &'static str,
+        given: &'a Option<String>,
+        default: &'a str,
+        prefix: &'static str,
+        omit: Option<&'a str>,
+    ) -> Axis<'a> {
+        let text = given.as_deref().unwrap_or(default);
+        Axis {
+            option,
+            text,
+            prefix,
+            omit,
+        }
+    }
+
+    fn values<T>(
+        &self,
+        parse: impl Fn(&str) -> Result<T, String>,
+        set: impl Fn(Option<T>) -> Setting,
+    ) -> Result<Vec<AxisValue>, CliError> {
+        entries(self.option, self.text)?
+            .iter()
+            .map(|entry| {
+                let value = match entry.as_str() {
+                    "default" => None,
+                    text => Some(parse(text).map_err(invalid(self.option))?),
+                };
+                Ok(AxisValue {
+                    label: (self.omit != Some(entry)).then(|| format!("{}{entry}", self.prefix)),
+                    set: set(value),
+                })
+            })
+            .collect()
+    }
+}
+
+/// `MIN:DEF:MAX`, each a byte size.
+pub fn parse_triple(input: &str) -> Result<[u64; 3], String> {
+    let parts: Vec<&str> = input.split(':').collect();
+    if parts.len() != 3 {
+        return Err(format!(
+            "{input:?} is not MIN:DEFAULT:MAX (e.g. 4096:16384:536870912)"
+        ));
+    }
+    let mut triple = [0; 3];
+    for (slot, part) in triple.iter_mut().zip(parts) {
+        *slot = text_err(parse_bytes(part))?;
+    }
+    if triple[0] <= triple[1] && triple[1] <= triple[2] {
+        Ok(triple)
+    } else {
+        Err(format!("{input:?}: MIN <= DEFAULT <= MAX is needed"))
+    }
+}
+
+fn parse_congestion(input: &str) -> Result<String, String> {
+    let ok = input.len() <= 15
+        && input
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    ok.then(|| input.to_owned())
+        .ok_or_else(|| format!("{input:?} is not a congestion control name (cubic, bbr, reno)"))
+}
+
+fn parse_count(input: &str, max: u32) -> Result<u32, String> {
+    match input.trim().parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{input:?} is not a whole number from 1 to {max}")),
+    }
+}
+
+fn parse_pattern(input: &str) -> Result<bool, String> {
+    match input {
+        "oscillating" => Ok(false),
+        "full-speed" => Ok(true),
+        _ => Err(format!(
+            "{input:?} is not a pattern (oscillating or full-speed)"
+        )),
+    }
+}
+
+/// Applies `parse` to an optional value, naming the option on failure.
+fn opt<T, E: ToString>(
+    option: &'static str,
+    value: &Option<String>,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Result<Option<T>, CliError> {
+    value
+        .as_deref()
+        .map(|v| parse(v).map_err(|e| invalid(option)(e.to_string())))
+        .transpose()
+}
+
+impl Cli {
+    /// The job this command line asks for. `default_seed` and `default_out` come from
+    /// the clock in `main`, so this stays a pure function.
+    pub fn into_job(self, default_seed: u64, default_out: PathBuf) -> Result<Job, CliError> {
+        if let Some(Sub::Restore { dir }) = self.command {
+            return Ok(Job::Restore { dir });
+        }
+        if let Some(dir) = self.resume.clone() {
+            self.refuse_plan_options()?;
+            return Ok(Job::Resume {
+                dir,
+                dry_run: self.dry_run,
+            });
+        }
+        let backend = self.backend()?;
+        let matrix = self.matrix(&backend)?;
+        let repeat = opt("repeat", &self.repeat, |v| parse_count(v, 1000))?.unwrap_or(1);
+        let seed = opt("seed", &self.seed, str::parse::<u64>)?.unwrap_or(default_seed);
+        let order = match self.order {
+            Some(OrderArg::Grouped) => Order::Grouped,
+            Some(OrderArg::Shuffled) | None => Order::Shuffled,
+        };
+        Ok(Job::New(NewCampaign {
+            matrix,
+            repeat,
+            order,
+            seed,
+            out: self.out.unwrap_or(default_out),
+            force: self.force,
+            dry_run: self.dry_run,
+            backend,
+        }))
+    }
+
+    /// The options that make a plan, by name, when given.
+    fn plan_options(&self) -> Vec<&'static str> {
+        let given = [
+            ("--rate", self.rate.is_some()),
+            ("--rtt", self.rtt.is_some()),
+            ("--queue", self.queue.is_some()),
+            ("--loss", self.loss.is_some()),
+            ("--link", self.link.is_some()),
+            ("--lowat", self.lowat.is_some()),
+            ("--wmem", self.wmem.is_some()),
+            ("--rmem", self.rmem.is_some()),
+            ("--adv-win-scale", self.adv_win_scale.is_some()),
+            ("--cc", self.cc.is_some()),
+            ("--sndbuf", self.sndbuf.is_some()),
+            ("--rcvbuf", self.rcvbuf.is_some()),
+            ("--pacing-rate", self.pacing_rate.is_some()),
+            ("--pattern", self.pattern.is_some()),
+            ("--flows", self.flows.is_some()),
+            ("--fast", self.fast.is_some()),
+            ("--slow", self.slow.is_some()),
+            ("--fraction", self.fraction.is_some()),
+            ("--cycles", self.cycles.is_some()),
+            ("--quick", self.quick),
+            ("--interval", self.interval.is_some()),
+            ("--repeat", self.repeat.is_some()),
+            ("--order", self.order.is_some()),
+            ("--seed", self.seed.is_some()),
+            ("--out", self.out.is_some()),
+            ("--force", self.force),
+            ("--sender", self.sender.is_some()),
+            ("--receiver", self.receiver.is_some()),
+            ("--ssh-option", !self.ssh_option.is_empty()),
+            ("--remote-bin", self.remote_bin.is_some()),
+            ("--install", self.install),
+        ];
+        given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect()
+    }
+
+    fn refuse_plan_options(&self) -> Result<(), CliError> {
+        match self.plan_options() {
+            given if given.is_empty() => Ok(()),
+            given => Err(CliError::PlanWithResume(given.join(", "))),
+        }
+    }
+
+    fn backend(&self) -> Result<BackendSpec, CliError> {
+        let (sender, receiver) = match (&self.sender, &self.receiver) {
+            (None, None) => {
+                return Ok(BackendSpec::Netns {
+                    link: self.link.unwrap_or(LinkKind::Tun),
+                })
+            }
+            (Some(s), Some(r)) => (s.clone(), r.clone()),
+            _ => return Err(CliError::HalfHosts),
+        };
+        let path_options: Vec<&str> = [
+            ("--rate", self.rate.is_some()),
+            ("--rtt", self.rtt.is_some()),
+            ("--queue", self.queue.is_some()),
+            ("--loss", self.loss.is_some()),
+            ("--link", self.link.is_some()),
+        ]
+        .iter()
+        .filter(|(_, given)| *given)
+        .map(|(name, _)| *name)
+        .collect();
+        if !path_options.is_empty() {
+            return Err(CliError::PathOnHosts(path_options.join(", ")));
+        }
+        for option in &self.ssh_option {
+            if !option.contains('=') || option.starts_with('=') {
+                return Err(invalid("ssh-option")(format!(
+                    "{option:?} is not KEY=VALUE"
+                )));
+            }
+        }
+        Ok(BackendSpec::Hosts(HostsSpec {
+            sender: check_target("sender", &sender)?,
+            receiver: (receiver != "local")
+                .then(|| check_target("receiver", &receiver))
+                .transpose()?,
+            ssh_options: self.ssh_option.clone(),
+            remote_bin: self.remote_bin.clone(),
+            install: self.install,
+        }))
+    }
+
+    fn pattern_config(&self) -> Result<PatternConfig, CliError> {
+        let quick = |long: u64, short: u64| if self.quick { short } else { long };
+        let ms = |d: std::time::Duration| d.as_millis() as u64;
+        let fast = opt("fast", &self.fast, parse_positive_duration)?.map(ms);
+        let slow = opt("slow", &self.slow, parse_duration)?.map(ms);
+        let cycles = opt("cycles", &self.cycles, |v| parse_count(v, 10_000))?;
+        Ok(PatternConfig {
+            fast_ms: fast.unwrap_or(quick(5000, 2000)),
+            slow_ms: slow.unwrap_or(quick(15000, 4000)),
+            fraction: opt("fraction", &self.fraction, parse_fraction)?.unwrap_or(0.05),
+            cycles: cycles.unwrap_or(quick(3, 1) as u32),
+            full_speed: false,
+        })
+    }
+
+    fn matrix(&self, backend: &BackendSpec) -> Result<Matrix, CliError> {
+        let lab = matches!(backend, BackendSpec::Netns { .. });
+        let pattern = self.pattern_config()?;
+        let interval = opt("interval", &self.interval, parse_positive_duration)?;
+        let mut axes = Vec::new();
+        if lab {
+            axes.push(self.paths()?);
+        }
+        axes.extend(self.setting_axes(lab)?);
+        axes.push(self.patterns(pattern)?);
+        Ok(Matrix {
+            axes,
+            flows: opt("flows", &self.flows, |v| parse_count(v, 10_000))?.unwrap_or(1),
+            interval_us: interval.map_or(100_000, |d| d.as_micros() as u64),
+            pattern,
+        })
+    }
+
+    /// The sysctl and socket option axes, in label order. The lab's buffer defaults are
+    /// Cloudflare's triples; real hosts keep their own unless told.
+    fn setting_axes(&self, lab: bool) -> Result<Vec<Vec<AxisValue>>, CliError> {
+        let (wmem, rmem) = if lab {
+            ("4096:16384:536870912", "8192:262144:536870912")
+        } else {
+            ("default", "default")
+        };
+        let bytes_u32 = |v: &str| text_err(parse_bytes_u32(v));
+        let d = Some("default");
+        Ok(vec![
+            Axis::new("cc", &self.cc, "cubic", "", None)
+                .values(parse_congestion, Setting::Congestion)?,
+            Axis::new("lowat", &self.lowat, "default,131072", "lowat-", None)
+                .values(|v| text_err(parse_bytes(v)), Setting::Lowat)?,
+            Axis::new("wmem", &self.wmem, wmem, "wmem-", Some(wmem))
+                .values(parse_triple, Setting::Wmem)?,
+            Axis::new("rmem", &self.rmem, rmem, "rmem-", Some(rmem))
+                .values(parse_triple, Setting::Rmem)?,
+            Axis::new("adv-win-scale", &self.adv_win_scale, "default", "adv-", d)
+                .values(parse_adv_win_scale, Setting::AdvWinScale)?,
+            Axis::new("sndbuf", &self.sndbuf, "default", "sndbuf-", d)
+                .values(bytes_u32, Setting::Sndbuf)?,
+            Axis::new("rcvbuf", &self.rcvbuf, "default", "rcvbuf-", d)
+                .values(bytes_u32, Setting::Rcvbuf)?,
+            Axis::new("pacing-rate", &self.pacing_rate, "default", "pacing-", d)
+                .values(parse_pacing, Setting::PacingRate)?,
+        ])
+    }
+
+    /// Rate x RTT, with the loss and queue every path shares.
+    fn paths(&self) -> Result<Vec<AxisValue>, CliError> {
+        let loss_pct = opt("loss", &self.loss, parse_percent)?.map_or(0.0, |p| p * 100.0);
+        let queue_packets = opt("queue", &self.queue, |v| parse_count(v, 1_000_000))?;
+        let rates = entries("rate", self.rate.as_deref().unwrap_or("1gbit"))?;
+        let rtts = entries("rtt", self.rtt.as_deref().unwrap_or("466ms"))?;
+        let mut paths = Vec::new();
+        for rate in &rates {
+            let rate_bps = parse_rate_bps(rate).map_err(|e| invalid("rate")(e.to_string()))?;
+            for rtt in &rtts {
+                let rtt = parse_positive_duration(rtt)
+                    .map_err(|e| invalid("rtt")(e.to_string()))
+                    .map(|d| (rtt, d))?;
+                paths.push(AxisValue {
+                    label: Some(format!("{rate}_{}", rtt.0)),
+                    set: Setting::Path(Some(PathSettings {
+                        rate_bps,
+                        rtt_us: rtt.1.as_micros() as u64,
+                        loss_pct,
+                        queue_packets,
+                    })),
+                });
+            }
+        }
+        Ok(paths)
+    }
+
+    fn patterns(&self, pattern: PatternConfig) -> Result<Vec<AxisValue>, CliError> {
+        let text = self.pattern.as_deref().unwrap_or("oscillating");
+        entries("pattern", text)?
+            .iter()
+            .map(|entry| {
+                let full_speed = parse_pattern(entry).map_err(invalid("pattern"))?;
+                Ok(AxisValue {
+                    label: full_speed.then(|| "full-speed".to_owned()),
+                    set: Setting::Pattern(PatternConfig {
+                        full_speed,
+                        ..pattern
+                    }),
+                })
+            })
+            .collect()
+    }
+}
+
+fn text_err<T, E: ToString>(result: Result<T, E>) -> Result<T, String> {
+    result.map_err(|e| e.to_string())
+}
+
+fn parse_adv_win_scale(input: &str) -> Result<i32, String> {
+    match input.parse::<i32>() {
+        Ok(v) if (-31..=31).contains(&v) => Ok(v),
+        _ => Err(format!("{input:?} is not a whole number from -31 to 31")),
+    }
+}
+
+/// The kernel paces in whole bytes per second, as oscil-reader checks.
+fn parse_pacing(input: &str) -> Result<u64, String> {
+    match parse_rate_bps(input) {
+        Ok(bps) if bps < 8 => Err(format!("{input:?} is below 8 bit/s, the kernel's smallest")),
+        other => text_err(other),
+    }
+}
+
+/// `[USER@]HOST`, refusing what ssh would read as an option.
+fn check_target(option: &'static str, target: &str) -> Result<String, CliError> {
+    let ok = !target.is_empty()
+        && !target.starts_with('-')
+        && !target.chars().any(|c| c.is_whitespace() || c == '\'');
+    ok.then(|| target.to_owned())
+        .ok_or_else(|| invalid(option)(format!("{target:?} is not USER@HOST")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::configurations;
+
+    fn job(args: &[&str]) -> Result<Job, CliError> {
+        let cli = Cli::try_parse_from(std::iter::once("oscil-lab").chain(args.iter().copied()))
+            .expect("clap accepts it");
+        cli.into_job(42, PathBuf::from("lab-default"))
+    }
+
+    fn new(args: &[&str]) -> NewCampaign {
+        match job(args).unwrap() {
+            Job::New(campaign) => campaign,
+            other => panic!("not a new campaign: {other:?}"),
+        }
+    }
+
+    fn error(args: &[&str]) -> String {
+        job(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_are_the_cloudflare_comparison() {
+        let campaign = new(&[]);
+        let labels: Vec<String> = configurations(&campaign.matrix)
+            .into_iter()
+            .map(|c| c.label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "1gbit_466ms_cubic_lowat-default",
+                "1gbit_466ms_cubic_lowat-131072"
+            ]
+        );
+        let settings = &configurations(&campaign.matrix)[1].settings;
+        assert_eq!(settings.wmem_bytes, Some([4096, 16384, 536870912]));
+        assert_eq!(settings.rmem_bytes, Some([8192, 262144, 536870912]));
+        assert_eq!(settings.pattern, PatternConfig::CLOUDFLARE);
+        assert_eq!((campaign.seed, campaign.repeat), (42, 1));
+        assert_eq!(campaign.order, Order::Shuffled);
+        assert_eq!(campaign.out, PathBuf::from("lab-default"));
+    }
+
+    #[test]
+    fn values_take_the_binaries_grammar() {
+        let campaign = new(&[
+            "--lowat",
+            "default,128k",
+            "--rate",
+            "10mbit",
+            "--sndbuf",
+            "16k,64KiB",
+            "--quick",
+            "--slow",
+            "3s",
+            "--loss",
+            "0.0",
+        ]);
+        let configs = configurations(&campaign.matrix);
+        assert_eq!(configs.len(), 4);
+        assert_eq!(configs[2].label, "10mbit_466ms_cubic_lowat-128k_sndbuf-16k");
+        assert_eq!(configs[2].settings.lowat_bytes, Some(131072));
+        assert_eq!(configs[3].settings.sndbuf_bytes, Some(65536));
+        let pattern = configs[0].settings.pattern;
+        assert_eq!(
+            (pattern.fast_ms, pattern.slow_ms, pattern.cycles),
+            (2000, 3000, 1)
+        );
+        let path = configs[0].settings.path.as_ref().unwrap();
+        assert_eq!(
+            (path.rate_bps, path.rtt_us, path.loss_pct),
+            (10_000_000, 466_000, 0.0)
+        );
+    }
+
+    #[test]
+    fn buffer_triples_and_patterns_label_only_when_not_default() {
+        let campaign = new(&[
+            "--wmem",
+            "4096:16384:536870912,4096:16384:4M",
+            "--pattern",
+            "oscillating,full-speed",
+            "--lowat",
+            "default",
+        ]);
+        let configs = configurations(&campaign.matrix);
+        let labels: Vec<&str> = configs.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "1gbit_466ms_cubic_lowat-default",
+                "1gbit_466ms_cubic_lowat-default_full-speed",
+                "1gbit_466ms_cubic_lowat-default_wmem-4096-16384-4M",
+                "1gbit_466ms_cubic_lowat-default_wmem-4096-16384-4M_full-speed",
+            ]
+        );
+        assert_eq!(configs[2].settings.wmem_bytes, Some([4096, 16384, 4 << 20]));
+        assert!(configs[1].settings.pattern.full_speed);
+    }
+
+    #[test]
+    fn bad_values_name_the_option() {
+        assert!(error(&["--cycles", "0"]).starts_with("--cycles: "));
+        assert!(
+            error(&["--fast", "2"]).starts_with("--fast: "),
+            "a bare number is no duration"
+        );
+        assert!(error(&["--lowat", "default,,1"]).contains("empty"));
+        assert!(error(&["--lowat", "1,1"]).contains("twice"));
+        assert!(error(&["--rate", "fast"]).starts_with("--rate: "));
+        assert!(error(&["--wmem", "1:2"]).contains("MIN:DEFAULT:MAX"));
+        assert!(error(&["--wmem", "3:2:1"]).contains("MIN <= DEFAULT <= MAX"));
+        assert!(error(&["--pattern", "wavy"]).starts_with("--pattern: "));
+        assert!(error(&["--cc", "Cubic;"]).starts_with("--cc: "));
+        assert!(error(&["--repeat", "0"]).starts_with("--repeat: "));
+        assert!(error(&["--adv-win-scale", "99"]).starts_with("--adv-win-scale: "));
+    }
+
+    #[test]
+    fn hosts_refuse_path_options_and_half_pairs() {
+        let message = error(&["--sender", "root@a", "--receiver", "local", "--rtt", "40ms"]);
+        assert!(
+            message.starts_with("--rtt describe the emulated path"),
+            "{message}"
+        );
+        assert!(error(&["--sender", "root@a"]).contains("go together"));
+        assert!(
+            error(&["--sender=-oProxyCommand=x", "--receiver", "local"]).starts_with("--sender")
+        );
+        let campaign = new(&[
+            "--sender",
+            "root@a",
+            "--receiver",
+            "local",
+            "--ssh-option",
+            "Port=2222",
+        ]);
+        let configs = configurations(&campaign.matrix);
+        assert_eq!(configs[0].label, "cubic_lowat-default");
+        assert_eq!(configs[0].settings.path, None);
+        assert_eq!(
+            configs[0].settings.wmem_bytes, None,
+            "hosts keep their own tcp_wmem"
+        );
+        match campaign.backend {
+            BackendSpec::Hosts(hosts) => {
+                assert_eq!(hosts.receiver, None);
+                assert_eq!(hosts.ssh_options, ["Port=2222"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn resume_and_restore_take_a_directory_only() {
+        assert!(matches!(
+            job(&["--resume", "d"]).unwrap(),
+            Job::Resume { .. }
+        ));
+        assert!(error(&["--resume", "d", "--rate", "1gbit"]).contains("leave out --rate"));
+        assert!(matches!(
+            job(&["restore", "d"]).unwrap(),
+            Job::Restore { .. }
+        ));
+    }
+}

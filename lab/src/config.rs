@@ -1,0 +1,64 @@
+//! What the lab is asked to do, typed: the command line becomes one of these before
+//! anything runs, and a campaign's backend is kept in `campaign.json` so `--resume` and
+//! `restore` need nothing but the directory.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use oscil_protocol::campaign::Order;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Matrix;
+
+#[derive(Debug)]
+pub enum Job {
+    New(NewCampaign),
+    Resume { dir: PathBuf, dry_run: bool },
+    Restore { dir: PathBuf },
+}
+
+#[derive(Debug)]
+pub struct NewCampaign {
+    pub matrix: Matrix,
+    pub repeat: u32,
+    pub order: Order,
+    pub seed: u64,
+    pub out: PathBuf,
+    pub force: bool,
+    pub dry_run: bool,
+    pub backend: BackendSpec,
+}
+
+/// Where the runs happen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum BackendSpec {
+    /// Two network namespaces on this machine joined by an emulated link.
+    Netns { link: LinkKind },
+    /// Two real machines over ssh.
+    Hosts(HostsSpec),
+}
+
+/// The emulated link of the namespace lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    /// oscil-link over TUN: works without netem.
+    Tun,
+    /// veth + netem, where the kernel has sch_netem.
+    Netem,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostsSpec {
+    /// `user@host` as ssh takes it: runs oscil-daemon.
+    pub sender: String,
+    /// `user@host`, or `None` for this machine: runs oscil-reader.
+    pub receiver: Option<String>,
+    /// Each passed to ssh as `-o KEY=VALUE`.
+    pub ssh_options: Vec<String>,
+    /// Where the binaries are on the hosts; `None`: on the remote PATH.
+    pub remote_bin: Option<String>,
+    /// Copy this build's binaries to the hosts first.
+    pub install: bool,
+}

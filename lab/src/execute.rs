@@ -1,0 +1,394 @@
+//! Running a campaign: the campaign directory's bookkeeping (every state change saved
+//! atomically to `campaign.json`), the loop over the plan on a backend, and each run's
+//! outcome read back from its run directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oscil_protocol::campaign::{self, Campaign, CampaignError, CampaignRun, CampaignRunStatus};
+use oscil_protocol::rundir;
+
+use crate::host::HostError;
+use crate::meta::Sides;
+use crate::session::{last_line, Ends, ReaderEnd, RunFiles, SessionError};
+use crate::sys;
+use crate::sysctl::RestoreError;
+use crate::ui::Ui;
+
+/// Everything that can stop the lab, each said in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("{0}")]
+    Host(#[from] HostError),
+    #[error("{0}")]
+    Session(#[from] SessionError),
+    #[error("{0}")]
+    Restore(#[from] RestoreError),
+    #[error("{0}")]
+    Campaign(#[from] CampaignError),
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl LabError {
+    pub fn io(what: &'static str, path: PathBuf, source: std::io::Error) -> LabError {
+        LabError::Io { what, path, source }
+    }
+}
+
+/// Where runs happen: the namespace lab or two real hosts.
+pub trait Backend {
+    /// The two ends, as `campaign.json` names them.
+    fn ends(&self) -> Sides;
+    /// What the backend recorded about its hosts.
+    fn facts(&self) -> serde_json::Value;
+    /// Time a run takes beyond its pattern, for estimates.
+    fn per_run_overhead(&self) -> Duration;
+    /// One run, leaving its run directory at `run_dir` on this machine.
+    fn run(
+        &mut self,
+        run: &CampaignRun,
+        run_dir: &Path,
+        logs: &Path,
+        tick: &mut dyn FnMut(Duration),
+    ) -> Result<ReaderEnd, LabError>;
+    /// Puts back everything the backend changed. Also done on drop, quietly.
+    fn close(&mut self) -> Result<(), LabError>;
+}
+
+/// Writes a fresh campaign key into `dir` (made 0700), mode 0600; returns its path.
+pub fn write_key(dir: &Path) -> Result<PathBuf, LabError> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| LabError::io("cannot create", dir.to_owned(), source))?;
+    let path = dir.join("key");
+    let key = oscil_protocol::key::generate_key()
+        .map_err(|source| LabError::io("cannot read", "/dev/urandom".into(), source))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(key.as_bytes()))
+        .map_err(|source| LabError::io("cannot write", path.clone(), source))?;
+    Ok(path)
+}
+
+/// Runs the daemon and the reader for one run; `on_daemon` hears the daemon's PID once it
+/// listens and `None` once it is stopped (the hosts backend records it for `restore`).
+pub fn run_session(
+    ends: &Ends,
+    run: &CampaignRun,
+    port: u16,
+    files: &RunFiles,
+    tick: &mut dyn FnMut(Duration),
+    on_daemon: Option<&mut dyn FnMut(Option<u32>) -> Result<(), LabError>>,
+) -> Result<ReaderEnd, LabError> {
+    let mut daemon = ends.start_daemon(port, files.daemon_log)?;
+    let mut on_daemon = on_daemon;
+    if let Some(record) = on_daemon.as_mut() {
+        record(Some(daemon.pid))?;
+    }
+    let result = ends.run_reader(run, port, files, tick);
+    daemon.stop(Duration::from_secs(5));
+    if let Some(record) = on_daemon.as_mut() {
+        record(None)?;
+    }
+    Ok(result?)
+}
+
+/// A run's status from what it left: `run.json` says complete or partial (and why); no
+/// `run.json` means the reader never got going.
+pub fn outcome(
+    run_dir: &Path,
+    result: &Result<ReaderEnd, LabError>,
+    reader_log: &Path,
+) -> (CampaignRunStatus, Option<String>) {
+    let end = match result {
+        Err(error) => return (CampaignRunStatus::Failed, Some(error.to_string())),
+        Ok(end) => end,
+    };
+    match rundir::load_meta(run_dir) {
+        Ok(meta)
+            if meta.ending.status == oscil_protocol::RunStatus::Complete && end.code == Some(0) =>
+        {
+            (CampaignRunStatus::Complete, None)
+        }
+        Ok(meta) => {
+            let why = if end.stopped {
+                "the lab was asked to stop: "
+            } else {
+                ""
+            };
+            (
+                CampaignRunStatus::Partial,
+                Some(format!("{why}{}", meta.ending.reason)),
+            )
+        }
+        Err(_) => {
+            let code = end
+                .code
+                .map_or("a signal".into(), |c| format!("status {c}"));
+            let reason = format!("oscil-reader exited with {code}: {}", last_line(reader_log));
+            (CampaignRunStatus::Failed, Some(reason))
+        }
+    }
+}
+
+/// The campaign directory and its `campaign.json`, saved after every change.
+pub struct CampaignDir {
+    pub dir: PathBuf,
+    pub campaign: Campaign,
+}
+
+impl CampaignDir {
+    pub fn save(&self) -> Result<(), LabError> {
+        Ok(campaign::save(&self.dir, &self.campaign)?)
+    }
+
+    fn set(
+        &mut self,
+        index: usize,
+        status: CampaignRunStatus,
+        reason: Option<String>,
+    ) -> Result<(), LabError> {
+        let run = &mut self.campaign.runs[index];
+        run.status = status;
+        run.reason = reason;
+        self.save()
+    }
+}
+
+/// Keeps an earlier attempt's files (a partial or failed run being redone) as
+/// `rep-<k>.attempt-<n>`: nothing a campaign wrote is ever overwritten.
+fn set_aside(run_dir: &Path) -> Result<(), LabError> {
+    if !run_dir.exists() {
+        return Ok(());
+    }
+    let name = run_dir
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let aside = (1..)
+        .map(|n| run_dir.with_file_name(format!("{name}.attempt-{n}")))
+        .find(|p| !p.exists())
+        .expect("some attempt number is free");
+    std::fs::rename(run_dir, &aside)
+        .map_err(|source| LabError::io("cannot move aside", run_dir.to_owned(), source))
+}
+
+/// How a campaign's loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// Every run was tried.
+    Done,
+    /// A stop signal came; the rest stays pending for `--resume`.
+    Interrupted(i32),
+}
+
+/// Runs every run that is not complete, in plan order.
+pub fn execute(
+    cdir: &mut CampaignDir,
+    backend: &mut dyn Backend,
+    ui: &mut Ui,
+) -> Result<Ended, LabError> {
+    for index in 0..cdir.campaign.runs.len() {
+        if let Some(signal) = sys::stop_signal() {
+            return Ok(Ended::Interrupted(signal));
+        }
+        let run = cdir.campaign.runs[index].clone();
+        if run.status == CampaignRunStatus::Complete {
+            continue;
+        }
+        let run_dir = cdir.dir.join(&run.dir);
+        set_aside(&run_dir)?;
+        if let Some(parent) = run_dir.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|source| LabError::io("cannot create", parent.to_owned(), source))?;
+        }
+        let logs = cdir.dir.join("logs").join(format!(
+            "{:03}_{}_rep-{}",
+            run.position, run.label, run.repetition
+        ));
+        std::fs::create_dir_all(&logs)
+            .map_err(|source| LabError::io("cannot create", logs.clone(), source))?;
+        ui.start_run(&run);
+        let result = backend.run(&run, &run_dir, &logs, &mut |elapsed| {
+            ui.tick(&run, &run_dir, elapsed)
+        });
+        let (status, reason) = outcome(&run_dir, &result, &logs.join("reader.log"));
+        cdir.set(index, status, reason.clone())?;
+        ui.finish_run(&run, status, reason.as_deref(), &run_dir);
+    }
+    Ok(match sys::stop_signal() {
+        Some(signal) => Ended::Interrupted(signal),
+        None => Ended::Done,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
+    use oscil_protocol::campaign::{Backend as BackendKind, Order};
+    use oscil_protocol::PatternConfig;
+
+    /// A backend on which no run can start: the loop's bookkeeping, without a kernel.
+    struct Refusing {
+        tried: Vec<(String, u32)>,
+    }
+
+    impl Backend for Refusing {
+        fn ends(&self) -> Sides {
+            Sides {
+                sender: "s".into(),
+                receiver: "r".into(),
+            }
+        }
+        fn facts(&self) -> serde_json::Value {
+            serde_json::Value::Null
+        }
+        fn per_run_overhead(&self) -> Duration {
+            Duration::ZERO
+        }
+        fn run(
+            &mut self,
+            run: &CampaignRun,
+            _: &Path,
+            _: &Path,
+            _: &mut dyn FnMut(Duration),
+        ) -> Result<ReaderEnd, LabError> {
+            self.tried.push((run.label.clone(), run.repetition));
+            Err(LabError::Setup(format!("no room for {}", run.label)))
+        }
+        fn close(&mut self) -> Result<(), LabError> {
+            Ok(())
+        }
+    }
+
+    fn campaign_dir(dir: &Path) -> CampaignDir {
+        let lowat = |label: &str, bytes| AxisValue {
+            label: Some(label.into()),
+            set: Setting::Lowat(bytes),
+        };
+        let matrix = Matrix {
+            axes: vec![vec![lowat("a", None), lowat("b", Some(1))]],
+            flows: 1,
+            interval_us: 100_000,
+            pattern: PatternConfig::CLOUDFLARE,
+        };
+        let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);
+        let campaign = Campaign {
+            format_version: campaign::CAMPAIGN_FORMAT_VERSION,
+            software: "test".into(),
+            created_unix_ms: 0,
+            backend: BackendKind::Netns,
+            sender: "s".into(),
+            receiver: "r".into(),
+            order: Order::Grouped,
+            seed: 0,
+            repeat: 2,
+            runs,
+            hosts: None,
+        };
+        CampaignDir {
+            dir: dir.to_owned(),
+            campaign,
+        }
+    }
+
+    #[test]
+    fn every_run_not_complete_is_tried_in_order_and_each_outcome_is_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cdir = campaign_dir(dir.path());
+        cdir.campaign.runs[1].status = CampaignRunStatus::Complete;
+        let mut backend = Refusing { tried: Vec::new() };
+        let mut ui = Ui::new(3, Duration::ZERO, Duration::ZERO);
+        let ended = execute(&mut cdir, &mut backend, &mut ui).unwrap();
+        assert_eq!(ended, Ended::Done);
+        let tried: Vec<(&str, u32)> = backend
+            .tried
+            .iter()
+            .map(|(l, r)| (l.as_str(), *r))
+            .collect();
+        assert_eq!(
+            tried,
+            [("a", 1), ("b", 1), ("b", 2)],
+            "the complete run is skipped"
+        );
+        let saved = campaign::load(dir.path()).unwrap();
+        let statuses: Vec<CampaignRunStatus> = saved.runs.iter().map(|r| r.status).collect();
+        use CampaignRunStatus::{Complete, Failed};
+        assert_eq!(statuses, [Failed, Complete, Failed, Failed]);
+        assert_eq!(saved.runs[3].reason.as_deref(), Some("no room for b"));
+        assert!(dir.path().join("logs/004_b_rep-2").is_dir());
+    }
+
+    #[test]
+    fn an_earlier_attempt_is_kept_beside_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = dir.path().join("runs/x/rep-1");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(run_dir.join("run.json"), "{}").unwrap();
+        set_aside(&run_dir).unwrap();
+        assert!(!run_dir.exists());
+        assert!(dir.path().join("runs/x/rep-1.attempt-1/run.json").is_file());
+        std::fs::create_dir_all(&run_dir).unwrap();
+        set_aside(&run_dir).unwrap();
+        assert!(dir.path().join("runs/x/rep-1.attempt-2").is_dir());
+    }
+
+    #[test]
+    fn outcome_reads_the_run_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("reader.log");
+        std::fs::write(
+            &log,
+            "oscil-reader: connecting\noscil-reader: connection refused\n",
+        )
+        .unwrap();
+        let end = Ok(ReaderEnd {
+            code: Some(1),
+            stopped: false,
+        });
+        let (status, reason) = outcome(&dir.path().join("none"), &end, &log);
+        assert_eq!(status, CampaignRunStatus::Failed);
+        assert_eq!(
+            reason.unwrap(),
+            "oscil-reader exited with status 1: oscil-reader: connection refused"
+        );
+        let error = Err(LabError::Setup(
+            "oscil-link did not start within 5 s".into(),
+        ));
+        let (status, reason) = outcome(dir.path(), &error, &log);
+        assert_eq!(
+            (status, reason.as_deref()),
+            (
+                CampaignRunStatus::Failed,
+                Some("oscil-link did not start within 5 s")
+            )
+        );
+    }
+
+    #[test]
+    fn keys_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_key(&dir.path().join("k")).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(&path).unwrap().len(), 64);
+    }
+}

@@ -1,0 +1,329 @@
+//! Where a command runs: this machine, a network namespace on it, or a machine over ssh.
+//! Everything else in the lab (sysctls, the daemon, the reader) is written once against
+//! [`Host`], and [`Proc`] supervises what it starts there.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::sys;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Host {
+    /// This machine.
+    Local,
+    /// A network namespace on this machine.
+    Netns(String),
+    /// A machine reached with the system's OpenSSH client.
+    Ssh(SshHost),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SshHost {
+    /// `user@host`, as ssh takes it.
+    pub target: String,
+    /// Each passed as `-o KEY=VALUE`.
+    pub options: Vec<String>,
+    /// Prefix commands with `sudo -n` (the user is not root).
+    pub sudo: bool,
+    /// A private socket through which every command shares one ssh connection (a new
+    /// connection per command costs several round trips on a long path). Not recorded in
+    /// restore.json: a restore after a crash connects afresh.
+    #[serde(skip)]
+    pub control_path: Option<String>,
+}
+
+/// A command on a host that could not run or failed; the message names both.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("{host}: cannot run {program}: {source}")]
+    Spawn {
+        host: String,
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("{host}: `{command}` failed: {detail}")]
+    Failed {
+        host: String,
+        command: String,
+        detail: String,
+    },
+}
+
+/// Quotes one word for the remote shell that ssh hands its command to.
+pub fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:=@%+,-".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+impl Host {
+    /// How messages name the host.
+    pub fn name(&self) -> String {
+        match self {
+            Host::Local => "this machine".into(),
+            Host::Netns(ns) => format!("namespace {ns}"),
+            Host::Ssh(ssh) => ssh.target.clone(),
+        }
+    }
+
+    /// `argv` as it runs on this host, as root.
+    pub fn command(&self, argv: &[&str]) -> Command {
+        match self {
+            Host::Local => {
+                let mut command = Command::new(argv[0]);
+                command.args(&argv[1..]);
+                command
+            }
+            Host::Netns(ns) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", ns]).args(argv);
+                command
+            }
+            Host::Ssh(ssh) => {
+                let mut command = Command::new("ssh");
+                command.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]);
+                command.args(["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]);
+                for option in &ssh.options {
+                    command.arg("-o").arg(option);
+                }
+                if let Some(path) = &ssh.control_path {
+                    command.args(["-o", "ControlMaster=auto", "-o", "ControlPersist=30"]);
+                    command.arg("-o").arg(format!("ControlPath={path}"));
+                }
+                let sudo: &[&str] = if ssh.sudo { &["sudo", "-n"] } else { &[] };
+                let words: Vec<String> = sudo.iter().chain(argv).map(|w| shell_quote(w)).collect();
+                command.arg(&ssh.target).arg("--").arg(words.join(" "));
+                command
+            }
+        }
+    }
+
+    /// Runs `argv` to its end and returns its standard output, trimmed.
+    pub fn run(&self, argv: &[&str]) -> Result<String, HostError> {
+        self.run_input(argv, &[])
+    }
+
+    /// Runs `argv` with `input` on its standard input (how files and keys reach a remote
+    /// host without ever being on a command line). In a process group of its own, like
+    /// everything the lab starts: a Ctrl-C on the terminal reaches only the lab.
+    pub fn run_input(&self, argv: &[&str], input: &[u8]) -> Result<String, HostError> {
+        let mut child = self
+            .command(argv)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|source| self.spawn_error(argv, source))?;
+        let mut stdin = child.stdin.take().expect("piped");
+        // A command that does not read its input closes the pipe early: not an error.
+        let _ = stdin.write_all(input);
+        drop(stdin);
+        let output = child
+            .wait_with_output()
+            .map_err(|source| self.spawn_error(argv, source))?;
+        if output.status.success() {
+            return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let detail = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map_or_else(|| output.status.to_string(), |l| l.trim().to_owned());
+        Err(HostError::Failed {
+            host: self.name(),
+            command: argv.join(" "),
+            detail,
+        })
+    }
+
+    fn spawn_error(&self, argv: &[&str], source: std::io::Error) -> HostError {
+        let program = match self {
+            Host::Local => argv[0],
+            Host::Netns(_) => "ip",
+            Host::Ssh(_) => "ssh",
+        };
+        HostError::Spawn {
+            host: self.name(),
+            program: program.into(),
+            source,
+        }
+    }
+
+    /// Starts `argv` in the background, its output into `log`. Local processes get a
+    /// process group of their own, so a Ctrl-C on the terminal reaches only the lab, which
+    /// then stops them in the right order.
+    pub fn spawn(&self, argv: &[&str], log: &File) -> Result<Proc, HostError> {
+        let clone_log = || {
+            log.try_clone()
+                .map_err(|source| self.spawn_error(argv, source))
+        };
+        let remote = matches!(self, Host::Ssh(_));
+        // Over ssh, a shell says its PID and then becomes the program, so the lab can
+        // signal the program itself later.
+        let wrapped: Vec<&str> = if remote {
+            ["sh", "-c", "echo $$; exec \"$@\" >&2", "sh"]
+                .iter()
+                .chain(argv)
+                .copied()
+                .collect()
+        } else {
+            argv.to_vec()
+        };
+        let mut child = self
+            .command(&wrapped)
+            .stdin(Stdio::null())
+            .stdout(if remote {
+                Stdio::piped()
+            } else {
+                Stdio::from(clone_log()?)
+            })
+            .stderr(Stdio::from(clone_log()?))
+            .process_group(0)
+            .spawn()
+            .map_err(|source| self.spawn_error(argv, source))?;
+        let pid = if remote {
+            let mut line = String::new();
+            let stdout = child.stdout.take().expect("piped");
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            line.trim().parse().ok()
+        } else {
+            Some(child.id())
+        };
+        let Some(pid) = pid else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(HostError::Failed {
+                host: self.name(),
+                command: argv.join(" "),
+                detail: "it did not start (see the log)".into(),
+            });
+        };
+        Ok(Proc {
+            host: self.clone(),
+            pid,
+            child,
+        })
+    }
+}
+
+/// A process the lab started on a host, stopped (gently, then not) when dropped.
+pub struct Proc {
+    host: Host,
+    /// The program's PID on its host.
+    pub pid: u32,
+    /// This machine's handle: the program itself, or the ssh client carrying it.
+    child: Child,
+}
+
+impl Proc {
+    /// Sends `signal` to the program, wherever it runs.
+    pub fn signal(&self, signal: i32) {
+        match &self.host {
+            Host::Ssh(_) => {
+                let _ = self
+                    .host
+                    .run(&["kill", &format!("-{signal}"), &self.pid.to_string()]);
+            }
+            _ => {
+                let _ = sys::kill(self.pid, signal);
+            }
+        }
+    }
+
+    /// The exit status, once it has ended.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Waits up to `limit` for it to end by itself.
+    pub fn wait_for(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM, up to `grace` to end, then SIGKILL.
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        if let Some(status) = self.try_wait() {
+            return Some(status);
+        }
+        self.signal(sys::SIGTERM);
+        if let Some(status) = self.wait_for(grace) {
+            return Some(status);
+        }
+        self.signal(sys::SIGKILL);
+        let _ = self.child.kill();
+        self.child.wait().ok()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_keeps_each_word_whole() {
+        assert_eq!(
+            shell_quote("net.ipv4.tcp_wmem=4096"),
+            "net.ipv4.tcp_wmem=4096"
+        );
+        assert_eq!(shell_quote("4096 16384 4194304"), "'4096 16384 4194304'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("$(reboot)"), "'$(reboot)'");
+    }
+
+    #[test]
+    fn local_commands_report_output_and_failure() {
+        assert_eq!(Host::Local.run(&["echo", " hi "]).unwrap(), "hi");
+        let input = Host::Local.run_input(&["cat"], b"key\n").unwrap();
+        assert_eq!(input, "key");
+        let error = Host::Local
+            .run(&[
+                "sh",
+                "-c",
+                "echo first >&2; echo 'no such thing' >&2; exit 3",
+            ])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(error, "this machine: `sh -c echo first >&2; echo 'no such thing' >&2; exit 3` failed: no such thing");
+    }
+
+    #[test]
+    fn a_started_process_is_stopped_by_signal() {
+        let log = tempfile::tempfile().unwrap();
+        let mut proc = Host::Local.spawn(&["sleep", "30"], &log).unwrap();
+        assert!(proc.try_wait().is_none());
+        let started = Instant::now();
+        let status = proc.stop(Duration::from_secs(5)).unwrap();
+        assert!(!status.success());
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+}

@@ -1,0 +1,396 @@
+//! oscil-lab: campaigns. A plan (every combination of the listed settings, each repeated,
+//! in a seeded order) run on a backend (two namespaces joined by an emulated link, or two
+//! real hosts over ssh), kept in a campaign directory that can be resumed, with every
+//! setting changed on a host recorded first and restored on every exit path.
+
+pub mod cli;
+pub mod config;
+pub mod execute;
+pub mod figures;
+pub mod host;
+pub mod hosts;
+pub mod meta;
+pub mod netns;
+pub mod plan;
+pub mod session;
+pub mod sys;
+pub mod sysctl;
+pub mod ui;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oscil_protocol::campaign::{
+    self, Backend as BackendKind, Campaign, CampaignRunStatus, CAMPAIGN_FORMAT_VERSION,
+};
+
+use config::{BackendSpec, Job, LinkKind, NewCampaign};
+use execute::{Backend, CampaignDir, Ended, LabError};
+use host::Host;
+use plan::{configurations, plan_runs, planned_duration};
+
+/// Where this build's binaries are: `$OSCIL_BIN_DIR`, else beside `oscil-lab` itself.
+pub fn bin_dir() -> PathBuf {
+    std::env::var_os("OSCIL_BIN_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_exe().ok()?.parent().map(Path::to_owned))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// How a job ended, for the exit code.
+pub enum Finished {
+    /// Every run complete (or nothing to do).
+    Complete,
+    /// Some run is not complete: failed or partial.
+    Incomplete,
+    /// A signal stopped the campaign; it can be resumed.
+    Interrupted(i32),
+}
+
+pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabError> {
+    match job {
+        Job::Restore { dir } => {
+            let restored = sysctl::restore_dir(&dir)?;
+            eprintln!(
+                "oscil-lab: {}",
+                if restored {
+                    "every recorded setting is back"
+                } else {
+                    "nothing to restore"
+                }
+            );
+            Ok(Finished::Complete)
+        }
+        Job::New(new) if new.dry_run => {
+            print_plan(&plan_new(&new, now_unix_ms), &new.backend);
+            Ok(Finished::Complete)
+        }
+        Job::New(new) => {
+            prepare_out(&new.out, new.force)?;
+            let campaign = plan_new(&new, now_unix_ms);
+            run_campaign(
+                CampaignDir {
+                    dir: new.out.clone(),
+                    campaign,
+                },
+                &new.backend,
+                bin,
+            )
+        }
+        Job::Resume { dir, dry_run } => {
+            let campaign = campaign::load(&dir)?;
+            let spec = backend_spec(&campaign)?;
+            if dry_run {
+                print_plan(&campaign, &spec);
+                return Ok(Finished::Complete);
+            }
+            if sysctl::restore_dir(&dir)? {
+                ui::say("oscil-lab: restored the settings an earlier attempt left changed");
+            }
+            run_campaign(CampaignDir { dir, campaign }, &spec, bin)
+        }
+    }
+}
+
+fn plan_new(new: &NewCampaign, now_unix_ms: u64) -> Campaign {
+    let configs = configurations(&new.matrix);
+    Campaign {
+        format_version: CAMPAIGN_FORMAT_VERSION,
+        software: format!("oscil-lab {}", env!("CARGO_PKG_VERSION")),
+        created_unix_ms: now_unix_ms,
+        backend: match new.backend {
+            BackendSpec::Netns { .. } => BackendKind::Netns,
+            BackendSpec::Hosts(_) => BackendKind::Hosts,
+        },
+        sender: String::new(),
+        receiver: String::new(),
+        order: new.order,
+        seed: new.seed,
+        repeat: new.repeat,
+        runs: plan_runs(&configs, new.repeat, new.order, new.seed),
+        hosts: Some(serde_json::json!({ "lab_backend": new.backend })),
+    }
+}
+
+fn backend_spec(campaign: &Campaign) -> Result<BackendSpec, LabError> {
+    let value = campaign
+        .hosts
+        .as_ref()
+        .and_then(|h| h.get("lab_backend"))
+        .cloned()
+        .unwrap_or_default();
+    serde_json::from_value(value)
+        .map_err(|e| LabError::Setup(format!("campaign.json does not say how it ran ({e})")))
+}
+
+fn overhead(spec: &BackendSpec) -> Duration {
+    match spec {
+        BackendSpec::Netns { .. } => Duration::from_secs(2),
+        BackendSpec::Hosts(_) => Duration::from_secs(5),
+    }
+}
+
+/// `--dry-run`: every run still to do, with its settings, and the total.
+fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
+    let todo: Vec<_> = campaign
+        .runs
+        .iter()
+        .filter(|r| r.status != CampaignRunStatus::Complete)
+        .collect();
+    for run in &todo {
+        let settings = serde_json::to_string(&run.settings).expect("settings serialize");
+        println!(
+            "{:>4}  {} rep-{}  {settings}",
+            run.position, run.label, run.repetition
+        );
+    }
+    let total = planned_duration(todo.iter().copied(), overhead(spec));
+    println!(
+        "{} run(s), {} order (seed {}), about {} in all ({} per run beyond the pattern)",
+        todo.len(),
+        format!("{:?}", campaign.order).to_lowercase(),
+        campaign.seed,
+        humanize(total),
+        humanize(overhead(spec))
+    );
+}
+
+fn humanize(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// A new campaign needs an empty (or absent) directory, or `--force`.
+fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
+    let mut entries = match std::fs::read_dir(out) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => return Err(LabError::io("cannot read", out.to_owned(), source)),
+    };
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    if !force {
+        return Err(LabError::Setup(format!(
+            "{} is not empty: --resume {0} continues its campaign, --force starts afresh there",
+            out.display()
+        )));
+    }
+    if out.join(sysctl::RESTORE_JSON).exists() {
+        return Err(LabError::Setup(format!(
+            "{}: a campaign there left settings to restore; run oscil-lab restore {0} first",
+            out.display()
+        )));
+    }
+    for name in [campaign::CAMPAIGN_JSON, "runs", "report", "logs"] {
+        let path = out.join(name);
+        let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+    }
+    Ok(())
+}
+
+fn check_binaries(bin: &Path, names: &[&str]) -> Result<(), LabError> {
+    match names.iter().find(|name| !bin.join(name).is_file()) {
+        Some(name) => Err(LabError::Setup(format!(
+            "{} is missing (build with cargo build --release --workspace, or set OSCIL_BIN_DIR)",
+            bin.join(name).display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What the namespace lab needs of this machine, checked before anything is made.
+fn check_netns_prerequisites(link: LinkKind, bin: &Path) -> Result<(), LabError> {
+    let mut needed = vec!["oscil-daemon", "oscil-reader"];
+    if link == LinkKind::Tun {
+        needed.push("oscil-link");
+    }
+    check_binaries(bin, &needed)?;
+    if Host::Local.run(&["id", "-u"])? != "0" {
+        return Err(LabError::Setup(
+            "needs root: it creates network namespaces, TUN devices and per-namespace sysctls \
+             (run it with sudo)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn make_backend(
+    spec: &BackendSpec,
+    campaign: &Campaign,
+    dir: &Path,
+    bin: &Path,
+) -> Result<Box<dyn Backend>, LabError> {
+    match spec {
+        BackendSpec::Netns { link } => {
+            let mut congestion: Vec<String> = campaign
+                .runs
+                .iter()
+                .filter_map(|r| r.settings.congestion.clone())
+                .collect();
+            congestion.sort();
+            congestion.dedup();
+            Ok(Box::new(netns::Netns::new(*link, bin, &congestion)?))
+        }
+        BackendSpec::Hosts(hosts) => {
+            Ok(Box::new(hosts::Hosts::new(hosts, dir, bin, campaign.seed)?))
+        }
+    }
+}
+
+fn run_campaign(
+    mut cdir: CampaignDir,
+    spec: &BackendSpec,
+    bin: &Path,
+) -> Result<Finished, LabError> {
+    if cdir
+        .campaign
+        .runs
+        .iter()
+        .all(|r| r.status == CampaignRunStatus::Complete)
+    {
+        // Resuming a finished campaign: nothing to set up, only the report to redo.
+        finish_campaign(&mut cdir, bin)?;
+        return Ok(Finished::Complete);
+    }
+    sys::catch_stop_signals()
+        .map_err(|e| LabError::Setup(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
+    let mut backend = set_up(&mut cdir, spec, bin)?;
+    let ended = run_all(&mut cdir, backend.as_mut());
+    // Whatever happened, the backend puts everything back before anything else.
+    let closed = backend.close();
+    drop(backend);
+    let ended = ended?;
+    closed?;
+    finish_campaign(&mut cdir, bin)?;
+    let complete = cdir
+        .campaign
+        .runs
+        .iter()
+        .all(|r| r.status == CampaignRunStatus::Complete);
+    Ok(match ended {
+        Ended::Interrupted(signal) => {
+            ui::say(&format!(
+                "oscil-lab: stopped by signal {signal}; oscil-lab --resume {} continues",
+                cdir.dir.display()
+            ));
+            Finished::Interrupted(signal)
+        }
+        Ended::Done if complete => Finished::Complete,
+        Ended::Done => Finished::Incomplete,
+    })
+}
+
+/// Checks this machine, makes the backend, and records its ends and facts.
+fn set_up(
+    cdir: &mut CampaignDir,
+    spec: &BackendSpec,
+    bin: &Path,
+) -> Result<Box<dyn Backend>, LabError> {
+    if let BackendSpec::Netns { link } = spec {
+        check_netns_prerequisites(*link, bin)?;
+    }
+    std::fs::create_dir_all(&cdir.dir)
+        .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
+    let backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin)?;
+    let ends = backend.ends();
+    cdir.campaign.sender = ends.sender;
+    cdir.campaign.receiver = ends.receiver;
+    let mut hosts = backend.facts();
+    hosts["lab_backend"] = serde_json::to_value(spec).expect("spec serializes");
+    cdir.campaign.hosts = Some(hosts);
+    cdir.save()?;
+    Ok(backend)
+}
+
+/// Every run still to do, with the terminal's progress bar and the warnings file.
+fn run_all(cdir: &mut CampaignDir, backend: &mut dyn Backend) -> Result<Ended, LabError> {
+    let todo: Vec<_> = cdir
+        .campaign
+        .runs
+        .iter()
+        .filter(|r| r.status != CampaignRunStatus::Complete)
+        .cloned()
+        .collect();
+    ui::say(&format!(
+        "oscil-lab: {} run(s) into {} ({} -> {})",
+        todo.len(),
+        cdir.dir.display(),
+        cdir.campaign.sender,
+        cdir.campaign.receiver
+    ));
+    let overhead = backend.per_run_overhead();
+    let mut ui = ui::Ui::new(
+        todo.len() as u64,
+        planned_duration(&todo, overhead),
+        overhead,
+    );
+    let ended = execute::execute(cdir, backend, &mut ui);
+    ui.finish();
+    write_warnings(&cdir.dir, &ui.warnings)?;
+    ended
+}
+
+/// `<out>/warnings.txt`: every distinct warning of the runs, one a line.
+fn write_warnings(dir: &Path, warnings: &[String]) -> Result<(), LabError> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join("warnings.txt");
+    std::fs::write(&path, warnings.join("\n") + "\n")
+        .map_err(|source| LabError::io("cannot write", path, source))
+}
+
+/// The report over every complete run, the measured path, and the end table.
+fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
+    let dirs: Vec<PathBuf> = cdir
+        .campaign
+        .complete_runs(&cdir.dir)
+        .map(|(_, d)| d)
+        .collect();
+    if let Some(min_rtt_us) = dirs
+        .iter()
+        .filter_map(|d| oscil_protocol::rundir::load_csv::<oscil_protocol::SenderSample>(d).ok())
+        .flatten()
+        .map(|r| r.rtt_us)
+        .filter(|&r| r > 0)
+        .min()
+    {
+        if let Some(hosts) = cdir.campaign.hosts.as_mut() {
+            hosts["measured_min_rtt_us"] = min_rtt_us.into();
+        }
+        cdir.save()?;
+    }
+    if !dirs.is_empty() && bin.join("oscil-report").is_file() {
+        let status = std::process::Command::new(bin.join("oscil-report"))
+            .args(&dirs)
+            .arg("--out")
+            .arg(cdir.dir.join("report"))
+            .stdout(std::process::Stdio::null())
+            .status();
+        if !matches!(status, Ok(s) if s.success()) {
+            ui::say(&format!(
+                "oscil-lab: warning: oscil-report failed; the runs are all in {}",
+                cdir.dir.display()
+            ));
+        }
+    }
+    let _ = write!(
+        std::io::stdout(),
+        "{}",
+        ui::table(&cdir.campaign, &cdir.dir)
+    );
+    ui::say(&format!(
+        "oscil-lab: {} of {} run(s) complete in {}",
+        dirs.len(),
+        cdir.campaign.runs.len(),
+        cdir.dir.display()
+    ));
+    Ok(())
+}

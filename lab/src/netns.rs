@@ -1,0 +1,414 @@
+//! The namespace lab: two network namespaces on this machine (sender, receiver) joined by
+//! an emulated long-haul link, the TCP sysctls under test set inside them. The host's own
+//! sysctls are never touched; the namespaces go when the campaign ends.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use oscil_link::path::default_queue_limit;
+use oscil_protocol::campaign::{CampaignRun, PathSettings};
+
+use crate::config::LinkKind;
+use crate::execute::{Backend, LabError};
+use crate::host::{Host, Proc};
+use crate::meta::{bdp_bytes, run_warnings, LabMeta, LinkMeta, OneWay, Sides};
+use crate::session::{Ends, ReaderEnd, RunFiles};
+use crate::sysctl::{self, Sysctls, RECORDED};
+
+const SENDER_ADDR: &str = "10.250.0.1";
+const RECEIVER_ADDR: &str = "10.250.0.2";
+const PORT: u16 = 5250;
+
+pub struct Netns {
+    link_kind: LinkKind,
+    bin: PathBuf,
+    ends: Ends,
+    /// The sender's and the receiver's namespace.
+    names: [String; 2],
+    /// Namespaces made, deleted on close.
+    made: Vec<String>,
+    /// The kernel's values in a fresh namespace: what `default` means.
+    fresh: Sysctls,
+    kernel: String,
+    /// Campaign-wide warnings (copied into every run).
+    warnings: Vec<String>,
+    /// The key file and the link's statistics.
+    tmp: PathBuf,
+    link: Option<Proc>,
+}
+
+fn ip(args: &[&str]) -> Result<String, LabError> {
+    let mut argv = vec!["ip"];
+    argv.extend(args);
+    Ok(Host::Local.run(&argv)?)
+}
+
+fn dev(kind: LinkKind) -> &'static str {
+    match kind {
+        LinkKind::Tun => "osl0",
+        LinkKind::Netem => "oslv",
+    }
+}
+
+impl Netns {
+    /// Makes the namespaces and their devices; removed again by `close` (or on drop).
+    pub fn new(link_kind: LinkKind, bin: &Path, congestion: &[String]) -> Result<Netns, LabError> {
+        let pid = std::process::id();
+        let (snd, rcv) = (format!("oscil-snd-{pid}"), format!("oscil-rcv-{pid}"));
+        let tmp = std::env::temp_dir().join(format!("oscil-lab-{pid}"));
+        let mut lab = Netns {
+            link_kind,
+            bin: bin.to_owned(),
+            ends: Ends {
+                sender: Host::Netns(snd.clone()),
+                receiver: Host::Netns(rcv.clone()),
+                daemon_bin: bin.join("oscil-daemon").display().to_string(),
+                reader_bin: bin.join("oscil-reader").display().to_string(),
+                sender_key: tmp.join("key").display().to_string(),
+                receiver_key: tmp.join("key").display().to_string(),
+                listen_ip: SENDER_ADDR.into(),
+                connect_host: SENDER_ADDR.into(),
+            },
+            names: [snd.clone(), rcv.clone()],
+            made: Vec::new(),
+            fresh: Sysctls::new(),
+            kernel: Host::Local.run(&["uname", "-r"])?,
+            warnings: Vec::new(),
+            tmp,
+            link: None,
+        };
+        crate::execute::write_key(&lab.tmp)?;
+        for ns in [&snd, &rcv] {
+            ip(&["netns", "add", ns])?;
+            lab.made.push(ns.clone());
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        lab.make_devices(&snd, &rcv)?;
+        lab.fresh = sysctl::read(&lab.ends.sender, &RECORDED)?;
+        lab.warnings = congestion_warnings(congestion)?;
+        Ok(lab)
+    }
+
+    fn make_devices(&self, snd: &str, rcv: &str) -> Result<(), LabError> {
+        let dev = dev(self.link_kind);
+        match self.link_kind {
+            LinkKind::Tun => {
+                for ns in [snd, rcv] {
+                    ip(&[
+                        "-n", ns, "tuntap", "add", "dev", dev, "mode", "tun", "vnet_hdr",
+                    ])?;
+                    ip(&["-n", ns, "link", "set", dev, "up", "txqueuelen", "10000"])?;
+                }
+            }
+            LinkKind::Netem => {
+                ip(&[
+                    "link", "add", dev, "netns", snd, "type", "veth", "peer", "name", dev, "netns",
+                    rcv,
+                ])?;
+                for ns in [snd, rcv] {
+                    ip(&["-n", ns, "link", "set", dev, "up"])?;
+                }
+                // Found out now, not once per run.
+                let probe = [
+                    "tc", "-n", snd, "qdisc", "replace", "dev", dev, "root", "netem",
+                ];
+                Host::Local.run(&probe).map_err(|e| {
+                    LabError::Setup(format!(
+                        "--link netem: this kernel has no netem (sch_netem); use --link tun ({e})"
+                    ))
+                })?;
+            }
+        }
+        ip(&[
+            "-n",
+            snd,
+            "addr",
+            "add",
+            &format!("{SENDER_ADDR}/24"),
+            "dev",
+            dev,
+        ])?;
+        ip(&[
+            "-n",
+            rcv,
+            "addr",
+            "add",
+            &format!("{RECEIVER_ADDR}/24"),
+            "dev",
+            dev,
+        ])?;
+        Ok(())
+    }
+
+    /// Starts the link for one path; the stats file is fresh, so a link that did not
+    /// start is noticed instead of passing on the previous run's file.
+    fn start_link(&mut self, path: &PathSettings, logs: &Path) -> Result<LinkMeta, LabError> {
+        let one_way_us = path.rtt_us / 2;
+        let (queue_limit, queue_counts) = match self.link_kind {
+            LinkKind::Tun => self.start_tun_link(path, one_way_us, logs)?,
+            LinkKind::Netem => self.start_netem(path, one_way_us)?,
+        };
+        let one_way_ms = one_way_us as f64 / 1000.0;
+        Ok(LinkMeta {
+            kind: format!("{:?}", self.link_kind).to_lowercase(),
+            emulator: match self.link_kind {
+                LinkKind::Tun => "oscil-link".into(),
+                LinkKind::Netem => "netem".into(),
+            },
+            rate_bps: path.rate_bps,
+            rtt_ms: path.rtt_us as f64 / 1000.0,
+            one_way_delay_ms: OneWay {
+                sender_to_receiver: one_way_ms,
+                receiver_to_sender: one_way_ms,
+            },
+            rtt_split: "the RTT is split into two equal one-way delays, one per direction",
+            queue_limit,
+            queue_counts,
+            loss_pct: path.loss_pct,
+            bdp_bytes: bdp_bytes(path.rate_bps, path.rtt_us),
+        })
+    }
+
+    fn stats_path(&self) -> PathBuf {
+        self.tmp.join("link.json")
+    }
+
+    fn start_tun_link(
+        &mut self,
+        path: &PathSettings,
+        one_way_us: u64,
+        logs: &Path,
+    ) -> Result<(u64, String), LabError> {
+        let stats = self.stats_path();
+        let _ = std::fs::remove_file(&stats);
+        let [snd, rcv] = self.names.clone();
+        let (rate, delay, loss) = (
+            format!("{}bit", path.rate_bps),
+            format!("{one_way_us}us"),
+            path.loss_pct.to_string(),
+        );
+        let link_bin = self.bin.join("oscil-link").display().to_string();
+        let stats_arg = stats.display().to_string();
+        let mut argv = vec![
+            link_bin.as_str(),
+            "--a-netns",
+            &snd,
+            "--b-netns",
+            &rcv,
+            "--a-dev",
+            "osl0",
+            "--b-dev",
+            "osl0",
+            "--rate",
+            &rate,
+            "--delay",
+            &delay,
+            "--loss",
+            &loss,
+            "--stats",
+            &stats_arg,
+        ];
+        let queue = path.queue_packets.map(|q| q.to_string());
+        if let Some(queue) = &queue {
+            argv.extend(["--queue", queue]);
+        }
+        // Loss hits whole packets read from TUN; without GSO those are wire packets, and
+        // one-MTU reads keep up at moderate rates.
+        if path.loss_pct > 0.0 && path.rate_bps <= 200_000_000 {
+            argv.push("--no-gso");
+        }
+        let log = std::fs::File::create(logs.join("link.log"))
+            .map_err(|source| LabError::io("cannot write", logs.join("link.log"), source))?;
+        let mut link = Host::Local.spawn(&argv, &log)?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let text = loop {
+            if let Some(status) = link.try_wait() {
+                let why = crate::session::last_line(&logs.join("link.log"));
+                return Err(LabError::Setup(format!(
+                    "oscil-link exited ({status}): {why}"
+                )));
+            }
+            match std::fs::read_to_string(&stats) {
+                Ok(text) if !text.is_empty() => break text,
+                _ if Instant::now() > deadline => {
+                    return Err(LabError::Setup(
+                        "oscil-link did not start within 5 s".into(),
+                    ))
+                }
+                _ => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        self.link = Some(link);
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| LabError::Setup(format!("{}: not JSON: {e}", stats.display())))?;
+        let queue_limit = value["queue_limit"].as_u64().unwrap_or(0);
+        let counts = "segments waiting for or in serialization at the bottleneck (a GSO packet counts each segment); not packets in the delay line";
+        Ok((queue_limit, counts.into()))
+    }
+
+    fn start_netem(&self, path: &PathSettings, one_way_us: u64) -> Result<(u64, String), LabError> {
+        let queue = u64::from(
+            path.queue_packets
+                .unwrap_or_else(|| default_queue_limit(path.rate_bps)),
+        );
+        // netem's limit counts skbs in netem, the delay line included: add the path's BDP.
+        let bdp_packets = path.rate_bps * one_way_us / 1_000_000 / 12112 + 1;
+        let limit = (queue + bdp_packets).to_string();
+        let (delay, rate, loss) = (
+            format!("{one_way_us}us"),
+            format!("{}bit", path.rate_bps),
+            format!("{}%", path.loss_pct),
+        );
+        for ns in &self.names {
+            let mut argv = vec![
+                "tc", "-n", ns, "qdisc", "replace", "dev", "oslv", "root", "netem",
+            ];
+            argv.extend(["delay", &delay, "rate", &rate, "limit", &limit]);
+            if path.loss_pct > 0.0 {
+                argv.extend(["loss", &loss]);
+            }
+            Host::Local.run(&argv)?;
+        }
+        let counts = format!("netem limit {limit} skbs = queue {queue} + one-way BDP {bdp_packets}; skbs may carry several segments (GSO)");
+        Ok((queue, counts))
+    }
+
+    /// Stops the link and leaves its statistics in `dest` (when given).
+    fn stop_link(&mut self, dest: Option<&Path>) -> Result<(), LabError> {
+        if let Some(mut link) = self.link.take() {
+            link.stop(Duration::from_secs(5));
+        }
+        let Some(dest) = dest else { return Ok(()) };
+        let text = match self.link_kind {
+            LinkKind::Tun => std::fs::read(self.stats_path())
+                .map_err(|source| LabError::io("cannot read", self.stats_path(), source))?,
+            LinkKind::Netem => {
+                let mut qdiscs = BTreeMap::new();
+                for (side, ns) in [("sender", &self.names[0]), ("receiver", &self.names[1])] {
+                    let json = Host::Local
+                        .run(&["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", "oslv"])?;
+                    qdiscs.insert(
+                        side,
+                        serde_json::from_str::<serde_json::Value>(&json).unwrap_or_default(),
+                    );
+                }
+                serde_json::to_vec_pretty(
+                    &serde_json::json!({"emulator": "netem", "qdisc": qdiscs}),
+                )
+                .expect("JSON serializes")
+            }
+        };
+        std::fs::write(dest, text)
+            .map_err(|source| LabError::io("cannot write", dest.to_owned(), source))
+    }
+}
+
+/// Congestion controls the daemon will be asked for that this kernel does not have.
+fn congestion_warnings(congestion: &[String]) -> Result<Vec<String>, LabError> {
+    let mut warnings = Vec::new();
+    let available =
+        Host::Local.run(&["cat", "/proc/sys/net/ipv4/tcp_available_congestion_control"])?;
+    for cc in congestion {
+        if !available.split_whitespace().any(|a| a == cc) {
+            warnings.push(format!(
+                "congestion control {cc} is not available on this host (have: {available})"
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
+impl Backend for Netns {
+    fn ends(&self) -> Sides {
+        Sides {
+            sender: self.names[0].clone(),
+            receiver: self.names[1].clone(),
+        }
+    }
+
+    fn facts(&self) -> serde_json::Value {
+        serde_json::json!({"kernel": self.kernel, "fresh_namespace_sysctls": self.fresh, "link": self.link_kind})
+    }
+
+    fn per_run_overhead(&self) -> Duration {
+        Duration::from_secs(2)
+    }
+
+    fn run(
+        &mut self,
+        run: &CampaignRun,
+        run_dir: &Path,
+        logs: &Path,
+        tick: &mut dyn FnMut(Duration),
+    ) -> Result<ReaderEnd, LabError> {
+        let s = &run.settings;
+        self.ends.set_sysctls(s, [&self.fresh, &self.fresh])?;
+        let path = s
+            .path
+            .as_ref()
+            .ok_or_else(|| LabError::Setup("a lab run needs a path".into()))?;
+        let link = self.start_link(path, logs)?;
+        let result = self.run_pair(run, run_dir, logs, link, tick);
+        let link_json = run_dir.join("link.json");
+        let stopped = self.stop_link(run_dir.is_dir().then_some(link_json.as_path()));
+        let end = result?;
+        stopped?;
+        Ok(end)
+    }
+
+    fn close(&mut self) -> Result<(), LabError> {
+        let _ = self.stop_link(None);
+        for ns in self.made.drain(..) {
+            let _ = ip(&["netns", "del", &ns]);
+        }
+        let _ = std::fs::remove_dir_all(&self.tmp);
+        Ok(())
+    }
+}
+
+impl Netns {
+    fn run_pair(
+        &mut self,
+        run: &CampaignRun,
+        run_dir: &Path,
+        logs: &Path,
+        link: LinkMeta,
+        tick: &mut dyn FnMut(Duration),
+    ) -> Result<ReaderEnd, LabError> {
+        let sysctls = self.ends.sysctls_in_force()?;
+        let mut warnings = self.warnings.clone();
+        warnings.extend(run_warnings(
+            &run.settings,
+            &sysctls["receiver"],
+            &self.kernel,
+        ));
+        let meta = LabMeta {
+            configuration: run.label.clone(),
+            repetition: run.repetition,
+            settings: run.settings.clone(),
+            link: Some(link),
+            sysctls,
+            namespaces: Some(self.ends()),
+            hosts: None,
+            kernel: self.kernel.clone(),
+            warnings,
+        };
+        let meta_path = self.tmp.join("meta.json");
+        meta.write(&meta_path)
+            .map_err(|source| LabError::io("cannot write", meta_path.clone(), source))?;
+        let files = RunFiles {
+            out: &run_dir.display().to_string(),
+            meta: &meta_path.display().to_string(),
+            daemon_log: &logs.join("daemon.log"),
+            reader_log: &logs.join("reader.log"),
+        };
+        crate::execute::run_session(&self.ends, run, PORT, &files, tick, None)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}

@@ -1,0 +1,52 @@
+//! The two system calls std does not wrap that the lab needs: noticing a stop signal sent
+//! to its own process, and signalling a child by PID.
+#![allow(unsafe_code)]
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn note_signal(signal: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP_SIGNAL.store(signal, Ordering::SeqCst);
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP only set a flag that [`stop_signal`] reads, so
+/// the lab can finish the current run's bookkeeping and clean up whoever sent them (a
+/// terminal, a closed terminal, a supervisor).
+pub fn catch_stop_signals() -> std::io::Result<()> {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic.
+        let previous = unsafe {
+            libc::signal(
+                signal,
+                note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+        if previous == libc::SIG_ERR {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The signal that asked the lab to stop, if one came.
+pub fn stop_signal() -> Option<i32> {
+    match STOP_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
+    }
+}
+
+/// Sends `signal` to process `pid`.
+pub fn kill(pid: u32, signal: i32) -> std::io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| std::io::Error::other("pid out of range"))?;
+    // SAFETY: kill takes plain integers.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+pub use libc::{SIGINT, SIGKILL, SIGTERM};

@@ -1,0 +1,285 @@
+//! What the terminal shows: one campaign progress bar (run k of N, label, elapsed, ETA,
+//! the current run's phase and goodput), a line as each run ends, and the table at the
+//! end. The bar is hidden when stderr is not a terminal; the lines are always printed.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use oscil_protocol::campaign::{Campaign, CampaignRun, CampaignRunStatus};
+use oscil_protocol::{rundir, Phase, ReaderSample};
+
+use crate::figures::{self, change, mean, RunFigures};
+
+/// A line on stderr. A terminal that went away (SIGHUP) must not stop the lab's cleanup,
+/// so a failed write is ignored where `eprintln!` would panic.
+pub fn say(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
+pub struct Ui {
+    bar: ProgressBar,
+    /// Planned time still to run, for the ETA.
+    remaining: Duration,
+    overhead: Duration,
+    run_started: Instant,
+    last_goodput: (Instant, String),
+    /// Every distinct warning the runs recorded, each shown once.
+    pub warnings: Vec<String>,
+}
+
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// `fast 1/3`: the phase that holds `elapsed`.
+fn phase_at(run: &CampaignRun, elapsed: Duration) -> String {
+    let t = elapsed.as_secs_f64();
+    let cycles = run.settings.pattern.cycles;
+    run.settings
+        .pattern
+        .schedule()
+        .iter()
+        .find(|span| span.contains(t))
+        .map_or("ending".into(), |span| {
+            let phase = if span.phase == Phase::Fast {
+                "fast"
+            } else {
+                "slow"
+            };
+            format!("{phase} {}/{cycles}", span.cycle)
+        })
+}
+
+/// Goodput over the last second of `reader.csv`, while the reader writes it.
+fn live_goodput(run_dir: &Path, interval_us: u64) -> Option<String> {
+    let rows: Vec<ReaderSample> = rundir::load_csv(run_dir).ok()?;
+    let last = rows.last()?.t_s;
+    // The samples whose intervals make up the last second (each covers the interval
+    // that ends at its t_s).
+    let since = last - 1.0 + interval_us as f64 / 2e6;
+    let bytes: u64 = rows.iter().filter(|r| r.t_s > since).map(|r| r.bytes).sum();
+    Some(format!("{:.1} Mbit/s", bytes as f64 * 8.0 / 1e6))
+}
+
+impl Ui {
+    pub fn new(runs_to_do: u64, planned: Duration, overhead: Duration) -> Ui {
+        let bar = if std::io::stderr().is_terminal() {
+            ProgressBar::new(runs_to_do)
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_length(runs_to_do);
+        bar.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:20}] {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.enable_steady_tick(Duration::from_millis(500));
+        Ui {
+            bar,
+            remaining: planned,
+            overhead,
+            run_started: Instant::now(),
+            last_goodput: (Instant::now(), String::new()),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// A line above the bar (or on stderr when there is none).
+    pub fn line(&self, text: &str) {
+        if self.bar.is_hidden() {
+            say(text);
+        } else {
+            self.bar.println(text);
+        }
+    }
+
+    /// `run 3/8`: the run in progress among those this invocation runs.
+    fn counter(&self) -> String {
+        let total = self.bar.length().unwrap_or(0);
+        format!("run {}/{total}", (self.bar.position() + 1).min(total))
+    }
+
+    pub fn start_run(&mut self, run: &CampaignRun) {
+        self.run_started = Instant::now();
+        self.last_goodput = (Instant::now(), String::new());
+        self.bar.set_message(format!(
+            "{} {} rep-{}: starting, ETA {}",
+            self.counter(),
+            run.label,
+            run.repetition,
+            human_duration(self.remaining)
+        ));
+    }
+
+    pub fn tick(&mut self, run: &CampaignRun, run_dir: &Path, elapsed: Duration) {
+        if self.last_goodput.0.elapsed() >= Duration::from_secs(1) {
+            self.last_goodput = (
+                Instant::now(),
+                live_goodput(run_dir, run.settings.interval_us).unwrap_or_default(),
+            );
+        }
+        let eta = self.remaining.saturating_sub(self.run_started.elapsed());
+        self.bar.set_message(format!(
+            "{} {} rep-{}: {} {}, ETA {}",
+            self.counter(),
+            run.label,
+            run.repetition,
+            phase_at(run, elapsed),
+            self.last_goodput.1,
+            human_duration(eta)
+        ));
+    }
+
+    pub fn finish_run(
+        &mut self,
+        run: &CampaignRun,
+        status: CampaignRunStatus,
+        reason: Option<&str>,
+        run_dir: &Path,
+    ) {
+        self.remaining = self
+            .remaining
+            .saturating_sub(run.settings.pattern.total() + self.overhead);
+        self.bar.inc(1);
+        let figures = match status {
+            CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
+                figures::load(run_dir).map(describe)
+            }
+            _ => None,
+        };
+        let status_word = format!("{status:?}").to_lowercase();
+        let detail = [figures, reason.map(str::to_owned)]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ");
+        self.line(&format!(
+            "[{}] {} rep-{}: {status_word}{}{detail}",
+            run.position,
+            run.label,
+            run.repetition,
+            if detail.is_empty() { "" } else { ", " }
+        ));
+        self.show_warnings(run_dir);
+    }
+
+    /// The warnings in the run's `run.json` not shown yet.
+    fn show_warnings(&mut self, run_dir: &Path) {
+        let Some(lab) = rundir::load_meta(run_dir).ok().and_then(|meta| meta.lab) else {
+            return;
+        };
+        let recorded = lab["warnings"].as_array().cloned().unwrap_or_default();
+        for warning in recorded.iter().filter_map(|w| w.as_str()) {
+            if !self.warnings.iter().any(|w| w == warning) {
+                self.line(&format!("oscil-lab: warning: {warning}"));
+                self.warnings.push(warning.to_owned());
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn describe(f: RunFigures) -> String {
+    let goodput = f
+        .fast_goodput_bps
+        .map_or("-".into(), |b| format!("{:.1}", b / 1e6));
+    let queued = f
+        .slow_queued_bytes
+        .map_or("-".into(), |b| format!("{:.0}", b / 1024.0));
+    format!("fast goodput {goodput} Mbit/s, slow-phase queued {queued} KiB")
+}
+
+/// One configuration in the end table: label, complete and planned runs, mean fast
+/// goodput (bit/s) and slow-phase queued bytes.
+type Row = (String, usize, usize, Option<f64>, Option<f64>);
+
+/// The end table: per configuration, complete runs, mean fast goodput and slow-phase
+/// queued bytes, each against the baseline (the first configuration with the kernel's
+/// default lowat, else the first).
+pub fn table(campaign: &Campaign, dir: &Path) -> String {
+    let mut labels: Vec<&CampaignRun> = Vec::new();
+    for run in &campaign.runs {
+        if !labels.iter().any(|r| r.label == run.label) {
+            labels.push(run);
+        }
+    }
+    labels.sort_by(|a, b| a.label.cmp(&b.label));
+    let rows: Vec<Row> = labels
+        .iter()
+        .map(|first| {
+            let runs: Vec<&CampaignRun> = campaign
+                .runs
+                .iter()
+                .filter(|r| r.label == first.label)
+                .collect();
+            let figs: Vec<RunFigures> = campaign
+                .complete_runs(dir)
+                .filter(|(r, _)| r.label == first.label)
+                .filter_map(|(_, d)| figures::load(&d))
+                .collect();
+            let goodput = mean(figs.iter().filter_map(|f| f.fast_goodput_bps));
+            let queued = mean(figs.iter().filter_map(|f| f.slow_queued_bytes));
+            (first.label.clone(), figs.len(), runs.len(), goodput, queued)
+        })
+        .collect();
+    let base = labels
+        .iter()
+        .position(|r| r.settings.lowat_bytes.is_none())
+        .unwrap_or(0);
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(13);
+    let mut text = format!(
+        "{:width$}  runs  fast Mbit/s  change  slow queued KiB  change\n",
+        "configuration"
+    );
+    for (i, (label, done, all, goodput, queued)) in rows.iter().enumerate() {
+        let (base_goodput, base_queued) = (rows[base].3, rows[base].4);
+        text.push_str(&format!(
+            "{label:width$}  {:>4}  {:>11}  {:>6}  {:>15}  {:>6}\n",
+            format!("{done}/{all}"),
+            goodput.map_or("-".into(), |g| format!("{:.1}", g / 1e6)),
+            change(*goodput, base_goodput, i == base),
+            queued.map_or("-".into(), |q| format!("{:.0}", q / 1024.0)),
+            change(*queued, base_queued, i == base),
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
+    use oscil_protocol::campaign::Order;
+    use oscil_protocol::PatternConfig;
+
+    #[test]
+    fn phase_and_durations_read_as_words() {
+        let matrix = Matrix {
+            axes: vec![vec![AxisValue {
+                label: Some("a".into()),
+                set: Setting::Lowat(None),
+            }]],
+            flows: 1,
+            interval_us: 100_000,
+            pattern: PatternConfig::CLOUDFLARE,
+        };
+        let run = &plan_runs(&configurations(&matrix), 1, Order::Grouped, 0)[0];
+        assert_eq!(phase_at(run, Duration::from_secs(1)), "fast 1/3");
+        assert_eq!(phase_at(run, Duration::from_secs(21)), "fast 2/3");
+        assert_eq!(phase_at(run, Duration::from_secs(59)), "slow 3/3");
+        assert_eq!(phase_at(run, Duration::from_secs(61)), "ending");
+        assert_eq!(human_duration(Duration::from_secs(125)), "2m05s");
+        assert_eq!(human_duration(Duration::from_secs(7300)), "2h01m");
+    }
+}

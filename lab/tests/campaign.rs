@@ -1,0 +1,209 @@
+//! oscil-lab as a user meets it: bad input is one line and touches nothing; a signal to the
+//! lab's own process leaves campaign.json true, and --resume finishes the campaign.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use oscil_testkit::{is_root, workspace_bin};
+
+fn lab(args: &[&str]) -> Output {
+    Command::new(workspace_bin("oscil-lab"))
+        .args(args)
+        .env(
+            "OSCIL_BIN_DIR",
+            workspace_bin("oscil-lab").parent().unwrap(),
+        )
+        .output()
+        .expect("run oscil-lab")
+}
+
+/// Exit code and the single line of stderr.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let output = lab(args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line for {args:?}: {stderr}"
+    );
+    (output.status.code(), stderr)
+}
+
+fn campaign(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("campaign.json")).expect("campaign.json");
+    serde_json::from_str(&text).expect("campaign.json is JSON")
+}
+
+fn statuses(out: &Path) -> Vec<String> {
+    campaign(out)["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["status"].as_str().expect("status").to_owned())
+        .collect()
+}
+
+#[test]
+fn bad_input_is_one_line_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c");
+    let out_arg = out.to_str().unwrap();
+    let (code, line) = refused(&["--cycles", "0", "--out", out_arg]);
+    assert_eq!(code, Some(2));
+    assert!(line.starts_with("oscil-lab: --cycles: "), "{line}");
+    let (code, line) = refused(&["--fast", "2", "--out", out_arg]);
+    assert_eq!(
+        (code, line.starts_with("oscil-lab: --fast: ")),
+        (Some(2), true),
+        "{line}"
+    );
+    let (code, _) = refused(&["--frobnicate"]);
+    assert_eq!(code, Some(2));
+    let (code, line) = refused(&[
+        "--sender",
+        "root@127.0.0.1",
+        "--receiver",
+        "local",
+        "--rtt",
+        "40ms",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(line.contains("do not apply to real hosts"), "{line}");
+    assert!(!out.exists(), "nothing made for bad flags");
+
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let (code, line) = refused(&["--out", out_arg]);
+    assert_eq!(code, Some(1));
+    assert!(line.contains("is not empty"), "{line}");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        1,
+        "the directory is untouched"
+    );
+
+    // Nothing listens on port 1 of loopback: the host is unreachable.
+    let fresh = dir.path().join("hosts");
+    let (code, line) = refused(&[
+        "--sender",
+        "root@127.0.0.1",
+        "--receiver",
+        "local",
+        "--ssh-option",
+        "Port=1",
+        "--ssh-option",
+        "ConnectTimeout=3",
+        "--out",
+        fresh.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(line.contains("cannot reach root@127.0.0.1"), "{line}");
+    assert!(!fresh.join("restore.json").exists() && !fresh.join("campaign.json").exists());
+}
+
+#[test]
+fn dry_run_prints_every_run_and_the_total() {
+    const ARGS: [&str; 11] = [
+        "--dry-run",
+        "--rate",
+        "10mbit",
+        "--sndbuf",
+        "16k,64k",
+        "--lowat",
+        "default",
+        "--repeat",
+        "3",
+        "--seed",
+        "9",
+    ];
+    let output = lab(&ARGS);
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let runs = stdout
+        .matches("10mbit_466ms_cubic_lowat-default_sndbuf-")
+        .count();
+    assert_eq!(runs, 6, "{stdout}");
+    // 6 runs of the 60 s pattern plus 2 s each.
+    let total = "6 run(s), shuffled order (seed 9), about 6m12s";
+    assert!(stdout.contains(total), "{stdout}");
+    assert_eq!(lab(&ARGS).stdout, output.stdout, "the seed fixes the order");
+}
+
+#[test]
+fn a_signal_to_the_lab_leaves_campaign_json_true_and_resume_finishes() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, TUN devices)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c");
+    let mut child = Command::new(workspace_bin("oscil-lab"))
+        .args([
+            "--rate",
+            "50mbit",
+            "--rtt",
+            "20ms",
+            "--lowat",
+            "default,131072",
+            "--order",
+            "grouped",
+        ])
+        .args(["--fast", "3s", "--slow", "1s", "--cycles", "1", "--out"])
+        .arg(&out)
+        .spawn()
+        .expect("start oscil-lab");
+    let first = out.join("runs/50mbit_20ms_cubic_lowat-default/rep-1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !first.join("reader.csv").exists() {
+        assert!(Instant::now() < deadline, "the first run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    // As a supervisor or `timeout` would: to the lab's PID alone.
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = child.wait().unwrap().code();
+    assert_eq!(code, Some(130), "128 + SIGINT");
+    assert_eq!(statuses(&out), ["partial", "pending"]);
+    let reason = campaign(&out)["runs"][0]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(reason.contains("asked to stop"), "{reason}");
+    let namespaces = String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned();
+    assert!(
+        !namespaces.contains(&format!("oscil-snd-{}", child.id())),
+        "{namespaces}"
+    );
+
+    let output = lab(&["--resume", out.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(statuses(&out), ["complete", "complete"]);
+    assert!(
+        first
+            .with_file_name("rep-1.attempt-1")
+            .join("run.json")
+            .is_file(),
+        "the partial attempt is kept"
+    );
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        table.contains("50mbit_20ms_cubic_lowat-131072") && table.contains("base"),
+        "{table}"
+    );
+}

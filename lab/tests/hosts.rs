@@ -1,0 +1,463 @@
+//! The hosts backend for real: two network namespaces made here, each a "host" with its own
+//! sshd (Debian openssh-server, keys made here) on the namespace's address, joined by
+//! oscil-link at 50 Mbit/s, 40 ms. oscil-lab runs inside the receiver's namespace and
+//! reaches both over ssh, so every sysctl it sets lands in a namespace.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use oscil_testkit::{bin_dir, is_root, unique, workspace_bin};
+
+const SSHD: &str = "/usr/sbin/sshd";
+const KEYS: [&str; 4] = [
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_notsent_lowat",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_adv_win_scale",
+];
+
+fn run(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program).args(args).output().expect("run");
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Two namespaces, the link and an sshd in each; everything goes on drop.
+struct Hosts {
+    ns: [String; 2],
+    addr: [String; 2],
+    children: Vec<Child>,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for ns in &self.ns {
+            let pids = Command::new("ip").args(["netns", "pids", ns]).output();
+            for pid in pids
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+                .split_whitespace()
+            {
+                let _ = Command::new("kill").args(["-KILL", pid]).status();
+            }
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+impl Hosts {
+    fn start() -> Hosts {
+        let id = unique("");
+        let subnet = 100 + std::process::id() % 150;
+        let mut hosts = Hosts {
+            ns: [format!("olhS{id}"), format!("olhR{id}")],
+            addr: [format!("10.252.{subnet}.1"), format!("10.252.{subnet}.2")],
+            children: Vec::new(),
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        for (ns, addr) in hosts.ns.iter().zip(&hosts.addr) {
+            run("ip", &["netns", "add", ns]);
+            run("ip", &["-n", ns, "link", "set", "lo", "up"]);
+            run(
+                "ip",
+                &[
+                    "-n", ns, "tuntap", "add", "dev", "osl0", "mode", "tun", "vnet_hdr",
+                ],
+            );
+            run(
+                "ip",
+                &[
+                    "-n",
+                    ns,
+                    "addr",
+                    "add",
+                    &format!("{addr}/24"),
+                    "dev",
+                    "osl0",
+                ],
+            );
+            run("ip", &["-n", ns, "link", "set", "osl0", "up"]);
+        }
+        let link = Command::new(workspace_bin("oscil-link"))
+            .args([
+                "--a-netns",
+                &hosts.ns[0],
+                "--b-netns",
+                &hosts.ns[1],
+                "--a-dev",
+                "osl0",
+                "--b-dev",
+                "osl0",
+                "--rate",
+                "50mbit",
+                "--delay",
+                "20ms",
+            ])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start oscil-link");
+        hosts.children.push(link);
+        hosts.keys();
+        for i in 0..2 {
+            hosts.sshd(i);
+        }
+        hosts
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn keys(&self) {
+        for name in ["host_key", "user_key"] {
+            run(
+                "ssh-keygen",
+                &[
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-f",
+                    self.path(name).to_str().unwrap(),
+                ],
+            );
+        }
+        std::fs::copy(self.path("user_key.pub"), self.path("authorized_keys")).unwrap();
+        std::fs::create_dir_all("/run/sshd").unwrap();
+    }
+
+    fn sshd(&mut self, i: usize) {
+        let config = self.path(&format!("sshd_{i}.conf"));
+        let text = format!(
+            "ListenAddress {}\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\nUsePAM no\nStrictModes no\n\
+             PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n",
+            self.addr[i],
+            self.path("host_key").display(),
+            self.path("authorized_keys").display()
+        );
+        std::fs::write(&config, text).unwrap();
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns[i], SSHD, "-D", "-e", "-f"])
+            .arg(&config)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sshd");
+        self.children.push(child);
+        let ns = &self.ns[i];
+        wait_for("sshd to listen", Duration::from_secs(10), || {
+            !run("ip", &["netns", "exec", ns, "ss", "-Hltn", "sport = :22"]).is_empty()
+        });
+    }
+
+    /// `oscil-lab --resume out` in the receiver's namespace: nothing else given.
+    fn resume(&self, out: &Path) -> std::process::ExitStatus {
+        Command::new("ip")
+            .args(["netns", "exec", &self.ns[1]])
+            .arg(workspace_bin("oscil-lab"))
+            .arg("--resume")
+            .arg(out)
+            .env("OSCIL_BIN_DIR", bin_dir())
+            .status()
+            .expect("run oscil-lab --resume")
+    }
+
+    fn sysctls(&self) -> [BTreeMap<String, String>; 2] {
+        self.ns.clone().map(|ns| {
+            KEYS.iter()
+                .map(|k| {
+                    let v = run("ip", &["netns", "exec", &ns, "sysctl", "-n", k]);
+                    (
+                        k.to_string(),
+                        v.split_whitespace().collect::<Vec<_>>().join(" "),
+                    )
+                })
+                .collect()
+        })
+    }
+
+    /// Values no kernel has by default, so a restore to them is told from a fresh namespace.
+    fn set_unusual_sysctls(&self) {
+        for ns in &self.ns {
+            let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
+            args.extend([
+                "net.ipv4.tcp_notsent_lowat=777777",
+                "net.ipv4.tcp_wmem=4096 20000 3000000",
+                "net.ipv4.tcp_rmem=4096 90000 5000000",
+            ]);
+            run("ip", &args);
+        }
+    }
+
+    /// oscil-lab in the receiver's namespace; `receiver` is `Remote` (both "hosts" over
+    /// ssh, binaries found with --remote-bin) or `Local` (the receiver is the lab's own
+    /// namespace; the daemon is copied to the sender with --install).
+    fn lab(&self, out: &Path, receiver: Receiver, extra: &[&str]) -> Command {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &self.ns[1]])
+            .arg(workspace_bin("oscil-lab"));
+        command.args(["--sender", &format!("root@{}", self.addr[0])]);
+        match receiver {
+            Receiver::Remote => {
+                command.args(["--receiver", &format!("root@{}", self.addr[1])]);
+                command.args(["--remote-bin", bin_dir().to_str().unwrap()]);
+            }
+            Receiver::Local => {
+                command.args(["--receiver", "local", "--install"]);
+            }
+        }
+        for option in [
+            format!("IdentityFile={}", self.path("user_key").display()),
+            "StrictHostKeyChecking=no".into(),
+            "UserKnownHostsFile=/dev/null".into(),
+            "LogLevel=ERROR".into(),
+        ] {
+            command.arg("--ssh-option").arg(option);
+        }
+        command.arg("--out").arg(out).args(extra);
+        command.env("OSCIL_BIN_DIR", bin_dir());
+        command
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Receiver {
+    Remote,
+    Local,
+}
+
+fn skip() -> bool {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, sshd)");
+        return true;
+    }
+    if !Path::new(SSHD).exists() {
+        eprintln!("skipped: no {SSHD} (apt-get install openssh-server)");
+        return true;
+    }
+    false
+}
+
+/// Two hosts whose sysctls are set to unusual values, and those values; `None` (after saying
+/// why) where the test cannot run.
+fn prepared() -> Option<(Hosts, [BTreeMap<String, String>; 2])> {
+    if skip() {
+        return None;
+    }
+    let hosts = Hosts::start();
+    hosts.set_unusual_sysctls();
+    let before = hosts.sysctls();
+    Some((hosts, before))
+}
+
+fn campaign(out: &Path) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(out.join("campaign.json")).expect("campaign.json"),
+    )
+    .expect("JSON")
+}
+
+#[test]
+fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
+    let Some((hosts, before)) = prepared() else {
+        return;
+    };
+    let out = hosts.path("campaign");
+    let started = Instant::now();
+    let status = hosts
+        .lab(
+            &out,
+            Receiver::Remote,
+            &["--lowat", "default,131072", "--repeat", "2"],
+        )
+        .args(["--fast", "1s", "--slow", "1s", "--cycles", "1"])
+        .status()
+        .expect("run oscil-lab");
+    eprintln!(
+        "hosts campaign took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(status.success(), "oscil-lab failed: {status}");
+    assert_eq!(
+        hosts.sysctls(),
+        before,
+        "every sysctl back to its recorded value"
+    );
+    assert!(
+        !out.join("restore.json").exists(),
+        "nothing left to restore"
+    );
+
+    let campaign = campaign(&out);
+    let runs = campaign["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 4, "2 settings x 2 repetitions");
+    for run in runs {
+        assert_eq!(run["status"], "complete", "{run}");
+        let dir = out.join(run["dir"].as_str().unwrap());
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(meta["lab"]["configuration"], run["label"]);
+        assert_eq!(meta["lab"]["repetition"], run["repetition"]);
+        // The sysctls in force during the run, read on each side's own host.
+        let lowat = &meta["lab"]["sysctls"]["sender"]["net.ipv4.tcp_notsent_lowat"];
+        let expected = if run["settings"]["lowat_bytes"].is_null() {
+            "777777"
+        } else {
+            "131072"
+        };
+        assert_eq!(lowat, expected, "{}", run["label"]);
+        assert!(Path::new(&dir).join("reader.csv").is_file());
+    }
+    // The reader crossed the emulated 40 ms path.
+    let min_rtt_us = campaign["hosts"]["measured_min_rtt_us"]
+        .as_u64()
+        .expect("measured min RTT");
+    assert!(
+        (40_000..60_000).contains(&min_rtt_us),
+        "min RTT {min_rtt_us} us on a 40 ms path"
+    );
+}
+
+/// Also the other way to run: the receiver is the lab's own machine (`--receiver local`)
+/// and the daemon is copied to the sender (`--install`).
+#[test]
+fn restore_repairs_a_campaign_whose_ssh_was_killed() {
+    let Some((hosts, before)) = prepared() else {
+        return;
+    };
+    let out = hosts.path("killed");
+    let mut lab = hosts
+        .lab(
+            &out,
+            Receiver::Local,
+            &[
+                "--lowat", "131072", "--fast", "4s", "--slow", "1s", "--cycles", "1",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start oscil-lab");
+    // Mid-run: the daemon is recorded (so it listens), the sender's lowat is changed and
+    // the reader (here, on the lab's own machine) is writing.
+    wait_for("the run to start", Duration::from_secs(60), || {
+        assert!(lab.try_wait().unwrap().is_none(), "oscil-lab ended early");
+        let text = std::fs::read_to_string(out.join("restore.json")).unwrap_or_default();
+        let reading = out
+            .join("runs/cubic_lowat-131072/rep-1/reader.csv")
+            .exists();
+        text.contains("\"pid\"") && reading
+    });
+    kill_with_children(&mut lab);
+    // Its ssh control sockets (it had no chance to remove them).
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("oscil-ssh-{}", lab.id())));
+    let sender_lowat = run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &hosts.ns[0],
+            "sysctl",
+            "-n",
+            "net.ipv4.tcp_notsent_lowat",
+        ],
+    );
+    assert_eq!(sender_lowat, "131072", "the run's setting was left behind");
+
+    // The campaign's temporary directories on the hosts (they hold its key); the "hosts"
+    // share this machine's /tmp.
+    let restore_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("restore.json")).unwrap()).unwrap();
+    let temp_dirs: Vec<PathBuf> = restore_json["temp_dirs"]
+        .as_array()
+        .expect("temp_dirs")
+        .iter()
+        .map(|d| PathBuf::from(d["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(temp_dirs.len(), 2);
+    assert!(temp_dirs.iter().all(|d| d.join("key").is_file()));
+    let restore = Command::new("ip")
+        .args(["netns", "exec", &hosts.ns[1]])
+        .arg(workspace_bin("oscil-lab"))
+        .arg("restore")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(restore.success());
+    assert_eq!(
+        hosts.sysctls(),
+        before,
+        "every sysctl back to its recorded value"
+    );
+    assert!(!out.join("restore.json").exists());
+    assert!(
+        !temp_dirs.iter().any(|d| d.exists()),
+        "the key is gone from the hosts"
+    );
+    wait_for(
+        "the campaign's daemon to be gone",
+        Duration::from_secs(5),
+        || daemons_in(&hosts.ns[0]) == 0,
+    );
+
+    // --resume (ssh options and all from campaign.json) reruns the killed run, keeping
+    // what it left beside the new one, and puts every value back again.
+    let resumed = hosts.resume(&out);
+    assert!(resumed.success());
+    assert_eq!(campaign(&out)["runs"][0]["status"], "complete");
+    let run_dir = out.join("runs/cubic_lowat-131072");
+    assert!(
+        run_dir.join("rep-1.attempt-1/run.json").is_file(),
+        "the killed run's files"
+    );
+    assert!(run_dir.join("rep-1/reader.csv").is_file());
+    assert_eq!(
+        hosts.sysctls(),
+        before,
+        "back again after the resumed campaign"
+    );
+}
+
+/// Polls `done` until it holds, failing the test after `limit`.
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "waited {limit:?} for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// SIGKILL to a process and its children (here: oscil-lab and its ssh clients), so
+/// nothing of it can clean up.
+fn kill_with_children(child: &mut Child) {
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+        .unwrap_or_default();
+    for pid in children.split_whitespace() {
+        run("kill", &["-KILL", pid]);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// oscil-daemon processes in namespace `ns`.
+fn daemons_in(ns: &str) -> usize {
+    run("ip", &["netns", "pids", ns])
+        .split_whitespace()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "oscil-daemon")
+        })
+        .count()
+}
