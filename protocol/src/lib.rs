@@ -6,6 +6,7 @@ pub mod campaign;
 pub mod control;
 pub mod key;
 pub mod pattern;
+pub mod phase_figures;
 pub mod records;
 pub mod rundir;
 pub mod ticker;
