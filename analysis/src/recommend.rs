@@ -1,0 +1,392 @@
+//! The recommendation: per path, the configuration with the least sender memory whose
+//! steady fast-phase goodput is not clearly below the best configuration's by more than a
+//! tolerance, and whose memory saving over the default is clear at this number of runs.
+//! With too little evidence it recommends nothing, and says why.
+//!
+//! Goodput intervals that overlap the best's are not thin evidence: "not clearly below" is
+//! what lets a smaller setting win. Thin evidence is one run (no interval at all), or no
+//! configuration whose saving over the default is clear.
+
+use std::fmt::Write as _;
+
+use crate::configs::Configuration;
+use crate::metrics::{metric, Metric};
+use crate::stats::{Change, Estimate};
+use crate::summary::{RunSummary, Scope};
+use crate::verdict::{self, estimate_text};
+
+/// The kernel's value of `tcp_notsent_lowat` that sets no threshold.
+const LOWAT_DEFAULT: u64 = u32::MAX as u64;
+
+/// Why a configuration was or was not chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Standing {
+    Chosen,
+    /// Eligible: goodput not clearly below the best, memory saving clear.
+    Eligible,
+    OneRun,
+    /// The default configuration every saving is measured against.
+    Default,
+    GoodputBelowBest(Change),
+    SavingNotClear(Option<Change>),
+    NoFigures,
+}
+
+/// One path's recommendation.
+#[derive(Debug, Clone)]
+pub struct PathChoice {
+    pub path: String,
+    pub default: Option<usize>,
+    pub best: Option<usize>,
+    pub chosen: Option<usize>,
+    /// Config index and its standing, for every configuration on the path.
+    pub standings: Vec<(usize, Standing)>,
+    /// Why nothing was chosen.
+    pub nothing_because: Option<String>,
+}
+
+fn goodput() -> &'static Metric {
+    metric("goodput_fast_mbps")
+}
+
+fn queued() -> &'static Metric {
+    metric("slow_queued_mean_mib")
+}
+
+fn memory() -> &'static Metric {
+    metric("tcp_mem_peak_sender_mib")
+}
+
+struct Evidence<'a> {
+    summaries: &'a [RunSummary],
+    configs: &'a [Configuration],
+    scope: Scope,
+}
+
+impl Evidence<'_> {
+    fn estimate(&self, config: usize, m: &Metric) -> Option<Estimate> {
+        Estimate::of(&verdict::values(
+            self.summaries,
+            &self.configs[config],
+            m,
+            self.scope,
+        ))
+    }
+
+    fn change(&self, config: usize, against: usize, m: &Metric) -> Option<Change> {
+        Change::between(&self.estimate(config, m)?, &self.estimate(against, m)?)
+    }
+
+    fn standing(&self, i: usize, best: usize, default: usize, tolerance: f64) -> Standing {
+        if i == default {
+            return Standing::Default;
+        }
+        let Some(e) = self.estimate(i, goodput()) else {
+            return Standing::NoFigures;
+        };
+        if e.n < 2 {
+            return Standing::OneRun;
+        }
+        if let Some(change) = self.change(i, best, goodput()) {
+            if change.ci_percent.is_some_and(|(_, hi)| hi < -tolerance * 100.0) {
+                return Standing::GoodputBelowBest(change);
+            }
+        }
+        let saving = self.change(i, default, queued());
+        match saving {
+            Some(c) if c.is_clear() && c.percent < 0.0 => Standing::Eligible,
+            other => Standing::SavingNotClear(other),
+        }
+    }
+
+    /// Memory to rank eligible configurations by: queued mean, then peak TCP memory.
+    fn memory_rank(&self, i: usize) -> (f64, f64) {
+        let mean = |m| self.estimate(i, m).map_or(f64::INFINITY, |e| e.mean);
+        (mean(queued()), mean(memory()))
+    }
+}
+
+/// The recommendation for every path, in order of first appearance.
+pub fn recommend(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    scope: Scope,
+    tolerance: f64,
+) -> Vec<PathChoice> {
+    let evidence = Evidence {
+        summaries,
+        configs,
+        scope,
+    };
+    let mut paths: Vec<&str> = Vec::new();
+    for c in configs {
+        if !paths.contains(&c.path_key.as_str()) {
+            paths.push(&c.path_key);
+        }
+    }
+    paths
+        .into_iter()
+        .map(|path| choose(&evidence, path, tolerance))
+        .collect()
+}
+
+fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
+    let on_path: Vec<usize> = (0..evidence.configs.len())
+        .filter(|&i| evidence.configs[i].path_key == path)
+        .collect();
+    let default = on_path
+        .iter()
+        .copied()
+        .find(|&i| evidence.configs[i].settings(evidence.summaries).lowat.is_none());
+    let best = on_path
+        .iter()
+        .copied()
+        .filter_map(|i| Some((i, evidence.estimate(i, goodput())?.mean)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i);
+    let path_text = evidence.summaries[evidence.configs[on_path[0]].runs[0]]
+        .settings
+        .path_text()
+        .unwrap_or_else(|| "measured path (no lab path recorded)".into());
+    let mut choice = PathChoice {
+        path: path_text,
+        default,
+        best,
+        chosen: None,
+        standings: Vec::new(),
+        nothing_because: None,
+    };
+    let (Some(best), Some(default)) = (best, default) else {
+        choice.nothing_because = Some(
+            "no configuration with the kernel's default lowat on this path to measure a saving against"
+                .into(),
+        );
+        return choice;
+    };
+    choice.standings = on_path
+        .iter()
+        .map(|&i| (i, evidence.standing(i, best, default, tolerance)))
+        .collect();
+    let chosen = choice
+        .standings
+        .iter()
+        .filter(|(_, s)| *s == Standing::Eligible)
+        .map(|&(i, _)| i)
+        .min_by(|&a, &b| {
+            let (x, y) = (evidence.memory_rank(a), evidence.memory_rank(b));
+            x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1))
+        });
+    match chosen {
+        Some(i) => {
+            choice.chosen = Some(i);
+            for (j, s) in &mut choice.standings {
+                if *j == i {
+                    *s = Standing::Chosen;
+                }
+            }
+        }
+        None => {
+            let all_single = on_path
+                .iter()
+                .all(|&i| evidence.configs[i].runs.len() < 2);
+            choice.nothing_because = Some(if all_single {
+                "one run per configuration: no interval, so no saving can be told from noise".into()
+            } else {
+                "no configuration's memory saving over the default is clear at this number of runs (with goodput not clearly below the best)".into()
+            });
+        }
+    }
+    choice
+}
+
+/// `recommendation.md`.
+pub fn markdown(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    choices: &[PathChoice],
+    scope: Scope,
+    tolerance: f64,
+) -> String {
+    let evidence = Evidence {
+        summaries,
+        configs,
+        scope,
+    };
+    let cycles = summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
+    let mut md = String::from("# oscil recommendation\n\n");
+    let _ = writeln!(
+        md,
+        "Per path: the configuration with the least sender memory (slow-phase queued mean, then peak TCP memory) whose fast-phase goodput is not clearly below the best configuration's by more than {:.1}%, and whose memory saving over the default is clear. Figures: {}. Intervals are 95% (Student's t for each mean, Welch's for changes).\n",
+        tolerance * 100.0,
+        scope.text(cycles)
+    );
+    for choice in choices {
+        path_section(&mut md, &evidence, choice);
+    }
+    md
+}
+
+fn path_section(md: &mut String, evidence: &Evidence, choice: &PathChoice) {
+    let configs = evidence.configs;
+    let _ = writeln!(md, "## Path: {}\n", choice.path);
+    match (choice.chosen, &choice.nothing_because) {
+        (Some(i), _) => {
+            let _ = writeln!(
+                md,
+                "**Choice: {}** ({} runs). {}\n",
+                configs[i].name,
+                configs[i].runs.len(),
+                conf_summary(evidence, i)
+            );
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(md, "**No recommendation**: {why}. Nothing is recommended rather than a guess; run more repetitions (`oscil-lab --repeat`).\n");
+        }
+        (None, None) => {}
+    }
+    let _ = writeln!(
+        md,
+        "| configuration | runs | fast goodput | vs best | slow queued mean | vs default | peak TCP memory (sender) | standing |\n|---|---|---|---|---|---|---|---|"
+    );
+    for (i, standing) in &choice.standings {
+        let change = |against: Option<usize>, m: &Metric| {
+            against
+                .filter(|a| a != i)
+                .and_then(|a| evidence.change(*i, a, m))
+                .map_or("-".to_string(), |c| verdict::change_text(m, &c))
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            configs[*i].name,
+            configs[*i].runs.len(),
+            estimate_text(goodput(), evidence.estimate(*i, goodput()).as_ref()),
+            change(choice.best, goodput()),
+            estimate_text(queued(), evidence.estimate(*i, queued()).as_ref()),
+            change(choice.default, queued()),
+            estimate_text(memory(), evidence.estimate(*i, memory()).as_ref()),
+            standing_text(standing),
+        );
+    }
+    md.push('\n');
+    not_tested(md, evidence, choice);
+}
+
+fn standing_text(standing: &Standing) -> String {
+    match standing {
+        Standing::Chosen => "**chosen**".into(),
+        Standing::Eligible => "lost: more memory than the choice".into(),
+        Standing::OneRun => "lost: one run, no interval".into(),
+        Standing::Default => "the default (savings are measured against it)".into(),
+        Standing::GoodputBelowBest(c) => format!(
+            "lost: goodput clearly below the best ({})",
+            verdict::change_text(goodput(), c)
+        ),
+        Standing::SavingNotClear(Some(c)) => format!(
+            "lost: memory saving over the default not clear ({})",
+            verdict::change_text(queued(), c)
+        ),
+        Standing::SavingNotClear(None) => "lost: no memory figure to compare".into(),
+        Standing::NoFigures => "lost: no goodput figure".into(),
+    }
+}
+
+/// Settings that were the same in every configuration on the path: the recommendation
+/// says nothing about other values of them.
+fn not_tested(md: &mut String, evidence: &Evidence, choice: &PathChoice) {
+    let settings: Vec<_> = choice
+        .standings
+        .iter()
+        .map(|(i, _)| evidence.configs[*i].settings(evidence.summaries))
+        .collect();
+    let Some(first) = settings.first() else {
+        return;
+    };
+    let fixed: Vec<String> = first
+        .parts()
+        .into_iter()
+        .filter(|part| settings.iter().all(|s| s.parts().contains(part)))
+        .map(|(_, text)| text)
+        .collect();
+    let _ = writeln!(
+        md,
+        "**Not tested:** values other than those above for every setting held fixed on this path ({}); lowat values between the ones tried; other paths, other reading patterns, and other kernels.\n",
+        if fixed.is_empty() { "none".into() } else { fixed.join("; ") }
+    );
+}
+
+fn conf_summary(evidence: &Evidence, i: usize) -> String {
+    let (lowat, wmem, rmem) = sysctls(evidence, i);
+    format!("It sets `net.ipv4.tcp_notsent_lowat = {lowat}`, `net.ipv4.tcp_wmem = {wmem}`, `net.ipv4.tcp_rmem = {rmem}`.")
+}
+
+/// The chosen configuration's sysctl values: lowat as set (the socket option's value
+/// where runs set it per socket), the buffers as recorded during its runs.
+fn sysctls(evidence: &Evidence, i: usize) -> (u64, String, String) {
+    let s = evidence.configs[i].settings(evidence.summaries);
+    let lowat = s.lowat.map_or(LOWAT_DEFAULT, |(bytes, _)| bytes);
+    let unknown = || "(not recorded)".to_string();
+    (
+        lowat,
+        s.sender_tcp_wmem.clone().unwrap_or_else(unknown),
+        s.reader_tcp_rmem.clone().unwrap_or_else(unknown),
+    )
+}
+
+/// `99-oscil-tcp.conf` for a path with a choice: the sysctl.d lines, each commented with
+/// its evidence. None without a choice.
+pub fn sysctl_conf(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    choice: &PathChoice,
+    scope: Scope,
+) -> Option<String> {
+    let i = choice.chosen?;
+    let evidence = Evidence {
+        summaries,
+        configs,
+        scope,
+    };
+    let (lowat, wmem, rmem) = sysctls(&evidence, i);
+    let text = |m: &Metric| estimate_text(m, evidence.estimate(i, m).as_ref());
+    let vs = |against: Option<usize>, m: &Metric| {
+        against
+            .filter(|&a| a != i)
+            .and_then(|a| evidence.change(i, a, m))
+            .map_or("-".into(), |c| verdict::change_text(m, &c))
+    };
+    let cycles = summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
+    let mut conf = String::new();
+    let _ = writeln!(conf, "# Written by oscil-report --recommend for the path {}.", choice.path);
+    let _ = writeln!(
+        conf,
+        "# Chosen configuration: {} ({} runs; figures {}; 95% intervals).",
+        configs[i].name,
+        configs[i].runs.len(),
+        scope.text(cycles)
+    );
+    let _ = writeln!(
+        conf,
+        "# Slow-phase queued mean {}, against the default: {}.",
+        text(queued()),
+        vs(choice.default, queued())
+    );
+    let _ = writeln!(
+        conf,
+        "# Fast-phase goodput {}, against the best configuration: {}.",
+        text(goodput()),
+        vs(choice.best, goodput())
+    );
+    let _ = writeln!(conf, "net.ipv4.tcp_notsent_lowat = {lowat}");
+    let _ = writeln!(
+        conf,
+        "# The send buffer in force during these runs (sender); the evidence holds for it only."
+    );
+    let _ = writeln!(conf, "net.ipv4.tcp_wmem = {wmem}");
+    let _ = writeln!(
+        conf,
+        "# The receive buffer in force during these runs (receiver host: set it there)."
+    );
+    let _ = writeln!(conf, "net.ipv4.tcp_rmem = {rmem}");
+    Some(conf)
+}
