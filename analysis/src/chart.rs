@@ -133,4 +133,3 @@ pub const MS: Unit = Unit {
     scale: 1000.0,
     name: "ms",
 };
-

@@ -55,12 +55,8 @@ pub fn comparison(
                     let cell = &cells[i][m];
                     let scale = metric.unit.scale;
                     let estimate = verdict::estimate_text(metric, cell.estimate.as_ref());
-                    let words = verdict::verdict_text(
-                        metric,
-                        cell,
-                        c.is_baseline(i),
-                        c.baseline.is_some(),
-                    );
+                    let words =
+                        verdict::verdict_text(metric, cell, c.is_baseline(i), c.baseline.is_some());
                     IntervalRow {
                         label: c.name.clone(),
                         points: verdict::values(summaries, c, metric, scope)

@@ -47,7 +47,8 @@ pub fn configurations_csv(
             c.runs.len().to_string(),
             first.settings.path_text().unwrap_or_default(),
             scope.text(first.cycles()),
-            c.baseline.map_or(String::new(), |b| configs[b].name.clone()),
+            c.baseline
+                .map_or(String::new(), |b| configs[b].name.clone()),
         ];
         for (m, cell_of) in METRICS.iter().zip(&cells[i]) {
             let estimate = cell_of.estimate;

@@ -78,9 +78,9 @@ fn baselines(
     name: Option<&str>,
 ) -> Result<Vec<Option<usize>>, String> {
     if let Some(name) = name {
-        let found = configs.iter().position(|c| {
-            c.name == name || c.runs.iter().any(|&r| summaries[r].label == name)
-        });
+        let found = configs
+            .iter()
+            .position(|c| c.name == name || c.runs.iter().any(|&r| summaries[r].label == name));
         let Some(index) = found else {
             let runs: Vec<&str> = summaries.iter().map(|s| s.label.as_str()).collect();
             let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();

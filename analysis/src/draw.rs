@@ -352,15 +352,16 @@ fn draw_axis_series<DB: DrawingBackend>(
 }
 
 /// A line's dots and vertical intervals (primary coordinates: charts across runs).
-fn draw_marks<DB: DrawingBackend>(
-    chart: &mut Dual<'_, DB>,
-    line: &Line,
-) -> Result<()> {
+fn draw_marks<DB: DrawingBackend>(chart: &mut Dual<'_, DB>, line: &Line) -> Result<()> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let color = rgb(line.color);
     if line.markers {
         chart
-            .draw_series(line.points.iter().map(|&p| Circle::new(p, 5, color.filled())))
+            .draw_series(
+                line.points
+                    .iter()
+                    .map(|&p| Circle::new(p, 5, color.filled())),
+            )
             .map_err(err)?;
     }
     chart
@@ -404,7 +405,13 @@ fn draw_intervals<DB: DrawingBackend>(
         .label_style((FONT, 13))
         .y_labels(n.max(1))
         .x_labels(8)
-        .x_label_formatter(&|x| if *x <= max * 1.05 { tick(*x, max) } else { String::new() })
+        .x_label_formatter(&|x| {
+            if *x <= max * 1.05 {
+                tick(*x, max)
+            } else {
+                String::new()
+            }
+        })
         .light_line_style(WHITE)
         .y_label_formatter(&|y| {
             let index = y.round();
@@ -455,12 +462,14 @@ fn draw_intervals<DB: DrawingBackend>(
                     .map(|&v| Circle::new((v, y), 5, color.filled().stroke_width(1))),
             )
             .map_err(err)?;
-        let text_style = (FONT, 14).into_font().color(&BLACK).pos(
-            plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Left,
-                plotters::style::text_anchor::VPos::Center,
-            ),
-        );
+        let text_style =
+            (FONT, 14)
+                .into_font()
+                .color(&BLACK)
+                .pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Left,
+                    plotters::style::text_anchor::VPos::Center,
+                ));
         chart
             .draw_series(std::iter::once(Text::new(
                 shorten(&row.text, 95),

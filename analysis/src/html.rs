@@ -83,7 +83,12 @@ window.addEventListener('load', function () {
 
 /// The page.
 pub fn page(p: &Page) -> String {
-    let cycles = p.summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
+    let cycles = p
+        .summaries
+        .iter()
+        .map(RunSummary::cycles)
+        .max()
+        .unwrap_or(0);
     let mut html = String::new();
     let _ = write!(
         html,
@@ -93,7 +98,11 @@ pub fn page(p: &Page) -> String {
         escape(&p.scope.text(cycles))
     );
     for skipped in p.skipped {
-        let _ = writeln!(html, "<p class=\"worse\">Not reported: {}</p>", escape(skipped));
+        let _ = writeln!(
+            html,
+            "<p class=\"worse\">Not reported: {}</p>",
+            escape(skipped)
+        );
     }
     verdicts(&mut html, p);
     configurations(&mut html, p);
@@ -146,11 +155,19 @@ fn verdicts(html: &mut String, p: &Page) {
 fn configurations(html: &mut String, p: &Page) {
     html.push_str("<h2 id=\"configurations\">Configurations</h2>\n<table class=\"sortable\" id=\"configurations-table\"><thead><tr><th>configuration</th><th>runs</th><th>path</th>");
     for m in METRICS {
-        let _ = write!(html, "<th>{} ({})</th>", escape(m.column), escape(m.unit.name));
+        let _ = write!(
+            html,
+            "<th>{} ({})</th>",
+            escape(m.column),
+            escape(m.unit.name)
+        );
     }
     html.push_str("</tr></thead><tbody>\n");
     for (i, c) in p.configs.iter().enumerate() {
-        let path = p.summaries[c.runs[0]].settings.path_text().unwrap_or_default();
+        let path = p.summaries[c.runs[0]]
+            .settings
+            .path_text()
+            .unwrap_or_default();
         let _ = write!(
             html,
             "<tr><td>{}</td><td data-sort=\"{}\">{}</td><td>{}</td>",

@@ -84,11 +84,7 @@ pub fn relative(target: &Path, from: &Path) -> PathBuf {
             .collect::<Vec<_>>()
     };
     let (target, from) = (absolute(target), absolute(from));
-    let common = target
-        .iter()
-        .zip(&from)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let common = target.iter().zip(&from).take_while(|(a, b)| a == b).count();
     let mut path = PathBuf::new();
     for _ in common..from.len() {
         path.push("..");

@@ -184,13 +184,22 @@ fn write_outputs(
     files.extend(charts.iter().map(|c| out.join(c)));
     let run_baselines = run_baselines(summaries, configs);
     let mut texts = vec![
-        ("summary.csv".to_string(), table::csv(summaries, &run_baselines)?),
-        ("summary.md".to_string(), table::markdown(summaries, &run_baselines)),
+        (
+            "summary.csv".to_string(),
+            table::csv(summaries, &run_baselines)?,
+        ),
+        (
+            "summary.md".to_string(),
+            table::markdown(summaries, &run_baselines),
+        ),
         (
             "configurations.csv".to_string(),
             config_table::configurations_csv(summaries, configs, &cells, scope)?,
         ),
-        ("cycles.csv".to_string(), config_table::cycles_csv(summaries, configs)?),
+        (
+            "cycles.csv".to_string(),
+            config_table::cycles_csv(summaries, configs)?,
+        ),
     ];
     let recommendation = config.recommend.map(|tolerance| {
         let choices = recommend::recommend(summaries, configs, scope, tolerance);

@@ -88,7 +88,10 @@ impl Evidence<'_> {
             return Standing::OneRun;
         }
         if let Some(change) = self.change(i, best, goodput()) {
-            if change.ci_percent.is_some_and(|(_, hi)| hi < -tolerance * 100.0) {
+            if change
+                .ci_percent
+                .is_some_and(|(_, hi)| hi < -tolerance * 100.0)
+            {
                 return Standing::GoodputBelowBest(change);
             }
         }
@@ -134,10 +137,12 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
     let on_path: Vec<usize> = (0..evidence.configs.len())
         .filter(|&i| evidence.configs[i].path_key == path)
         .collect();
-    let default = on_path
-        .iter()
-        .copied()
-        .find(|&i| evidence.configs[i].settings(evidence.summaries).lowat.is_none());
+    let default = on_path.iter().copied().find(|&i| {
+        evidence.configs[i]
+            .settings(evidence.summaries)
+            .lowat
+            .is_none()
+    });
     let best = on_path
         .iter()
         .copied()
@@ -186,9 +191,7 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
             }
         }
         None => {
-            let all_single = on_path
-                .iter()
-                .all(|&i| evidence.configs[i].runs.len() < 2);
+            let all_single = on_path.iter().all(|&i| evidence.configs[i].runs.len() < 2);
             choice.nothing_because = Some(if all_single {
                 "one run per configuration: no interval, so no saving can be told from noise".into()
             } else {
@@ -357,7 +360,11 @@ pub fn sysctl_conf(
     };
     let cycles = summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
     let mut conf = String::new();
-    let _ = writeln!(conf, "# Written by oscil-report --recommend for the path {}.", choice.path);
+    let _ = writeln!(
+        conf,
+        "# Written by oscil-report --recommend for the path {}.",
+        choice.path
+    );
     let _ = writeln!(
         conf,
         "# Chosen configuration: {} ({} runs; figures {}; 95% intervals).",

@@ -127,11 +127,7 @@ impl Settings {
 fn lowat(meta: &RunMeta) -> Option<(u64, LowatSource)> {
     let socket = match &meta.sender_options {
         Some(options) => options.notsent_lowat_bytes,
-        None => meta
-            .config
-            .sender_request
-            .notsent_lowat_bytes
-            .unwrap_or(0),
+        None => meta.config.sender_request.notsent_lowat_bytes.unwrap_or(0),
     };
     if socket != 0 {
         return Some((u64::from(socket), LowatSource::Socket));
@@ -212,7 +208,6 @@ fn lab_rate_bps(lab: &Value) -> Option<f64> {
         })
     })
 }
-
 
 /// A reader-side sysctl, from the reader's host facts.
 fn reader_sysctl(meta: &RunMeta, name: &str) -> Option<String> {

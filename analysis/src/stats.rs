@@ -6,8 +6,8 @@
 /// freedom, as printed in statistics tables.
 const T_975: [f64; 30] = [
     12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010,
-    2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739,
-    2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
+    2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687,
+    2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
 ];
 
 /// The 0.975 quantile of the standard normal distribution.
@@ -117,7 +117,12 @@ impl Change {
 
 /// Fieller's 95% interval for `ratio` = mean1 / mean2, given each mean's variance
 /// (variance / n) and n; None when the denominator's interval holds zero.
-fn fieller(ratio: f64, (a, n1): (f64, usize), (b, n2): (f64, usize), mean2: f64) -> Option<(f64, f64)> {
+fn fieller(
+    ratio: f64,
+    (a, n1): (f64, usize),
+    (b, n2): (f64, usize),
+    mean2: f64,
+) -> Option<(f64, f64)> {
     if a + b == 0.0 {
         return Some((ratio, ratio));
     }
@@ -140,7 +145,12 @@ mod tests {
         // Whole df from the table; 40, 60, 120 and 1000 as printed (2.021, 2.000, 1.980,
         // 1.962); 2.5 between 2 and 3.
         assert_eq!(t_975(4.0), 2.7764);
-        for (df, printed) in [(40.0, 2.0211), (60.0, 2.0003), (120.0, 1.9799), (1000.0, 1.9623)] {
+        for (df, printed) in [
+            (40.0, 2.0211),
+            (60.0, 2.0003),
+            (120.0, 1.9799),
+            (1000.0, 1.9623),
+        ] {
             assert!((t_975(df) - printed).abs() < 2e-4, "df {df}: {}", t_975(df));
         }
         let mid = t_975(2.5);

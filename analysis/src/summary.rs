@@ -128,7 +128,9 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         reader_page_bytes: meta.reader_host.page_size_bytes as f64,
         config_key: configuration_key(meta, campaign.map(|c| &c.settings)),
         path_key: path_key(meta),
-        campaign_label: campaign.map(|c| c.label.clone()).or_else(|| lab_text(meta, "configuration")),
+        campaign_label: campaign
+            .map(|c| c.label.clone())
+            .or_else(|| lab_text(meta, "configuration")),
         repetition: campaign
             .map(|c| c.repetition)
             .or_else(|| lab_number(meta, "repetition")),

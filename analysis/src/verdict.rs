@@ -41,7 +41,9 @@ pub fn evaluate(
                     let base = c.baseline.filter(|&b| b != i).and_then(|b| estimates[b][m]);
                     Cell {
                         estimate,
-                        change: estimate.zip(base).and_then(|(e, b)| Change::between(&e, &b)),
+                        change: estimate
+                            .zip(base)
+                            .and_then(|(e, b)| Change::between(&e, &b)),
                     }
                 })
                 .collect()
