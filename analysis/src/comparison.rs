@@ -95,7 +95,7 @@ fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> 
             .to_string()
     } else {
         format!(
-            "change against the baseline, {} (same path, kernel's default lowat unless --baseline), with Welch's 95% interval",
+            "change against the baseline, {} (same path, kernel's default lowat unless --baseline), with a 95% interval (Fieller, Welch's df)",
             baselines.join(", ")
         )
     };

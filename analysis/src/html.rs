@@ -92,7 +92,7 @@ pub fn page(p: &Page) -> String {
     let mut html = String::new();
     let _ = write!(
         html,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oscil report</title><style>{STYLE}</style></head><body>\n<h1>oscil report</h1>\n<p>{} runs in {} configurations; verdicts and intervals over figures {}; 95% intervals (Student's t; changes: Welch).</p>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oscil report</title><style>{STYLE}</style></head><body>\n<h1>oscil report</h1>\n<p>{} runs in {} configurations; verdicts and intervals over figures {}; 95% intervals (Student's t; changes: Fieller's interval for the ratio of means, Welch's degrees of freedom).</p>\n",
         p.summaries.len(),
         p.configs.len(),
         escape(&p.scope.text(cycles))

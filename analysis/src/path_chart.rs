@@ -41,26 +41,18 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
             .iter()
             .enumerate()
             .map(|(i, key)| {
-                let mut points: Vec<(f64, f64, Option<(f64, f64)>)> = configs
+                let on_line: Vec<&Configuration> = configs
                     .iter()
                     .filter(|c| c.settings(summaries).key() == *key)
-                    .filter_map(|c| {
-                        let e = Estimate::of(&verdict::values(summaries, c, m, scope))?;
-                        Some((rtt(c)?, e.mean / MIB, e.ci.map(|(l, h)| (l / MIB, h / MIB))))
+                    .collect();
+                setting_line(key, PALETTE[i % PALETTE.len()], &on_line, |c| {
+                    let e = Estimate::of(&verdict::values(summaries, c, m, scope))?;
+                    Some(PathPoint {
+                        rtt_ms: rtt(c)?,
+                        mean: e.mean / MIB,
+                        ci: e.ci.map(|(l, h)| (l / MIB, h / MIB)),
                     })
-                    .collect();
-                points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let mut line = Line::new(
-                    key.clone(),
-                    PALETTE[i % PALETTE.len()],
-                    points.iter().map(|p| (p.0, p.1)).collect(),
-                );
-                line.markers = true;
-                line.intervals = points
-                    .iter()
-                    .filter_map(|p| p.2.map(|(l, h)| (p.0, l, h)))
-                    .collect();
-                line
+                })
             })
             .collect();
         lines.extend(bdp.iter().cloned());
@@ -99,6 +91,35 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
             ),
         ],
     }
+}
+
+/// A configuration's mean (MiB) at its path's RTT, with its interval.
+struct PathPoint {
+    rtt_ms: f64,
+    mean: f64,
+    ci: Option<(f64, f64)>,
+}
+
+/// One setting's configurations, in order of RTT, as a line with dots and intervals.
+fn setting_line(
+    key: &str,
+    color: (u8, u8, u8),
+    configs: &[&Configuration],
+    point: impl Fn(&Configuration) -> Option<PathPoint>,
+) -> Line {
+    let mut points: Vec<PathPoint> = configs.iter().filter_map(|c| point(c)).collect();
+    points.sort_by(|a, b| a.rtt_ms.total_cmp(&b.rtt_ms));
+    let mut line = Line::new(
+        key,
+        color,
+        points.iter().map(|p| (p.rtt_ms, p.mean)).collect(),
+    );
+    line.markers = true;
+    line.intervals = points
+        .iter()
+        .filter_map(|p| p.ci.map(|(l, h)| (p.rtt_ms, l, h)))
+        .collect();
+    line
 }
 
 /// One bandwidth-delay product line per path rate the lab recorded: rate x RTT / 8 bytes.

@@ -219,7 +219,7 @@ pub fn markdown(
     let mut md = String::from("# oscil recommendation\n\n");
     let _ = writeln!(
         md,
-        "Per path: the configuration with the least sender memory (slow-phase queued mean, then peak TCP memory) whose fast-phase goodput is not clearly below the best configuration's by more than {:.1}%, and whose memory saving over the default is clear. Figures: {}. Intervals are 95% (Student's t for each mean, Welch's for changes).\n",
+        "Per path: the configuration with the least sender memory (slow-phase queued mean, then peak TCP memory) whose fast-phase goodput is not clearly below the best configuration's by more than {:.1}%, and whose memory saving over the default is clear. Figures: {}. Intervals are 95% (Student's t for each mean; Fieller's for the ratio of means, with Welch's degrees of freedom, for changes).\n",
         tolerance * 100.0,
         scope.text(cycles)
     );

@@ -1,5 +1,5 @@
 //! Each configuration's figures over its runs (mean, n, 95% interval), its change against
-//! its baseline configuration (Welch's interval), and the verdict in words.
+//! its baseline configuration (Fieller's interval, Welch's df), and the verdict in words.
 
 use crate::configs::Configuration;
 use crate::human;
