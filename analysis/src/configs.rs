@@ -51,7 +51,7 @@ pub fn group(
         }
     }
     let firsts: Vec<&RunSummary> = configs.iter().map(|c| &summaries[c.runs[0]]).collect();
-    let names = unique(distinguishing(&firsts));
+    let names = unique(distinguishing(&firsts), |name, n| format!("{name} ({n})"));
     for (c, name) in configs.iter_mut().zip(names) {
         let labels: Vec<Option<&String>> = c
             .runs
@@ -109,14 +109,14 @@ fn baselines(
         .collect())
 }
 
-/// Names made unique by a number where two are the same words.
-fn unique(names: Vec<String>) -> Vec<String> {
+/// Names made unique: a name already taken gets `numbered(name, n)` from n = 2 on.
+pub fn unique(names: Vec<String>, numbered: impl Fn(&str, usize) -> String) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for name in names {
         let mut candidate = name.clone();
         let mut n = 2;
         while out.contains(&candidate) {
-            candidate = format!("{name} ({n})");
+            candidate = numbered(&name, n);
             n += 1;
         }
         out.push(candidate);

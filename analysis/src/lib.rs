@@ -298,26 +298,21 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
 
 /// A file name per run from its label, made safe and unique.
 fn file_names(labels: &[String]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for label in labels {
-        let base: String = label
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let base = format!("run-{}", base.trim_start_matches('.'));
-        let mut name = base.clone();
-        let mut n = 2;
-        while names.contains(&name) {
-            name = format!("{base}-{n}");
-            n += 1;
-        }
-        names.push(name);
-    }
-    names
+    let safe = labels
+        .iter()
+        .map(|label| {
+            let base: String = label
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            format!("run-{}", base.trim_start_matches('.'))
+        })
+        .collect();
+    configs::unique(safe, |name, n| format!("{name}-{n}"))
 }

@@ -105,17 +105,6 @@ impl Totals {
     pub fn rtt_mean_us(&self) -> Option<f64> {
         ratio(self.rtt_sum_us, self.rtt_count)
     }
-
-    fn add_pass(&mut self, pass: &Pass) {
-        self.sender_passes = self.sender_passes.saturating_add(1);
-        self.notsent_sum_bytes = self.notsent_sum_bytes.saturating_add(pass.notsent_bytes);
-        self.notsent_peak_bytes = self.notsent_peak_bytes.max(pass.notsent_bytes);
-        self.queued_sum_bytes = self.queued_sum_bytes.saturating_add(pass.queued_bytes);
-        self.queued_peak_bytes = self.queued_peak_bytes.max(pass.queued_bytes);
-        self.rtt_sum_us = self.rtt_sum_us.saturating_add(pass.rtt_sum_us);
-        self.rtt_count = self.rtt_count.saturating_add(pass.rtt_count);
-        self.rtt_min_us = min_opt(self.rtt_min_us, pass.rtt_min_us);
-    }
 }
 
 /// One sampling pass of the sender: the rows of every flow at one tick.
@@ -145,6 +134,23 @@ pub struct PhaseFigures {
     totals: Vec<Totals>,
     interval_s: f64,
     pass: Option<Pass>,
+}
+
+impl Pass {
+    /// The pass as totals of its own, to merge into its span's.
+    fn totals(&self) -> Totals {
+        Totals {
+            sender_passes: 1,
+            notsent_sum_bytes: self.notsent_bytes,
+            notsent_peak_bytes: self.notsent_bytes,
+            queued_sum_bytes: self.queued_bytes,
+            queued_peak_bytes: self.queued_bytes,
+            rtt_sum_us: self.rtt_sum_us,
+            rtt_count: self.rtt_count,
+            rtt_min_us: self.rtt_min_us,
+            ..Totals::default()
+        }
+    }
 }
 
 impl PhaseFigures {
@@ -202,7 +208,7 @@ impl PhaseFigures {
     fn close_pass(&mut self) {
         let Some(pass) = self.pass.take() else { return };
         if let Some(i) = self.span_index(pass.t_s) {
-            self.totals[i].add_pass(&pass);
+            self.totals[i].merge(&pass.totals());
         }
     }
 
