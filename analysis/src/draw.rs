@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use crate::chart::{Axis, Figure, Line, Panel};
-use crate::comparison::{IntervalFigure, IntervalPanel};
+use crate::comparison::{IntervalFigure, IntervalPanel, IntervalRow};
 
 /// Width of every picture, in pixels.
 pub const WIDTH_PX: u32 = 1600;
@@ -427,57 +427,64 @@ fn draw_intervals<DB: DrawingBackend>(
         .map_err(err)?;
     let text_x = if max > 0.0 { max * 1.08 } else { 0.0 };
     for (i, row) in panel.rows.iter().enumerate() {
-        let y = (n - 1 - i) as f64;
-        let color = rgb(row.color);
-        if let Some(mean) = row.mean {
-            let style = if row.baseline {
-                color.mix(0.35).filled()
-            } else {
-                color.mix(0.6).filled()
-            };
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(0.0, y - 0.22), (mean, y + 0.22)],
-                    style,
-                )))
-                .map_err(err)?;
-        }
-        if let Some((lo, hi)) = row.ci {
-            let mid = row.mean.unwrap_or((lo + hi) / 2.0);
-            chart
-                .draw_series(std::iter::once(ErrorBar::new_horizontal(
-                    y,
-                    lo,
-                    mid,
-                    hi,
-                    BLACK.stroke_width(2),
-                    14,
-                )))
-                .map_err(err)?;
-        }
+        draw_interval_row(&mut chart, row, (n - 1 - i) as f64, text_x)?;
+    }
+    Ok(())
+}
+
+/// One configuration's row at height `y`: mean bar, interval, runs, words.
+fn draw_interval_row<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian>,
+    row: &IntervalRow,
+    y: f64,
+    text_x: f64,
+) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let color = rgb(row.color);
+    if let Some(mean) = row.mean {
+        let style = color.mix(if row.baseline { 0.35 } else { 0.6 }).filled();
         chart
-            .draw_series(
-                row.points
-                    .iter()
-                    .map(|&v| Circle::new((v, y), 5, color.filled().stroke_width(1))),
-            )
-            .map_err(err)?;
-        let text_style =
-            (FONT, 14)
-                .into_font()
-                .color(&BLACK)
-                .pos(plotters::style::text_anchor::Pos::new(
-                    plotters::style::text_anchor::HPos::Left,
-                    plotters::style::text_anchor::VPos::Center,
-                ));
-        chart
-            .draw_series(std::iter::once(Text::new(
-                shorten(&row.text, 95),
-                (text_x, y),
-                text_style,
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y - 0.22), (mean, y + 0.22)],
+                style,
             )))
             .map_err(err)?;
     }
+    if let Some((lo, hi)) = row.ci {
+        let mid = row.mean.unwrap_or((lo + hi) / 2.0);
+        chart
+            .draw_series(std::iter::once(ErrorBar::new_horizontal(
+                y,
+                lo,
+                mid,
+                hi,
+                BLACK.stroke_width(2),
+                14,
+            )))
+            .map_err(err)?;
+    }
+    chart
+        .draw_series(
+            row.points
+                .iter()
+                .map(|&v| Circle::new((v, y), 5, color.filled().stroke_width(1))),
+        )
+        .map_err(err)?;
+    let text_style =
+        (FONT, 14)
+            .into_font()
+            .color(&BLACK)
+            .pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Left,
+                plotters::style::text_anchor::VPos::Center,
+            ));
+    chart
+        .draw_series(std::iter::once(Text::new(
+            shorten(&row.text, 95),
+            (text_x, y),
+            text_style,
+        )))
+        .map_err(err)?;
     Ok(())
 }
 

@@ -201,24 +201,11 @@ fn write_outputs(
             config_table::cycles_csv(summaries, configs)?,
         ),
     ];
-    let recommendation = config.recommend.map(|tolerance| {
-        let choices = recommend::recommend(summaries, configs, scope, tolerance);
-        let md = recommend::markdown(summaries, configs, &choices, scope, tolerance);
-        let confs: Vec<String> = choices
-            .iter()
-            .filter_map(|c| recommend::sysctl_conf(summaries, configs, c, scope))
-            .collect();
-        (md, confs)
-    });
-    if let Some((md, confs)) = &recommendation {
-        texts.push(("recommendation.md".into(), md.clone()));
-        for (k, conf) in confs.iter().enumerate() {
-            let name = match confs.len() {
-                1 => "99-oscil-tcp.conf".to_string(),
-                _ => format!("99-oscil-tcp-path{}.conf", k + 1),
-            };
-            texts.push((name, conf.clone()));
-        }
+    let recommendation = config
+        .recommend
+        .map(|tolerance| recommendation_files(summaries, configs, scope, tolerance));
+    if let Some(files) = &recommendation {
+        texts.extend(files.iter().cloned());
     }
     let page = html::page(&html::Page {
         summaries,
@@ -227,7 +214,7 @@ fn write_outputs(
         scope,
         charts: &charts,
         run_pngs: pngs,
-        recommendation: recommendation.as_ref().map(|(md, _)| md.as_str()),
+        recommendation: recommendation.as_ref().map(|files| files[0].1.as_str()),
         skipped,
         out_dir: out,
     });
@@ -238,6 +225,31 @@ fn write_outputs(
         files.push(path);
     }
     Ok(files)
+}
+
+/// `recommendation.md` first, then a sysctl file per path with a choice:
+/// `99-oscil-tcp.conf` for one, `99-oscil-tcp-pathN.conf` for several.
+fn recommendation_files(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    scope: Scope,
+    tolerance: f64,
+) -> Vec<(String, String)> {
+    let choices = recommend::recommend(summaries, configs, scope, tolerance);
+    let md = recommend::markdown(summaries, configs, &choices, scope, tolerance);
+    let confs: Vec<String> = choices
+        .iter()
+        .filter_map(|c| recommend::sysctl_conf(summaries, configs, c, scope))
+        .collect();
+    let mut files = vec![("recommendation.md".to_string(), md)];
+    for (k, conf) in confs.iter().enumerate() {
+        let name = match confs.len() {
+            1 => "99-oscil-tcp.conf".to_string(),
+            _ => format!("99-oscil-tcp-path{}.conf", k + 1),
+        };
+        files.push((name, conf.clone()));
+    }
+    files
 }
 
 /// For each run, the run `summary.csv` compares it with: the first run of its
