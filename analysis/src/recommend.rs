@@ -102,6 +102,17 @@ impl Evidence<'_> {
         }
     }
 
+    /// The change of `config` against `against` in words; `itself` where they are one.
+    fn versus(&self, config: usize, against: Option<usize>, m: &Metric) -> String {
+        match against {
+            Some(a) if a == config => "itself".into(),
+            Some(a) => self
+                .change(config, a, m)
+                .map_or("-".into(), |c| verdict::change_text(m, &c)),
+            None => "-".into(),
+        }
+    }
+
     /// Memory to rank eligible configurations by: queued mean, then peak TCP memory.
     fn memory_rank(&self, i: usize) -> (f64, f64) {
         let mean = |m| self.estimate(i, m).map_or(f64::INFINITY, |e| e.mean);
@@ -252,12 +263,7 @@ fn path_section(md: &mut String, evidence: &Evidence, choice: &PathChoice) {
         "| configuration | runs | fast goodput | vs best | slow queued mean | vs default | peak TCP memory (sender) | standing |\n|---|---|---|---|---|---|---|---|"
     );
     for (i, standing) in &choice.standings {
-        let change = |against: Option<usize>, m: &Metric| {
-            against
-                .filter(|a| a != i)
-                .and_then(|a| evidence.change(*i, a, m))
-                .map_or("-".to_string(), |c| verdict::change_text(m, &c))
-        };
+        let change = |against: Option<usize>, m: &Metric| evidence.versus(*i, against, m);
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -352,12 +358,7 @@ pub fn sysctl_conf(
     };
     let (lowat, wmem, rmem) = sysctls(&evidence, i);
     let text = |m: &Metric| estimate_text(m, evidence.estimate(i, m).as_ref());
-    let vs = |against: Option<usize>, m: &Metric| {
-        against
-            .filter(|&a| a != i)
-            .and_then(|a| evidence.change(i, a, m))
-            .map_or("-".into(), |c| verdict::change_text(m, &c))
-    };
+    let vs = |against: Option<usize>, m: &Metric| evidence.versus(i, against, m);
     let cycles = summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
     let mut conf = String::new();
     let _ = writeln!(
