@@ -107,11 +107,8 @@ pub fn page(p: &Page) -> String {
     verdicts(&mut html, p);
     configurations(&mut html, p);
     if let Some(md) = p.recommendation {
-        let _ = writeln!(
-            html,
-            "<h2 id=\"recommendation\">Recommendation</h2>\n<pre>{}</pre>",
-            escape(md)
-        );
+        html.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
+        html.push_str(&markdown(md));
     }
     html.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for chart in p.charts.iter().chain(p.run_pngs) {
@@ -123,6 +120,75 @@ pub fn page(p: &Page) -> String {
     }
     runs(&mut html, p);
     let _ = write!(html, "<script>{SCRIPT}</script>\n</body></html>\n");
+    html
+}
+
+/// Text between each pair of `mark`s put in a `tag` element.
+fn pairs(text: &str, mark: &str, tag: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in text.split(mark).enumerate() {
+        match i {
+            0 => {}
+            i if i % 2 == 1 => {
+                let _ = write!(out, "<{tag}>");
+            }
+            _ => {
+                let _ = write!(out, "</{tag}>");
+            }
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+/// The little markdown `recommendation.md` uses, as HTML: headings, tables, paragraphs,
+/// `**bold**` and `` `code` ``; everything escaped first.
+fn markdown(md: &str) -> String {
+    let inline = |text: &str| pairs(&pairs(&escape(text), "**", "b"), "`", "code");
+    let mut html = String::new();
+    let mut in_table = false;
+    for line in md.lines() {
+        let cells: Vec<&str> = line
+            .trim()
+            .trim_matches('|')
+            .split('|')
+            .map(str::trim)
+            .collect();
+        let is_row = line.starts_with('|');
+        if in_table && !is_row {
+            html.push_str("</table>\n");
+            in_table = false;
+        }
+        if is_row && cells.iter().all(|c| c.chars().all(|ch| ch == '-')) {
+            continue;
+        }
+        if is_row {
+            let tag = if in_table {
+                "td"
+            } else {
+                "th class=\"nosort\""
+            };
+            let close = if in_table { "td" } else { "th" };
+            if !in_table {
+                html.push_str("<table class=\"recommendation\">");
+                in_table = true;
+            }
+            html.push_str("<tr>");
+            for cell in cells {
+                let _ = write!(html, "<{tag}>{}</{close}>", inline(cell));
+            }
+            html.push_str("</tr>\n");
+        } else if let Some(heading) = line.strip_prefix("## ") {
+            let _ = writeln!(html, "<h3>{}</h3>", inline(heading));
+        } else if line.starts_with("# ") || line.trim().is_empty() {
+            continue;
+        } else {
+            let _ = writeln!(html, "<p>{}</p>", inline(line));
+        }
+    }
+    if in_table {
+        html.push_str("</table>\n");
+    }
     html
 }
 
@@ -153,7 +219,7 @@ fn verdicts(html: &mut String, p: &Page) {
 
 /// The configurations with every figure's mean and interval; click a header to sort.
 fn configurations(html: &mut String, p: &Page) {
-    html.push_str("<h2 id=\"configurations\">Configurations</h2>\n<table class=\"sortable\" id=\"configurations-table\"><thead><tr><th>configuration</th><th>runs</th><th>path</th>");
+    html.push_str("<h2 id=\"configurations\">Configurations</h2>\n<div style=\"overflow-x:auto\"><table class=\"sortable\" id=\"configurations-table\"><thead><tr><th>configuration</th><th>runs</th><th>path</th>");
     for m in METRICS {
         let _ = write!(
             html,
@@ -186,7 +252,7 @@ fn configurations(html: &mut String, p: &Page) {
         }
         html.push_str("</tr>\n");
     }
-    html.push_str("</tbody></table>\n");
+    html.push_str("</tbody></table></div>\n");
 }
 
 /// Every run with links to its files.
@@ -222,4 +288,20 @@ fn runs(html: &mut String, p: &Page) {
         }
     }
     html.push_str("</tbody></table>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recommendations_markdown_becomes_escaped_html() {
+        let md = "# t\n\n## Path: <a>\n\n**Choice: x** sets `lowat`.\n\n| a | b |\n|---|---|\n| 1 | **2** |\n\nend";
+        assert_eq!(
+            markdown(md),
+            "<h3>Path: &lt;a&gt;</h3>\n<p><b>Choice: x</b> sets <code>lowat</code>.</p>\n\
+             <table class=\"recommendation\"><tr><th class=\"nosort\">a</th><th class=\"nosort\">b</th></tr>\n\
+             <tr><td>1</td><td><b>2</b></td></tr>\n</table>\n<p>end</p>\n"
+        );
+    }
 }
