@@ -42,8 +42,14 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn from_meta(meta: &RunMeta) -> Settings {
+    /// The settings `run.json` records; the path, where the lab's free-form object does not
+    /// give it, from the campaign's settings (`campaign.json`, else `lab.settings`).
+    pub fn from_meta(meta: &RunMeta, campaign: Option<&RunSettings>) -> Settings {
         let lab = meta.lab.as_ref();
+        let planned = campaign
+            .cloned()
+            .or_else(|| lab_run_settings(meta))
+            .and_then(|s| s.path);
         Settings {
             flows: meta.config.flows,
             lowat: lowat(meta),
@@ -54,8 +60,12 @@ impl Settings {
                 .map(|o| o.congestion.clone())
                 .filter(|c| !c.is_empty())
                 .or_else(|| sender_sysctl_of(meta, "net.ipv4.tcp_congestion_control")),
-            path_rtt_ms: lab.and_then(lab_rtt_ms),
-            path_rate_bps: lab.and_then(lab_rate_bps),
+            path_rtt_ms: lab
+                .and_then(lab_rtt_ms)
+                .or_else(|| planned.as_ref().map(|p| p.rtt_us as f64 / 1000.0)),
+            path_rate_bps: lab
+                .and_then(lab_rate_bps)
+                .or_else(|| planned.as_ref().map(|p| p.rate_bps as f64)),
             full_speed: meta.config.pattern.full_speed,
             lab_settings: lab.map(lab_settings).unwrap_or_default(),
             sender_tcp_wmem: sender_sysctl_of(meta, "net.ipv4.tcp_wmem"),
@@ -250,9 +260,8 @@ pub fn configuration_key(meta: &RunMeta, campaign: Option<&RunSettings>) -> Stri
 
 /// The path runs were made on: the lab's rate and RTT, else the pair of hosts (between
 /// real hosts the path is measured, not set).
-pub fn path_key(meta: &RunMeta) -> String {
-    let lab = meta.lab.as_ref();
-    match (lab.and_then(lab_rtt_ms), lab.and_then(lab_rate_bps)) {
+pub fn path_key(settings: &Settings, meta: &RunMeta) -> String {
+    match (settings.path_rtt_ms, settings.path_rate_bps) {
         (None, None) => format!(
             "hosts {} -> {}",
             meta.sender_host

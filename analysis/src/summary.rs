@@ -113,10 +113,12 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         run.reader.iter().map(|r| r.t_s).fold(0.0, f64::max)
     };
     let campaign = input.campaign.as_ref();
+    let settings = Settings::from_meta(meta, campaign.map(|c| &c.settings));
     RunSummary {
         label: run.label(),
         dir: run.dir.clone(),
-        settings: Settings::from_meta(meta),
+        path_key: path_key(&settings, meta),
+        settings,
         partial: (meta.ending.status == RunStatus::Partial).then(|| meta.ending.reason.clone()),
         duration_s: meta.ending.duration_s,
         phases: figures.finish(end_s),
@@ -127,7 +129,6 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
             .page_size_bytes as f64,
         reader_page_bytes: meta.reader_host.page_size_bytes as f64,
         config_key: configuration_key(meta, campaign.map(|c| &c.settings)),
-        path_key: path_key(meta),
         campaign_label: campaign
             .map(|c| c.label.clone())
             .or_else(|| lab_text(meta, "configuration")),

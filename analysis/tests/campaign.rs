@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use oscil_protocol::campaign::{
-    self, Backend, Campaign, CampaignRun, CampaignRunStatus, Order, RunSettings,
+    self, Backend, Campaign, CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings,
     CAMPAIGN_FORMAT_VERSION,
 };
 use oscil_protocol::PatternConfig;
@@ -23,9 +23,16 @@ const REPEAT: u32 = 3;
 /// t(0.975) for 2 degrees of freedom, from a printed table.
 const T_975_DF2: f64 = 4.303;
 
+/// The plan's settings. The path is what a lab would have set (these runs are over
+/// loopback): the report takes it from campaign.json, as run.json has no lab object.
 fn settings(lowat: Option<u32>) -> RunSettings {
     RunSettings {
-        path: None,
+        path: Some(PathSettings {
+            rate_bps: 100_000_000,
+            rtt_us: 20_000,
+            loss_pct: 0.0,
+            queue_packets: None,
+        }),
         lowat_bytes: lowat.map(u64::from),
         wmem_bytes: None,
         rmem_bytes: None,
@@ -142,6 +149,10 @@ fn configurations_have_steady_means_with_student_intervals() {
         assert_eq!(row["configuration"], label);
         assert_eq!(row["runs"], "3");
         assert_eq!(row["figures"], "steady (cycle 2)");
+        assert_eq!(
+            row["path"], "RTT 20.0 ms, 100.0 Mbit/s",
+            "from campaign.json"
+        );
         let steady: Vec<_> = run_dirs(root, label)
             .iter()
             .map(|d| expected(d, |c| c >= 2))
@@ -234,6 +245,7 @@ fn the_recommendation_names_its_evidence_or_declines() {
     let md = fs::read_to_string(out.join("recommendation.md")).unwrap();
     let conf = out.join("99-oscil-tcp.conf");
     assert!(md.contains("| lowat16k | 3 |"), "{md}");
+    assert!(md.contains("## Path: RTT 20.0 ms, 100.0 Mbit/s"), "{md}");
     if md.contains("**Choice: lowat16k**") {
         let conf = fs::read_to_string(conf).unwrap();
         assert!(
