@@ -127,11 +127,20 @@ pub fn unique(names: Vec<String>, numbered: impl Fn(&str, usize) -> String) -> V
 /// Each run's settings that are not the same in every run, in words (the path included),
 /// so a chart across runs can name each run briefly. Where nothing differs, the lowat.
 pub fn distinguishing(summaries: &[&RunSummary]) -> Vec<String> {
-    let parts: Vec<Vec<(String, String)>> = summaries
+    let settings: Vec<&Settings> = summaries.iter().map(|s| &s.settings).collect();
+    varying(&settings, true)
+}
+
+/// The settings (and, with `with_path`, the path) that are not the same in all of
+/// `settings`, in words, for each; where nothing differs, the lowat.
+pub fn varying(settings: &[&Settings], with_path: bool) -> Vec<String> {
+    let parts: Vec<Vec<(String, String)>> = settings
         .iter()
         .map(|s| {
-            let mut parts = s.settings.parts();
-            parts.extend(s.settings.path_parts());
+            let mut parts = s.parts();
+            if with_path {
+                parts.extend(s.path_parts());
+            }
             parts
         })
         .collect();
@@ -156,15 +165,15 @@ pub fn distinguishing(summaries: &[&RunSummary]) -> Vec<String> {
         .collect();
     parts
         .iter()
-        .zip(summaries)
-        .map(|(run, summary)| {
+        .zip(settings)
+        .map(|(run, settings)| {
             let texts: Vec<String> = varying
                 .iter()
                 .map(|name| text_of(run, name))
                 .filter(|text| !text.is_empty())
                 .collect();
             if texts.is_empty() {
-                summary.settings.lowat_text()
+                settings.lowat_text()
             } else {
                 texts.join(", ")
             }

@@ -3,7 +3,7 @@
 //! product as a line, so queued bytes read against what the path needs in flight.
 
 use crate::chart::{Axis, Figure, Line, Panel, GREY, PALETTE};
-use crate::configs::Configuration;
+use crate::configs::{self, Configuration};
 use crate::human::{self, MIB};
 use crate::metrics::metric;
 use crate::stats::Estimate;
@@ -28,14 +28,18 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
         "path RTT (ms, lab setting)"
     };
     let mut keys: Vec<String> = Vec::new();
+    let mut firsts = Vec::new();
     for c in configs {
         let key = c.settings(summaries).key();
         if !keys.contains(&key) {
             keys.push(key);
+            firsts.push(c.settings(summaries));
         }
     }
+    // Lines are named by what sets them apart, not by every setting they share.
+    let names = configs::varying(&firsts, false);
     let bdp = bdp_lines(summaries, x_max);
-    let panel = |title: &str, column: &str| {
+    let panel = |title: &str, column: &str, axis: &str| {
         let m = metric(column);
         let mut lines: Vec<Line> = keys
             .iter()
@@ -45,7 +49,7 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
                     .iter()
                     .filter(|c| c.settings(summaries).key() == *key)
                     .collect();
-                setting_line(key, PALETTE[i % PALETTE.len()], &on_line, |c| {
+                setting_line(&names[i], PALETTE[i % PALETTE.len()], &on_line, |c| {
                     let e = Estimate::of(&verdict::values(summaries, c, m, scope))?;
                     Some(PathPoint {
                         rtt_ms: rtt(c)?,
@@ -61,7 +65,7 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
             x_label: x_label.into(),
             x_range: (0.0, x_max),
             left: Axis {
-                label: format!("{} (MiB)", m.title),
+                label: format!("{axis} (MiB)"),
                 lines,
                 ..Axis::default()
             },
@@ -84,10 +88,12 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
             panel(
                 "Peak sender queued bytes (wmem_queued, sum over flows), slow phases",
                 "slow_queued_peak_mib",
+                "peak queued",
             ),
             panel(
                 "Peak host TCP memory, sender host",
                 "tcp_mem_peak_sender_mib",
+                "peak TCP memory",
             ),
         ],
     }
