@@ -398,3 +398,146 @@ pub fn sysctl_conf(
     let _ = writeln!(conf, "net.ipv4.tcp_rmem = {rmem}");
     Some(conf)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::configs::group;
+    use crate::settings::{LowatSource, Settings};
+    use oscil_protocol::phase_figures::{RunPhases, SpanTotals, Totals};
+    use oscil_protocol::{Phase, PhaseSpan};
+
+    /// A one-cycle run: 1 s fast reading `goodput_bps`, 1 s slow with one sender pass of
+    /// `queued` bytes.
+    fn run(name: &str, lowat: Option<u64>, goodput_bps: f64, queued: u64) -> RunSummary {
+        let span = |phase, start_s| PhaseSpan {
+            cycle: 1,
+            phase,
+            start_s,
+            end_s: start_s + 1.0,
+        };
+        let fast = Totals {
+            seconds: 1.0,
+            bytes_read: (goodput_bps / 8.0) as u64,
+            ..Totals::default()
+        };
+        let slow = Totals {
+            seconds: 1.0,
+            sender_passes: 1,
+            queued_sum_bytes: queued,
+            queued_peak_bytes: queued,
+            ..Totals::default()
+        };
+        RunSummary {
+            label: format!("{name}-{goodput_bps}-{queued}"),
+            dir: name.into(),
+            settings: Settings {
+                flows: 1,
+                lowat: lowat.map(|b| (b, LowatSource::Sysctl)),
+                sndbuf_bytes: None,
+                congestion: None,
+                path_rtt_ms: Some(100.0),
+                path_rate_bps: Some(1e8),
+                full_speed: false,
+                lab_settings: Vec::new(),
+                sender_tcp_wmem: Some("4096 16384 4194304".into()),
+                reader_tcp_rmem: Some("4096 131072 6291456".into()),
+            },
+            partial: None,
+            duration_s: 2.0,
+            phases: RunPhases {
+                spans: vec![
+                    SpanTotals {
+                        span: span(Phase::Fast, 0.0),
+                        totals: fast,
+                    },
+                    SpanTotals {
+                        span: span(Phase::Slow, 1.0),
+                        totals: slow,
+                    },
+                ],
+            },
+            sender_page_bytes: 4096.0,
+            reader_page_bytes: 4096.0,
+            config_key: name.into(),
+            path_key: "lab".into(),
+            campaign_label: Some(name.into()),
+            repetition: None,
+        }
+    }
+
+    fn three(
+        name: &str,
+        lowat: Option<u64>,
+        goodputs: [f64; 3],
+        queued: [u64; 3],
+    ) -> Vec<RunSummary> {
+        (0..3)
+            .map(|k| run(name, lowat, goodputs[k], queued[k]))
+            .collect()
+    }
+
+    #[test]
+    fn the_least_memory_not_clearly_slower_with_a_clear_saving_wins() {
+        let mut runs = three("default", None, [100e6, 101e6, 99e6], [1000, 1020, 980]);
+        // Noise in goodput overlapping the best's: that does not disqualify.
+        runs.extend(three(
+            "a",
+            Some(131072),
+            [97e6, 103e6, 100e6],
+            [100, 110, 90],
+        ));
+        // Clearly slower by far more than 1%: out, however little memory it needs.
+        runs.extend(three("b", Some(4096), [50e6, 51e6, 49e6], [10, 11, 9]));
+        // Less memory on average, but too noisy to tell from the default's.
+        runs.extend(three(
+            "c",
+            Some(16384),
+            [100e6, 100e6, 100e6],
+            [10, 1500, 40],
+        ));
+        let configs = group(&runs, None).unwrap();
+        let choices = recommend(&runs, &configs, Scope::Steady, 0.01);
+        assert_eq!(choices.len(), 1);
+        let choice = &choices[0];
+        let name = |i: usize| configs[i].name.as_str();
+        assert_eq!(choice.chosen.map(name), Some("a"));
+        let standing = |n: &str| {
+            choice
+                .standings
+                .iter()
+                .find(|(i, _)| name(*i) == n)
+                .map(|(_, s)| s.clone())
+                .unwrap()
+        };
+        assert!(matches!(standing("b"), Standing::GoodputBelowBest(_)));
+        assert!(matches!(standing("c"), Standing::SavingNotClear(Some(_))));
+        assert_eq!(standing("default"), Standing::Default);
+        let conf = sysctl_conf(&runs, &configs, choice, Scope::Steady).unwrap();
+        assert!(
+            conf.contains("\nnet.ipv4.tcp_notsent_lowat = 131072\n"),
+            "{conf}"
+        );
+        assert!(
+            conf.contains("\nnet.ipv4.tcp_wmem = 4096 16384 4194304\n"),
+            "{conf}"
+        );
+        let md = markdown(&runs, &configs, &choices, Scope::Steady, 0.01);
+        assert!(md.contains("**Choice: a** (3 runs)"), "{md}");
+        assert!(md.contains("lost: goodput clearly below the best"), "{md}");
+    }
+
+    #[test]
+    fn without_a_default_nothing_is_recommended() {
+        let runs = three("a", Some(131072), [97e6, 103e6, 100e6], [100, 110, 90]);
+        let configs = group(&runs, None).unwrap();
+        let choice = &recommend(&runs, &configs, Scope::Steady, 0.01)[0];
+        assert_eq!(choice.chosen, None);
+        assert!(choice
+            .nothing_because
+            .as_deref()
+            .unwrap()
+            .contains("default lowat"));
+        assert!(sysctl_conf(&runs, &configs, choice, Scope::Steady).is_none());
+    }
+}
