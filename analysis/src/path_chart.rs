@@ -27,17 +27,7 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
     } else {
         "path RTT (ms, lab setting)"
     };
-    let mut keys: Vec<String> = Vec::new();
-    let mut firsts = Vec::new();
-    for c in configs {
-        let key = c.settings(summaries).key();
-        if !keys.contains(&key) {
-            keys.push(key);
-            firsts.push(c.settings(summaries));
-        }
-    }
-    // Lines are named by what sets them apart, not by every setting they share.
-    let names = configs::varying(&firsts, false);
+    let (keys, names) = setting_keys(summaries, configs);
     let bdp = bdp_lines(summaries, x_max);
     let panel = |title: &str, column: &str, axis: &str| {
         let m = metric(column);
@@ -97,6 +87,22 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
             ),
         ],
     }
+}
+
+/// The settings apart from the path, one line each, in order of first appearance: their
+/// keys, and their names by what sets them apart (not every setting they share).
+fn setting_keys(summaries: &[RunSummary], configs: &[Configuration]) -> (Vec<String>, Vec<String>) {
+    let mut keys: Vec<String> = Vec::new();
+    let mut firsts = Vec::new();
+    for c in configs {
+        let key = c.settings(summaries).key();
+        if !keys.contains(&key) {
+            keys.push(key);
+            firsts.push(c.settings(summaries));
+        }
+    }
+    let names = configs::varying(&firsts, false);
+    (keys, names)
 }
 
 /// A configuration's mean (MiB) at its path's RTT, with its interval.
