@@ -79,7 +79,7 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
     let mut header = vec!["run", "status", "settings", "path"];
     let names: Vec<String> = METRICS
         .iter()
-        .map(|m| format!("{} ({})", m.column, m.unit.name))
+        .map(|m| format!("{} ({})", m.title, m.unit.name))
         .collect();
     header.extend(names.iter().map(String::as_str));
     header.push("compared with");

@@ -7,8 +7,9 @@ mod util;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use oscil_protocol::campaign::{
     self, Backend, Campaign, CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings,
@@ -298,6 +299,27 @@ fn runs_given_separately_group_by_their_settings_and_one_run_each_recommends_not
     );
 }
 
+/// Runs `command` to its end with its output in `log` (a file, so a full pipe never stalls
+/// it), or kills it (by its own handle) after `limit`. Returns what it printed.
+fn output_within(mut command: Command, log: &Path, limit: Duration) -> String {
+    let file = fs::File::create(log).expect("chromium's log");
+    let mut child = command
+        .stdout(file)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("poll chromium").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    fs::read_to_string(log).unwrap_or_default()
+}
+
 #[test]
 fn the_page_loads_every_image_in_a_real_browser() {
     let chromium = Path::new("/usr/bin/chromium");
@@ -320,7 +342,8 @@ fn the_page_loads_every_image_in_a_real_browser() {
 
     let profile = tempfile::tempdir().unwrap();
     let browse = |extra: &[&str]| {
-        Command::new(chromium)
+        let mut command = Command::new(chromium);
+        command
             .args([
                 "--headless",
                 "--no-sandbox",
@@ -334,12 +357,14 @@ fn the_page_loads_every_image_in_a_real_browser() {
             ])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .args(extra)
-            .arg(format!("file://{}", page.display()))
-            .output()
-            .expect("run chromium")
+            .arg(format!("file://{}", page.display()));
+        output_within(
+            command,
+            &profile.path().join("out.txt"),
+            Duration::from_secs(120),
+        )
     };
     let dom = browse(&["--dump-dom"]);
-    let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(
         dom.contains(&format!("data-images=\"{images}/{images}\"")),
         "not every image loaded: {}",
@@ -356,10 +381,10 @@ fn the_page_loads_every_image_in_a_real_browser() {
         assert!(dom.contains(&format!("id=\"{id}\"")), "{id} missing");
     }
     let shot = out.join("screenshot.png");
-    let result = browse(&[
+    browse(&[
         &format!("--screenshot={}", shot.display()),
         "--window-size=1400,2400",
     ]);
-    assert!(shot.exists(), "{result:?}");
+    assert!(shot.exists(), "no screenshot");
     assert_eq!(png_size(&shot), (1400, 2400));
 }
