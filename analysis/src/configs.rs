@@ -51,19 +51,33 @@ pub fn group(
         }
     }
     let firsts: Vec<&RunSummary> = configs.iter().map(|c| &summaries[c.runs[0]]).collect();
-    let names = unique(distinguishing(&firsts), |name, n| format!("{name} ({n})"));
-    for (c, name) in configs.iter_mut().zip(names) {
-        let labels: Vec<Option<&String>> = c
-            .runs
-            .iter()
-            .map(|&i| summaries[i].campaign_label.as_ref())
-            .collect();
-        c.name = match labels[0] {
-            Some(label) if labels.iter().all(|l| *l == Some(label)) => label.clone(),
-            // One run given on its own is known by its label, as before configurations.
-            _ if c.runs.len() == 1 => summaries[c.runs[0]].label.clone(),
-            _ => name,
-        };
+    let words = distinguishing(&firsts);
+    // The campaign's label, else the runs' label where they share one (the lab labels each
+    // repetition of a setting alike; a lone run keeps its own), else the words.
+    let names: Vec<String> = configs
+        .iter()
+        .zip(words)
+        .map(|(c, words)| {
+            let labels: Vec<&String> = c
+                .runs
+                .iter()
+                .map(|&i| {
+                    let s = &summaries[i];
+                    s.campaign_label.as_ref().unwrap_or(&s.label)
+                })
+                .collect();
+            if labels.iter().all(|l| *l == labels[0]) {
+                labels[0].clone()
+            } else {
+                words
+            }
+        })
+        .collect();
+    for (c, name) in configs
+        .iter_mut()
+        .zip(unique(names, |name, n| format!("{name} ({n})")))
+    {
+        c.name = name;
     }
     let baselines = baselines(summaries, &configs, baseline)?;
     for (c, b) in configs.iter_mut().zip(baselines) {
@@ -269,6 +283,15 @@ mod tests {
         assert_eq!(group(&runs[..1], None).unwrap()[0].baseline, None);
         assert!(paths_differ(&runs));
         assert!(!paths_differ(&runs[..2]));
+        // Repetitions labelled alike keep the label; two configurations never share a name.
+        let alike = run("rep", Some(16384), Some(20.0));
+        let twins = [alike.clone(), alike, run("rep", None, Some(20.0))];
+        let names: Vec<String> = group(&twins, None)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, vec!["rep", "rep (2)"]);
     }
 
     #[test]
