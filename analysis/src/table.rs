@@ -125,7 +125,7 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
         );
     }
     md.push_str(
-        "\nDefinitions: goodput of a phase is what the reader read in that phase over the \
+        "\nOne row per run, over the whole run (every cycle); configurations.csv gives each configuration's mean and 95% interval over its runs, by default over the steady cycles (2 and later), and cycles.csv each cycle.\n\nDefinitions: goodput of a phase is what the reader read in that phase over the \
          phase's length. Queued bytes are the sender's `wmem_queued` (send queue memory) \
          summed over flows at each sample; \"slow\" figures cover samples inside slow \
          phases. Not sent is `notsent_bytes`, summed the same way. TCP memory is \
