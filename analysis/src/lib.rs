@@ -4,8 +4,8 @@
 //! Loading and the figures (`input`, `settings`, `summary`, `metrics`, `configs`, `stats`,
 //! `verdict`, `recommend`) are pure functions of the run directories; the charts are
 //! built as data (`chart`, `run_chart`, `comparison`, `path_chart`) and rendered by
-//! `draw`; the tables and the page are text (`table`, `config_table`, `html`); `report`
-//! ties them together.
+//! `draw`; the tables, the recommendation and the page are text (`table`, `config_table`,
+//! `recommendation_text`, `html`); `report` ties them together.
 
 pub mod chart;
 pub mod comparison;
@@ -18,6 +18,7 @@ pub mod input;
 pub mod metrics;
 pub mod path_chart;
 pub mod recommend;
+pub mod recommendation_text;
 pub mod run_chart;
 pub mod series;
 pub mod settings;
@@ -236,10 +237,10 @@ fn recommendation_files(
     tolerance: f64,
 ) -> Vec<(String, String)> {
     let choices = recommend::recommend(summaries, configs, scope, tolerance);
-    let md = recommend::markdown(summaries, configs, &choices, scope, tolerance);
+    let md = recommendation_text::markdown(summaries, configs, &choices, scope, tolerance);
     let confs: Vec<String> = choices
         .iter()
-        .filter_map(|c| recommend::sysctl_conf(summaries, configs, c, scope))
+        .filter_map(|c| recommendation_text::sysctl_conf(summaries, configs, c, scope))
         .collect();
     let mut files = vec![("recommendation.md".to_string(), md)];
     for (k, conf) in confs.iter().enumerate() {
