@@ -54,6 +54,23 @@ fn settings(lowat: Option<u32>) -> RunSettings {
     }
 }
 
+/// A campaign.json holding `runs`.
+fn plan(runs: Vec<CampaignRun>, repeat: u32) -> Campaign {
+    Campaign {
+        format_version: CAMPAIGN_FORMAT_VERSION,
+        software: "campaign test".into(),
+        created_unix_ms: 1,
+        backend: Backend::Hosts,
+        sender: "127.0.0.1".into(),
+        receiver: "127.0.0.1".into(),
+        order: Order::Grouped,
+        seed: 1,
+        repeat,
+        runs,
+        hosts: None,
+    }
+}
+
 /// The campaign directory, made once: `runs/<label>/rep-<k>/` for each configuration
 /// (lowat set per socket by the reader), in shuffled-looking order, plus one failed run.
 fn campaign_dir() -> &'static (tempfile::TempDir, PathBuf) {
@@ -92,19 +109,7 @@ fn campaign_dir() -> &'static (tempfile::TempDir, PathBuf) {
             status: CampaignRunStatus::Failed,
             reason: Some("the daemon did not listen".into()),
         });
-        let plan = Campaign {
-            format_version: CAMPAIGN_FORMAT_VERSION,
-            software: "campaign test".into(),
-            created_unix_ms: 1,
-            backend: Backend::Hosts,
-            sender: "127.0.0.1".into(),
-            receiver: "127.0.0.1".into(),
-            order: Order::Grouped,
-            seed: 1,
-            repeat: REPEAT,
-            runs,
-            hosts: None,
-        };
+        let plan = plan(runs, REPEAT);
         campaign::save(&root, &plan).expect("write campaign.json");
         (scratch, root)
     })
@@ -387,4 +392,30 @@ fn the_page_loads_every_image_in_a_real_browser() {
     ]);
     assert!(shot.exists(), "no screenshot");
     assert_eq!(png_size(&shot), (1400, 2400));
+}
+
+#[test]
+fn a_campaign_with_no_complete_run_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let failed = CampaignRun {
+        label: "default".into(),
+        repetition: 1,
+        position: 1,
+        dir: "runs/default/rep-1".into(),
+        settings: settings(None),
+        status: CampaignRunStatus::Failed,
+        reason: Some("the link did not start".into()),
+    };
+    let plan = plan(vec![failed], 1);
+    campaign::save(dir.path(), &plan).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let stderr = util::one_line_error(&report(&[dir.path()], out.path(), &[]));
+    assert!(
+        stderr.contains("nothing to report: no complete run"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("default rep 1: failed (the link did not start)"),
+        "{stderr}"
+    );
 }
