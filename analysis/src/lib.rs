@@ -228,8 +228,7 @@ fn write_outputs(
     Ok(files)
 }
 
-/// `recommendation.md` first, then a sysctl file per path with a choice:
-/// `99-oscil-tcp.conf` for one, `99-oscil-tcp-pathN.conf` for several.
+/// `recommendation.md` first, then a sysctl file per path with a choice.
 fn recommendation_files(
     summaries: &[RunSummary],
     configs: &[Configuration],
@@ -238,17 +237,15 @@ fn recommendation_files(
 ) -> Vec<(String, String)> {
     let choices = recommend::recommend(summaries, configs, scope, tolerance);
     let md = recommendation_text::markdown(summaries, configs, &choices, scope, tolerance);
-    let confs: Vec<String> = choices
-        .iter()
-        .filter_map(|c| recommendation_text::sysctl_conf(summaries, configs, c, scope))
-        .collect();
     let mut files = vec![("recommendation.md".to_string(), md)];
-    for (k, conf) in confs.iter().enumerate() {
-        let name = match confs.len() {
-            1 => "99-oscil-tcp.conf".to_string(),
-            _ => format!("99-oscil-tcp-path{}.conf", k + 1),
-        };
-        files.push((name, conf.clone()));
+    for (choice, name) in choices
+        .iter()
+        .zip(recommendation_text::conf_names(&choices))
+    {
+        let conf = recommendation_text::sysctl_conf(summaries, configs, choice, scope);
+        if let (Some(name), Some(conf)) = (name, conf) {
+            files.push((name, conf));
+        }
     }
     files
 }

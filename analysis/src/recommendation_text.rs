@@ -13,6 +13,24 @@ use crate::verdict::{self, estimate_text};
 /// The kernel's value of `tcp_notsent_lowat` that sets no threshold.
 const LOWAT_DEFAULT: u64 = u32::MAX as u64;
 
+/// The sysctl file of each path with a choice: `99-oscil-tcp.conf` when one path has
+/// one, `99-oscil-tcp-pathN.conf` (N counting such paths) when several do.
+pub fn conf_names(choices: &[PathChoice]) -> Vec<Option<String>> {
+    let chosen = choices.iter().filter(|c| c.chosen.is_some()).count();
+    let mut n = 0;
+    choices
+        .iter()
+        .map(|c| {
+            c.chosen?;
+            n += 1;
+            Some(match chosen {
+                1 => "99-oscil-tcp.conf".to_string(),
+                _ => format!("99-oscil-tcp-path{n}.conf"),
+            })
+        })
+        .collect()
+}
+
 /// `recommendation.md`.
 pub fn markdown(
     summaries: &[RunSummary],
@@ -34,23 +52,24 @@ pub fn markdown(
         tolerance * 100.0,
         scope.text(cycles)
     );
-    for choice in choices {
-        path_section(&mut md, &evidence, choice);
+    for (choice, conf) in choices.iter().zip(conf_names(choices)) {
+        path_section(&mut md, &evidence, choice, conf.as_deref());
     }
     md
 }
 
-fn path_section(md: &mut String, evidence: &Evidence, choice: &PathChoice) {
+fn path_section(md: &mut String, evidence: &Evidence, choice: &PathChoice, conf: Option<&str>) {
     let configs = evidence.configs;
     let _ = writeln!(md, "## Path: {}\n", choice.path);
     match (choice.chosen, &choice.nothing_because) {
         (Some(i), _) => {
             let _ = writeln!(
                 md,
-                "**Choice: {}** ({} runs). {}\n",
+                "**Choice: {}** ({} runs). {} The sysctl.d file: `{}`.\n",
                 configs[i].name,
                 configs[i].runs.len(),
-                conf_summary(evidence, i)
+                conf_summary(evidence, i),
+                conf.unwrap_or_default()
             );
         }
         (None, Some(why)) => {

@@ -89,7 +89,7 @@ fn percent(p: f64) -> String {
 pub fn change_text(metric: &Metric, change: &Change) -> String {
     let Some((lo, hi)) = change.ci_percent else {
         return format!(
-            "{} (one run on a side: no interval; more runs would tell)",
+            "{} (no interval: one run on a side, or a baseline too noisy to tell from zero; more runs would tell)",
             percent(change.percent)
         );
     };
