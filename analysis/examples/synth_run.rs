@@ -105,6 +105,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 rcvbuf: 6_000_000,
                 rcv_rtt_us: (rtt_ms as f64 * 1100.0 * n) as u32,
                 budget_bytes: if slow { 300_000 } else { 0 },
+                span_s: 0.1,
             })?;
             writer.sender_row(&SenderSample {
                 t_s: t_s + f64::from(flow) * 1e-5,

@@ -3,11 +3,14 @@
 use std::path::Path;
 use std::sync::Once;
 
+use plotters::chart::DualCoordChartContext;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use crate::figure::{Axis, BarFigure, BarPanel, Figure, Panel};
+use crate::chart::{Axis, Figure, Line, Panel};
+use crate::comparison::{IntervalFigure, IntervalPanel, IntervalRow};
 
 /// Width of every picture, in pixels.
 pub const WIDTH_PX: u32 = 1600;
@@ -125,17 +128,17 @@ pub fn figure_size(figure: &Figure) -> (u32, u32) {
     )
 }
 
-pub fn bar_figure_size(figure: &BarFigure) -> (u32, u32) {
-    let rows = figure.panels.len().div_ceil(2) as u32;
-    let bars = figure.panels.first().map_or(1, |p| p.bars.len()) as u32;
+pub fn interval_figure_size(figure: &IntervalFigure) -> (u32, u32) {
+    let rows = figure.panels.first().map_or(1, |p| p.rows.len()) as u32;
     (
         WIDTH_PX,
-        header_height(&header_lines(&figure.header, None)) + rows * bar_panel_height(bars),
+        header_height(&header_lines(&figure.header, None))
+            + figure.panels.len() as u32 * interval_panel_height(rows),
     )
 }
 
-fn bar_panel_height(bars: u32) -> u32 {
-    110 + bars.max(2) * 34
+fn interval_panel_height(rows: u32) -> u32 {
+    100 + rows.max(2) * 36
 }
 
 /// Writes a figure of time-series panels to `path`.
@@ -152,16 +155,18 @@ pub fn draw_figure(figure: &Figure, path: &Path) -> std::result::Result<(), Draw
     })
 }
 
-/// Writes a figure of bar panels, two to a row.
-pub fn draw_bar_figure(figure: &BarFigure, path: &Path) -> std::result::Result<(), DrawError> {
-    render(path, bar_figure_size(figure), |root| {
+/// Writes a figure of interval panels, one to a row.
+pub fn draw_interval_figure(
+    figure: &IntervalFigure,
+    path: &Path,
+) -> std::result::Result<(), DrawError> {
+    render(path, interval_figure_size(figure), |root| {
         let header = header_lines(&figure.header, None);
         let (head, body) = root.split_vertically(header_height(&header));
         draw_header(&head, &header)?;
-        let rows = figure.panels.len().div_ceil(2).max(1);
-        let areas = body.split_evenly((rows, 2));
+        let areas = body.split_evenly((figure.panels.len().max(1), 1));
         for (panel, area) in figure.panels.iter().zip(&areas) {
-            draw_bars(area, panel)?;
+            draw_intervals(area, panel)?;
         }
         Ok(())
     })
@@ -217,15 +222,22 @@ fn tick(value: f64, top: f64) -> String {
     }
 }
 
-fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    let (x0, x1) = panel.x_range;
-    let legend_rows = [Some(&panel.left), panel.right.as_ref()]
+type Cartesian = Cartesian2d<RangedCoordf64, RangedCoordf64>;
+type Dual<'a, DB> = DualCoordChartContext<'a, DB, Cartesian, Cartesian>;
+
+fn legend_rows(panel: &Panel) -> usize {
+    [Some(&panel.left), panel.right.as_ref()]
         .into_iter()
         .flatten()
         .map(|a| a.lines.len() + a.bands.len())
         .sum::<usize>()
-        + usize::from(!panel.shade.is_empty());
+        + usize::from(!panel.shade.is_empty())
+}
+
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let (x0, x1) = panel.x_range;
+    let legend_rows = legend_rows(panel);
     let top = axis_top(&panel.left, legend_rows);
     let right_top = panel
         .right
@@ -278,62 +290,8 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], shade.filled()));
     }
     for (axis, secondary) in [(Some(&panel.left), false), (panel.right.as_ref(), true)] {
-        let Some(axis) = axis else { continue };
-        for band in &axis.bands {
-            let color = rgb(band.color).mix(0.22);
-            let outline: Vec<(f64, f64)> = band
-                .points
-                .iter()
-                .map(|p| (p.0, p.2))
-                .chain(band.points.iter().rev().map(|p| (p.0, p.1)))
-                .collect();
-            let polygon = std::iter::once(Polygon::new(outline, color.filled()));
-            let anno = if secondary {
-                chart.draw_secondary_series(polygon)
-            } else {
-                chart.draw_series(polygon)
-            }
-            .map_err(err)?;
-            anno.label(band.label.as_str()).legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled())
-            });
-        }
-        for line in &axis.lines {
-            let color = rgb(line.color);
-            let style = color.stroke_width(2);
-            let anno = match (line.dashed, secondary) {
-                (true, false) => chart.draw_series(DashedLineSeries::new(
-                    line.points.iter().copied(),
-                    8,
-                    5,
-                    style,
-                )),
-                (true, true) => chart.draw_secondary_series(DashedLineSeries::new(
-                    line.points.iter().copied(),
-                    8,
-                    5,
-                    style,
-                )),
-                (false, false) => {
-                    chart.draw_series(LineSeries::new(line.points.iter().copied(), style))
-                }
-                (false, true) => {
-                    chart.draw_secondary_series(LineSeries::new(line.points.iter().copied(), style))
-                }
-            }
-            .map_err(err)?;
-            anno.label(line.label.as_str()).legend(move |(x, y)| {
-                PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
-            });
-            if line.markers {
-                chart
-                    .draw_series(
-                        line.points
-                            .iter()
-                            .map(|&p| Circle::new(p, 5, color.filled())),
-                    )
-                    .map_err(err)?;
-            }
+        if let Some(axis) = axis {
+            draw_axis_series(&mut chart, axis, secondary)?;
         }
     }
     chart
@@ -347,33 +305,113 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
         .map_err(err)
 }
 
-fn draw_bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPanel) -> Result<()> {
+/// An axis's bands, then its lines (with their markers and intervals), on the primary or
+/// the secondary coordinates.
+fn draw_axis_series<DB: DrawingBackend>(
+    chart: &mut Dual<'_, DB>,
+    axis: &Axis,
+    secondary: bool,
+) -> Result<()> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    let n = panel.bars.len();
+    for band in &axis.bands {
+        let color = rgb(band.color).mix(0.22);
+        let outline: Vec<(f64, f64)> = band
+            .points
+            .iter()
+            .map(|p| (p.0, p.2))
+            .chain(band.points.iter().rev().map(|p| (p.0, p.1)))
+            .collect();
+        let polygon = std::iter::once(Polygon::new(outline, color.filled()));
+        let anno = if secondary {
+            chart.draw_secondary_series(polygon)
+        } else {
+            chart.draw_series(polygon)
+        }
+        .map_err(err)?;
+        anno.label(band.label.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled()));
+    }
+    for line in &axis.lines {
+        let color = rgb(line.color);
+        let style = color.stroke_width(2);
+        let points = || line.points.iter().copied();
+        let anno = match (line.dashed, secondary) {
+            (true, false) => chart.draw_series(DashedLineSeries::new(points(), 8, 5, style)),
+            (true, true) => {
+                chart.draw_secondary_series(DashedLineSeries::new(points(), 8, 5, style))
+            }
+            (false, false) => chart.draw_series(LineSeries::new(points(), style)),
+            (false, true) => chart.draw_secondary_series(LineSeries::new(points(), style)),
+        }
+        .map_err(err)?;
+        anno.label(line.label.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3)));
+        draw_marks(chart, line)?;
+    }
+    Ok(())
+}
+
+/// A line's dots and vertical intervals (primary coordinates: charts across runs).
+fn draw_marks<DB: DrawingBackend>(chart: &mut Dual<'_, DB>, line: &Line) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let color = rgb(line.color);
+    if line.markers {
+        chart
+            .draw_series(
+                line.points
+                    .iter()
+                    .map(|&p| Circle::new(p, 5, color.filled())),
+            )
+            .map_err(err)?;
+    }
+    chart
+        .draw_series(line.intervals.iter().map(|&(x, lo, hi)| {
+            ErrorBar::new_vertical(x, lo, (lo + hi) / 2.0, hi, color.stroke_width(2), 10)
+        }))
+        .map_err(err)?;
+    Ok(())
+}
+
+/// One row per configuration: its runs as dots, the mean as a bar, the 95% interval as a
+/// line with end caps, and the estimate and verdict as text on the right.
+fn draw_intervals<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &IntervalPanel,
+) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let n = panel.rows.len();
     let max = panel
-        .bars
+        .rows
         .iter()
-        .filter_map(|b| b.value)
+        .flat_map(|r| r.points.iter().copied().chain(r.ci.map(|c| c.1)))
         .fold(0.0, f64::max);
-    // Room on the right for the value text.
-    let right = if max > 0.0 { max * 1.45 } else { 1.0 };
+    // The right part of the panel holds the words.
+    let right = if max > 0.0 { max * 2.3 } else { 1.0 };
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, (FONT, 17).into_font().style(FontStyle::Bold))
-        .margin(12)
+        .margin(10)
         .margin_right(24)
-        .x_label_area_size(44)
-        .y_label_area_size(340)
+        .x_label_area_size(40)
+        .y_label_area_size(360)
         .build_cartesian_2d(0.0..right, -0.5..(n as f64 - 0.5))
         .map_err(err)?;
-    let labels: Vec<String> = panel.bars.iter().map(|b| shorten(&b.label, 46)).collect();
+    let labels: Vec<String> = panel.rows.iter().map(|r| shorten(&r.label, 50)).collect();
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .disable_x_mesh()
         .x_desc(panel.unit.as_str())
         .axis_desc_style((FONT, 15))
         .label_style((FONT, 13))
         .y_labels(n.max(1))
-        .x_label_formatter(&|x| tick(*x, max))
+        .x_labels(8)
+        .x_label_formatter(&|x| {
+            if *x <= max * 1.05 {
+                tick(*x, max)
+            } else {
+                String::new()
+            }
+        })
         .light_line_style(WHITE)
         .y_label_formatter(&|y| {
             let index = y.round();
@@ -387,37 +425,66 @@ fn draw_bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPanel
         })
         .draw()
         .map_err(err)?;
-    for (i, bar) in panel.bars.iter().enumerate() {
-        let y = (n - 1 - i) as f64;
-        let value = bar.value.unwrap_or(0.0);
-        let color = rgb(bar.color);
-        let style = if bar.baseline {
-            color.mix(0.55).filled()
-        } else {
-            color.filled()
-        };
+    let text_x = if max > 0.0 { max * 1.08 } else { 0.0 };
+    for (i, row) in panel.rows.iter().enumerate() {
+        draw_interval_row(&mut chart, row, (n - 1 - i) as f64, text_x)?;
+    }
+    Ok(())
+}
+
+/// One configuration's row at height `y`: mean bar, interval, runs, words.
+fn draw_interval_row<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian>,
+    row: &IntervalRow,
+    y: f64,
+    text_x: f64,
+) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let color = rgb(row.color);
+    if let Some(mean) = row.mean {
+        let style = color.mix(if row.baseline { 0.35 } else { 0.6 }).filled();
         chart
             .draw_series(std::iter::once(Rectangle::new(
-                [(0.0, y - 0.32), (value, y + 0.32)],
+                [(0.0, y - 0.22), (mean, y + 0.22)],
                 style,
             )))
             .map_err(err)?;
-        let text_style =
-            (FONT, 14)
-                .into_font()
-                .color(&BLACK)
-                .pos(plotters::style::text_anchor::Pos::new(
-                    plotters::style::text_anchor::HPos::Left,
-                    plotters::style::text_anchor::VPos::Center,
-                ));
+    }
+    if let Some((lo, hi)) = row.ci {
+        let mid = row.mean.unwrap_or((lo + hi) / 2.0);
         chart
-            .draw_series(std::iter::once(Text::new(
-                format!(" {}", bar.text),
-                (value, y),
-                text_style,
+            .draw_series(std::iter::once(ErrorBar::new_horizontal(
+                y,
+                lo,
+                mid,
+                hi,
+                BLACK.stroke_width(2),
+                14,
             )))
             .map_err(err)?;
     }
+    chart
+        .draw_series(
+            row.points
+                .iter()
+                .map(|&v| Circle::new((v, y), 5, color.filled().stroke_width(1))),
+        )
+        .map_err(err)?;
+    let text_style =
+        (FONT, 14)
+            .into_font()
+            .color(&BLACK)
+            .pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Left,
+                plotters::style::text_anchor::VPos::Center,
+            ));
+    chart
+        .draw_series(std::iter::once(Text::new(
+            shorten(&row.text, 95),
+            (text_x, y),
+            text_style,
+        )))
+        .map_err(err)?;
     Ok(())
 }
 

@@ -1,33 +1,56 @@
-//! `oscil-report RUN_DIR... [--out DIR] [--baseline LABEL]`
+//! `oscil-report RUN_OR_CAMPAIGN_DIR... [--out DIR] [--baseline NAME] [--recommend]`
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use oscil_report::{report, ReportConfig};
+use oscil_protocol::units::parse_percent;
+use oscil_report::summary::Scope;
+use oscil_report::{input, report, ReportConfig};
 
-/// Turns oscil run directories into PNG charts (one per run, a comparison across runs,
-/// and queued bytes against RTT when the paths differ) and summary.md / summary.csv.
+/// Turns oscil run directories and campaigns into PNG charts (one per run, a comparison
+/// across configurations, bloat against RTT when the paths differ), tables
+/// (summary.csv, configurations.csv, cycles.csv), verdicts with 95% intervals, an optional
+/// recommendation, and index.html.
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Cli {
-    /// Run directories written by oscil-reader.
-    #[arg(required = true, value_name = "RUN_DIR")]
+    /// Run directories written by oscil-reader, or campaign directories written by
+    /// oscil-lab (their complete runs).
+    #[arg(required = true, value_name = "RUN_OR_CAMPAIGN_DIR")]
     run_dirs: Vec<PathBuf>,
-    /// Where to write the charts and tables (created if missing).
-    #[arg(long, default_value = "report", value_name = "DIR")]
-    out: PathBuf,
-    /// The label of the run the others are compared with (default: the run with the
-    /// kernel's default notsent lowat on the same path).
-    #[arg(long, value_name = "LABEL")]
+    /// Where to write the report (created if missing; default: CAMPAIGN/report for one
+    /// campaign, else ./report).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// The configuration (or the run) the others are compared with (default: the
+    /// configuration with the kernel's default notsent lowat on the same path).
+    #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
+    /// Judge and recommend on figures over every cycle instead of the steady cycles (2 and
+    /// later).
+    #[arg(long)]
+    whole_run: bool,
+    /// Write recommendation.md and 99-oscil-tcp.conf: per path, the least sender memory
+    /// whose goodput is not clearly below the best's.
+    #[arg(long)]
+    recommend: bool,
+    /// How far below the best configuration's goodput a recommendation may be (1% or 0.01).
+    #[arg(long, default_value = "1%", value_parser = parse_percent, value_name = "PCT", requires = "recommend")]
+    goodput_tolerance: f64,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = ReportConfig {
+        out_dir: cli.out.unwrap_or_else(|| input::default_out(&cli.run_dirs)),
         run_dirs: cli.run_dirs,
-        out_dir: cli.out,
         baseline: cli.baseline,
+        scope: if cli.whole_run {
+            Scope::Whole
+        } else {
+            Scope::Steady
+        },
+        recommend: cli.recommend.then_some(cli.goodput_tolerance),
     };
     match report(&config) {
         Ok(report) => {

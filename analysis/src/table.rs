@@ -2,102 +2,9 @@
 
 use std::fmt::Write as _;
 
-use crate::human::{self, MBIT, MIB};
-use crate::summary::{change_percent, RunSummary};
-
-/// One figure of the table: its column name, how to get it, and its unit's scale.
-struct Column {
-    csv_name: &'static str,
-    md_name: &'static str,
-    value: fn(&RunSummary) -> Option<f64>,
-    scale: f64,
-    decimals: usize,
-    /// Whether the markdown table shows its change against the baseline.
-    compare: bool,
-}
-
-const COLUMNS: &[Column] = &[
-    Column {
-        csv_name: "goodput_fast_mbps",
-        md_name: "goodput fast (Mbit/s)",
-        value: |s| s.goodput_fast_bps,
-        scale: MBIT,
-        decimals: 3,
-        compare: false,
-    },
-    Column {
-        csv_name: "goodput_slow_mbps",
-        md_name: "goodput slow (Mbit/s)",
-        value: |s| s.goodput_slow_bps,
-        scale: MBIT,
-        decimals: 3,
-        compare: true,
-    },
-    Column {
-        csv_name: "slow_queued_peak_mib",
-        md_name: "slow: queued peak (MiB)",
-        value: |s| s.slow_queued_peak_bytes,
-        scale: MIB,
-        decimals: 4,
-        compare: true,
-    },
-    Column {
-        csv_name: "slow_queued_mean_mib",
-        md_name: "slow: queued mean (MiB)",
-        value: |s| s.slow_queued_mean_bytes,
-        scale: MIB,
-        decimals: 4,
-        compare: true,
-    },
-    Column {
-        csv_name: "slow_notsent_peak_mib",
-        md_name: "slow: not sent peak (MiB)",
-        value: |s| s.slow_notsent_peak_bytes,
-        scale: MIB,
-        decimals: 4,
-        compare: false,
-    },
-    Column {
-        csv_name: "slow_notsent_mean_mib",
-        md_name: "slow: not sent mean (MiB)",
-        value: |s| s.slow_notsent_mean_bytes,
-        scale: MIB,
-        decimals: 4,
-        compare: false,
-    },
-    Column {
-        csv_name: "tcp_mem_peak_sender_mib",
-        md_name: "peak TCP mem, sender host (MiB)",
-        value: |s| s.tcp_mem_peak_sender_bytes,
-        scale: MIB,
-        decimals: 4,
-        compare: true,
-    },
-    Column {
-        csv_name: "tcp_mem_peak_reader_mib",
-        md_name: "peak TCP mem, reader host (MiB)",
-        value: |s| s.tcp_mem_peak_reader_bytes,
-        scale: MIB,
-        decimals: 4,
-        compare: false,
-    },
-    Column {
-        csv_name: "rtt_slow_mean_ms",
-        md_name: "RTT slow mean (ms)",
-        value: |s| s.rtt_slow_mean_ms,
-        scale: 1.0,
-        decimals: 3,
-        compare: true,
-    },
-    Column {
-        csv_name: "rtt_min_ms",
-        md_name: "RTT min (ms)",
-        value: |s| s.rtt_min_ms,
-        scale: 1.0,
-        decimals: 3,
-        compare: false,
-    },
-];
+use crate::human::{self, MBIT};
+use crate::metrics::{Metric, METRICS};
+use crate::summary::{RunSummary, Scope};
 
 fn status(s: &RunSummary) -> &'static str {
     if s.partial.is_some() {
@@ -111,7 +18,20 @@ fn number(value: Option<f64>, scale: f64, decimals: usize) -> String {
     value.map_or(String::new(), |v| format!("{:.*}", decimals, v / scale))
 }
 
-/// The CSV table; empty cells where a figure could not be computed.
+/// A figure in its table unit, with the table's decimals; empty where it does not exist.
+pub fn cell(metric: &Metric, value: Option<f64>) -> String {
+    number(value, metric.unit.scale, metric.unit.decimals)
+}
+
+/// The change of `value` against `baseline`, in percent; none when either is missing or
+/// the baseline is zero.
+fn change_percent(value: Option<f64>, baseline: Option<f64>) -> Option<f64> {
+    let (value, baseline) = (value?, baseline?);
+    (baseline != 0.0).then(|| (value - baseline) / baseline * 100.0)
+}
+
+/// The CSV table, one row per run over the whole run; empty cells where a figure could not
+/// be computed. `baselines` gives each run the run it is compared with.
 pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<String, csv::Error> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header = vec![
@@ -127,7 +47,7 @@ pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<Stri
         "path_rate_mbps",
         "duration_s",
     ];
-    header.extend(COLUMNS.iter().map(|c| c.csv_name));
+    header.extend(METRICS.iter().map(|m| m.column));
     header.push("baseline");
     writer.write_record(&header)?;
     for (s, baseline) in summaries.iter().zip(baselines) {
@@ -145,11 +65,7 @@ pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<Stri
             number(set.path_rate_bps, MBIT, 3),
             format!("{:.3}", s.duration_s),
         ];
-        row.extend(
-            COLUMNS
-                .iter()
-                .map(|c| number((c.value)(s), c.scale, c.decimals)),
-        );
+        row.extend(METRICS.iter().map(|m| cell(m, s.value(m, Scope::Whole))));
         row.push(baseline.map_or(String::new(), |b| summaries[b].label.clone()));
         writer.write_record(&row)?;
     }
@@ -161,7 +77,11 @@ pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<Stri
 pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String {
     let mut md = String::from("# oscil report\n\n");
     let mut header = vec!["run", "status", "settings", "path"];
-    header.extend(COLUMNS.iter().map(|c| c.md_name));
+    let names: Vec<String> = METRICS
+        .iter()
+        .map(|m| format!("{} ({})", m.title, m.unit.name))
+        .collect();
+    header.extend(names.iter().map(String::as_str));
     header.push("compared with");
     let _ = writeln!(md, "| {} |", header.join(" | "));
     let _ = writeln!(md, "|{}", "---|".repeat(header.len()));
@@ -174,16 +94,17 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
                 .path_text()
                 .unwrap_or_else(|| "not recorded".into()),
         ];
-        for c in COLUMNS {
-            let value = (c.value)(s);
-            let mut cell = number(value, c.scale, c.decimals.min(2));
+        for m in METRICS {
+            let value = s.value(m, Scope::Whole);
+            let mut cell = number(value, m.unit.scale, m.unit.shown);
             if cell.is_empty() {
                 cell = "n/a".into();
             }
             match baselines[i] {
-                Some(b) if b == i && c.compare => cell.push_str(" (baseline)"),
-                Some(b) if c.compare => {
-                    if let Some(change) = change_percent(value, (c.value)(&summaries[b])) {
+                Some(b) if b == i && m.compared => cell.push_str(" (baseline)"),
+                Some(b) if m.compared => {
+                    let base = summaries[b].value(m, Scope::Whole);
+                    if let Some(change) = change_percent(value, base) {
                         let _ = write!(cell, " ({})", human::change(change));
                     }
                 }
@@ -204,7 +125,7 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
         );
     }
     md.push_str(
-        "\nDefinitions: goodput of a phase is what the reader read in that phase over the \
+        "\nOne row per run, over the whole run (every cycle); configurations.csv gives each configuration's mean and 95% interval over its runs, by default over the steady cycles (2 and later), and cycles.csv each cycle.\n\nDefinitions: goodput of a phase is what the reader read in that phase over the \
          phase's length. Queued bytes are the sender's `wmem_queued` (send queue memory) \
          summed over flows at each sample; \"slow\" figures cover samples inside slow \
          phases. Not sent is `notsent_bytes`, summed the same way. TCP memory is \

@@ -404,9 +404,17 @@ async fn flood_while_measuring(
     let during = received.load(Ordering::Relaxed) - bytes_at_flood;
     figures.goodput_during_gbps = gbit_per_s(during, figures.flood_time);
 
-    // The strangers are gone: the daemon comes back down while the session runs on.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    (figures.rss_after_kib, figures.fds_after) = (daemon.rss_kib(), daemon.open_fds());
+    // The strangers are gone: the daemon comes back down while the session runs on. On a
+    // loaded machine the last closes take a moment: wait up to 5 s for the descriptors.
+    let settled = Instant::now() + Duration::from_secs(5);
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        figures.fds_after = daemon.open_fds();
+        if figures.fds_after <= figures.fds_session + 4 || Instant::now() > settled {
+            break;
+        }
+    }
+    figures.rss_after_kib = daemon.rss_kib();
     fates
 }
 

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod control;
 pub mod key;
 pub mod pattern;
+pub mod phase_figures;
 pub mod records;
 pub mod rundir;
 pub mod text;

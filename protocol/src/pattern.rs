@@ -83,11 +83,14 @@ impl PhaseSpan {
 /// `t_s`, so it belongs to the phase that holds the middle of that interval: a sample a
 /// little late at a boundary still belongs to the phase that just ended.
 pub fn phase_of_sample(schedule: &[PhaseSpan], t_s: f64, interval_s: f64) -> Option<Phase> {
+    span_of_sample(schedule, t_s, interval_s).map(|i| schedule[i].phase)
+}
+
+/// The index in `schedule` of the span a sample taken at `t_s` describes, by the same rule
+/// as `phase_of_sample`.
+pub fn span_of_sample(schedule: &[PhaseSpan], t_s: f64, interval_s: f64) -> Option<usize> {
     let middle_s = t_s - interval_s / 2.0;
-    schedule
-        .iter()
-        .find(|s| s.contains(middle_s))
-        .map(|s| s.phase)
+    schedule.iter().position(|s| s.contains(middle_s))
 }
 
 #[cfg(test)]

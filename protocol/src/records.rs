@@ -60,6 +60,23 @@ pub struct ReaderSample {
     pub rcv_rtt_us: u32,
     /// The slow-phase budget for the current second; 0 in a fast phase.
     pub budget_bytes: u64,
+    /// Seconds of reading that `bytes` covers: one interval, several when the sampler woke
+    /// late, less for the last sample of a run. Added after format 1 with a default of 0,
+    /// "not recorded", so older run directories load (readers then assume one interval).
+    #[serde(default)]
+    pub span_s: f64,
+}
+
+impl ReaderSample {
+    /// The seconds this row's bytes were read over: `span_s`, or the sampling interval in
+    /// a run recorded before the column existed.
+    pub fn span_or(&self, interval_s: f64) -> f64 {
+        if self.span_s > 0.0 {
+            self.span_s
+        } else {
+            interval_s
+        }
+    }
 }
 
 /// `sender.csv`: the daemon's side of one flow over one interval.
@@ -153,7 +170,7 @@ impl ReaderSample {
         t_s: f64,
         flow: u32,
         phase: Phase,
-        bytes: u64,
+        (bytes, span_s): (u64, f64),
         budget_bytes: u64,
         info: &oscil_kernel::TcpInfo,
         mem: &oscil_kernel::SkMemInfo,
@@ -171,6 +188,7 @@ impl ReaderSample {
             rcvbuf: mem.rcvbuf_bytes,
             rcv_rtt_us: info.rcv_rtt_us,
             budget_bytes,
+            span_s,
         }
     }
 }

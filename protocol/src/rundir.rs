@@ -35,6 +35,9 @@ pub const HOST_CSV: &str = "host.csv";
 pub trait Columns: Serialize + DeserializeOwned {
     const FILE: &'static str;
     const COLUMNS: &'static [&'static str];
+    /// Columns added after format 1, at the end, with a serde default: a file without them
+    /// still loads.
+    const ADDED_LATER: &'static [&'static str] = &[];
 }
 
 impl Columns for ReaderSample {
@@ -52,7 +55,9 @@ impl Columns for ReaderSample {
         "rcvbuf",
         "rcv_rtt_us",
         "budget_bytes",
+        "span_s",
     ];
+    const ADDED_LATER: &'static [&'static str] = &["span_s"];
 }
 
 impl Columns for SenderSample {
@@ -361,6 +366,7 @@ pub fn load_csv<R: Columns>(dir: &Path) -> Result<Vec<R>, RunDirError> {
     let headers = reader.headers().map_err(bad_csv)?.clone();
     if let Some(column) = R::COLUMNS
         .iter()
+        .filter(|column| !R::ADDED_LATER.contains(column))
         .find(|column| !headers.iter().any(|h| h == **column))
     {
         return Err(RunDirError::MissingColumn {
@@ -442,6 +448,7 @@ mod tests {
             rcvbuf: 131072,
             rcv_rtt_us: 40,
             budget_bytes: 52428,
+            span_s: 0.1,
         }
     }
 
@@ -493,6 +500,22 @@ mod tests {
         assert!(sender.starts_with("t_s,flow,bytes,cwnd,unacked,notsent_bytes,snd_wnd,rtt_us,delivery_rate_bps,wmem_queued,sndbuf"));
         let host = fs::read_to_string(dir.path().join("host.csv")).unwrap();
         assert!(host.starts_with("t_s,side,tcp_inuse,tcp_orphan,tcp_tw,tcp_alloc,tcp_mem_pages"));
+    }
+
+    #[test]
+    fn a_reader_csv_from_before_span_s_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        RunWriter::create(dir.path(), false, meta()).unwrap();
+        fs::write(
+            dir.path().join("reader.csv"),
+            "t_s,flow,phase,bytes,rcv_wnd,rcv_ssthresh,rcv_space,rtt_us,rmem_alloc,rcvbuf,rcv_rtt_us,budget_bytes\n\
+             0.1,0,fast,1000,,1,2,3,4,5,6,0\n",
+        )
+        .unwrap();
+        let run = load(dir.path()).unwrap();
+        assert_eq!(run.reader[0].span_s, 0.0, "not recorded");
+        assert_eq!(run.reader[0].span_or(0.1), 0.1);
+        assert_eq!(run.reader[0].rcv_wnd, None);
     }
 
     #[test]

@@ -170,6 +170,20 @@ pub fn parse_positive_duration(input: &str) -> Result<Duration, UnitError> {
     }
 }
 
+/// Parses a phase length: a duration in whole milliseconds, the unit the pattern is stored
+/// in (`run.json`'s `fast_ms`, `slow_ms`), so `500us` is refused rather than cut to nothing.
+pub fn parse_whole_ms_duration(input: &str) -> Result<Duration, UnitError> {
+    let duration = parse_duration(input)?;
+    if duration.subsec_nanos() % 1_000_000 != 0 {
+        return Err(UnitError::new(
+            "phase length",
+            input,
+            "a whole number of milliseconds (phase lengths are stored in ms), such as 1ms or 250ms",
+        ));
+    }
+    Ok(duration)
+}
+
 /// Parses a fraction in (0, 1]: `0.05`, or a percentage `5%`.
 pub fn parse_fraction(input: &str) -> Result<f64, UnitError> {
     let err = || {
@@ -250,6 +264,10 @@ mod tests {
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_positive_duration("0s").is_err());
+        assert_eq!(parse_whole_ms_duration("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(parse_whole_ms_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_whole_ms_duration("500us").is_err());
+        assert!(parse_whole_ms_duration("1ms 500us").is_err());
         assert_eq!(parse_fraction("0.05"), Ok(0.05));
         assert_eq!(parse_fraction("5%"), Ok(0.05));
         assert!(parse_fraction("1.5").is_err());

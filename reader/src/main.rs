@@ -11,8 +11,8 @@ use oscil_kernel::SocketOptions;
 use oscil_protocol::address::{self, Endpoint, IpFamily};
 use oscil_protocol::cli::{self, placeholder};
 use oscil_protocol::units::{
-    parse_bytes_u32, parse_duration, parse_fraction, parse_positive_duration, parse_rate_bps,
-    UnitError,
+    parse_bytes_u32, parse_fraction, parse_positive_duration, parse_rate_bps,
+    parse_whole_ms_duration, UnitError,
 };
 use oscil_protocol::{PatternConfig, RunStatus};
 use oscil_reader::{Outcome, ReaderConfig};
@@ -53,11 +53,11 @@ struct Args {
     #[arg(long)]
     force: bool,
 
-    /// Length of each full-speed phase.
-    #[arg(long, default_value = "5s", value_parser = parse_positive_duration, value_name = "DUR")]
+    /// Length of each full-speed phase (whole milliseconds).
+    #[arg(long, default_value = "5s", value_parser = parse_fast, value_name = "DUR")]
     fast: Duration,
-    /// Length of each slow phase.
-    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DUR")]
+    /// Length of each slow phase (whole milliseconds; 0 for none).
+    #[arg(long, default_value = "15s", value_parser = parse_whole_ms_duration, value_name = "DUR")]
     slow: Duration,
     /// Share of the best one-second read that each slow second reads (0.05 or 5%).
     #[arg(long, default_value = "0.05", value_parser = parse_fraction)]
@@ -110,6 +110,12 @@ struct Args {
     /// Print the result as JSON on stdout, an error object on failure (iperf3's -J).
     #[arg(long, short = 'J')]
     json: bool,
+}
+
+/// A fast phase: above zero and whole milliseconds, as the pattern stores it.
+fn parse_fast(input: &str) -> Result<Duration, UnitError> {
+    parse_positive_duration(input)?;
+    parse_whole_ms_duration(input)
 }
 
 /// The kernel paces in whole bytes per second, so a rate below 8 bit/s would be no pacing.

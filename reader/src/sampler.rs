@@ -58,6 +58,7 @@ impl Sampler {
         let phase = phase_of_sample(&self.schedule, t_s, self.interval.as_secs_f64())
             .or_else(|| self.schedule.last().map(|s| s.phase))
             .unwrap_or(Phase::Fast);
+        let span_s = covered_s(t_s, &intervals, self.interval.as_secs_f64());
         let mut total_bytes = 0;
         let mut rows = Vec::with_capacity(self.flows.len());
         for flow in &self.flows {
@@ -73,7 +74,7 @@ impl Sampler {
                 t_s,
                 flow.index,
                 phase,
-                bytes,
+                (bytes, span_s),
                 flow.budget_bytes(),
                 &info,
                 &mem,
@@ -83,5 +84,26 @@ impl Sampler {
         self.recorder.record(|r| r.reader(&rows, &host))?;
         self.progress.update(t_s, total_bytes);
         Ok(())
+    }
+}
+
+/// The seconds of reading a sample at `t_s` holds: the bytes of `intervals`, cut at `t_s`
+/// for the last, partial one (reads are filed under the interval they completed in).
+fn covered_s(t_s: f64, intervals: &Range<u64>, interval_s: f64) -> f64 {
+    let end_s = (intervals.end as f64 * interval_s).min(t_s);
+    (end_s - intervals.start as f64 * interval_s).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_tick_covers_every_interval_it_slept_through() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(covered_s(0.1003, &(0..1), 0.1), 0.1));
+        assert!(close(covered_s(0.4501, &(1..4), 0.1), 0.3));
+        // The last sample of a run, taken 30 ms into its interval.
+        assert!(close(covered_s(0.53, &(5..6), 0.1), 0.03));
     }
 }

@@ -70,6 +70,9 @@ fn unparsable_duration_and_size() {
         ("--notsent-lowat", "12q", "size"),
         ("--fraction", "2", "fraction"),
         ("--pacing-rate", "4bit", "below 8 bit/s"),
+        // The pattern stores phase lengths in whole ms: 500us would silently become 0.
+        ("--slow", "500us", "whole number of milliseconds"),
+        ("--fast", "1500us", "whole number of milliseconds"),
     ] {
         let output = reader()
             .args([

@@ -5,8 +5,8 @@ mod util;
 
 use std::collections::BTreeMap;
 
-use oscil_testkit::{Csv, Daemon};
-use util::{assert_success, run_reader};
+use oscil_testkit::Csv;
+use util::fresh_run;
 
 const INTERVAL_S: f64 = 0.1;
 
@@ -24,25 +24,17 @@ fn bytes_per_second(reader: &Csv) -> BTreeMap<u64, f64> {
 
 #[test]
 fn slow_seconds_read_exactly_the_fraction_of_the_fast_peak() {
-    let daemon = Daemon::start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
     // 2 s fast (seconds 0-1), 4 s slow (seconds 2-5), 10%.
-    let output = run_reader(
-        &daemon,
-        &out,
-        &[
-            "--fast",
-            "2s",
-            "--slow",
-            "4s",
-            "--cycles",
-            "1",
-            "--fraction",
-            "0.1",
-        ],
-    );
-    assert_success(&output);
+    let (_dir, out, _) = fresh_run(&[
+        "--fast",
+        "2s",
+        "--slow",
+        "4s",
+        "--cycles",
+        "1",
+        "--fraction",
+        "0.1",
+    ]);
 
     let reader = Csv::read(&out.join("reader.csv"));
     let seconds = bytes_per_second(&reader);
@@ -75,12 +67,9 @@ fn slow_seconds_read_exactly_the_fraction_of_the_fast_peak() {
 
 /// Largest notsent_bytes in the slow phase, with the MSS the daemon's rows report.
 fn slow_notsent(extra_args: &[&str]) -> (f64, f64) {
-    let daemon = Daemon::start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
     let mut args = vec!["--fast", "1s", "--slow", "2s", "--cycles", "1"];
     args.extend_from_slice(extra_args);
-    assert_success(&run_reader(&daemon, &out, &args));
+    let (_dir, out, _) = fresh_run(&args);
     let sender = Csv::read(&out.join("sender.csv"));
     let slow: Vec<usize> = sender
         .column("t_s")

@@ -32,3 +32,14 @@ pub fn assert_success(output: &Output) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// One successful run against a fresh daemon into a fresh directory: the directory (kept
+/// while the guard lives), the run directory in it, and the reader's output.
+pub fn fresh_run(extra_args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Output) {
+    let daemon = Daemon::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run_reader(&daemon, &out, extra_args);
+    assert_success(&output);
+    (dir, out, output)
+}

@@ -1,0 +1,113 @@
+//! What the report reads: run directories, and campaign directories (`campaign.json` and
+//! its complete runs), each run with what its campaign says of it.
+
+use std::path::{Path, PathBuf};
+
+use oscil_protocol::campaign::{self, CampaignError, CampaignRunStatus, RunSettings};
+
+/// One run directory to report on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInput {
+    pub dir: PathBuf,
+    pub campaign: Option<CampaignEntry>,
+}
+
+/// What `campaign.json` says of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CampaignEntry {
+    /// The configuration's name.
+    pub label: String,
+    pub repetition: u32,
+    pub settings: RunSettings,
+}
+
+/// Every run of the inputs, in order: a campaign directory gives its complete runs in plan
+/// order; runs that are not complete are listed in `skipped` with their status and reason.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    pub runs: Vec<RunInput>,
+    pub skipped: Vec<String>,
+}
+
+pub fn expand(dirs: &[PathBuf]) -> Result<Inputs, CampaignError> {
+    let mut inputs = Inputs::default();
+    for dir in dirs {
+        if !campaign::is_campaign(dir) {
+            inputs.runs.push(RunInput {
+                dir: dir.clone(),
+                campaign: None,
+            });
+            continue;
+        }
+        let plan = campaign::load(dir)?;
+        for run in &plan.runs {
+            if run.status != CampaignRunStatus::Complete {
+                let status = format!("{:?}", run.status).to_lowercase();
+                let reason = run.reason.as_deref().unwrap_or("no reason recorded");
+                inputs.skipped.push(format!(
+                    "{} rep {}: {status} ({reason})",
+                    run.label, run.repetition
+                ));
+            }
+        }
+        inputs
+            .runs
+            .extend(plan.complete_runs(dir).map(|(run, path)| RunInput {
+                dir: path,
+                campaign: Some(CampaignEntry {
+                    label: run.label.clone(),
+                    repetition: run.repetition,
+                    settings: run.settings.clone(),
+                }),
+            }));
+    }
+    Ok(inputs)
+}
+
+/// Where the report goes when `--out` is not given: `<campaign>/report` for one campaign
+/// directory, else `report`.
+pub fn default_out(dirs: &[PathBuf]) -> PathBuf {
+    match dirs {
+        [one] if campaign::is_campaign(one) => one.join("report"),
+        _ => PathBuf::from("report"),
+    }
+}
+
+/// `target` relative to `from` (both made absolute first), for links in the HTML page
+/// that still work when the report and the runs move together.
+pub fn relative(target: &Path, from: &Path) -> PathBuf {
+    let absolute = |p: &Path| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_owned())
+            .components()
+            .map(|c| c.as_os_str().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let (target, from) = (absolute(target), absolute(from));
+    let common = target.iter().zip(&from).take_while(|(a, b)| a == b).count();
+    let mut path = PathBuf::new();
+    for _ in common..from.len() {
+        path.push("..");
+    }
+    for part in &target[common..] {
+        path.push(part);
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_climb_to_the_common_ancestor() {
+        assert_eq!(
+            relative(Path::new("/c/runs/a/rep-1"), Path::new("/c/report")),
+            PathBuf::from("../runs/a/rep-1")
+        );
+        assert_eq!(
+            relative(Path::new("/x/run"), Path::new("/x")),
+            PathBuf::from("run")
+        );
+    }
+}

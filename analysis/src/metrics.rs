@@ -1,0 +1,243 @@
+//! The registry of summary figures: every figure the tables, charts, verdicts and the HTML
+//! page show is one entry of [`METRICS`], and every one of those reads this table, so a
+//! figure is defined once.
+//!
+//! To add a figure (issue 11's `residence_p50_ms`, `marker_p99_ms`, CPU per GB, ...):
+//! 1. make the per-span quantity a field of `oscil_protocol::phase_figures::Totals`, fed
+//!    by `PhaseFigures` and merged by `Totals::merge` (a percentile needs a mergeable
+//!    histogram there, not a mean of percentiles);
+//! 2. add one [`Metric`] here with its column name (unit in the name), unit, direction
+//!    and `value` over a [`Window`]; return `None` where the run did not measure it, and
+//!    the tables leave the cell empty and the charts say "n/a".
+//!
+//! Nothing else changes: `summary.csv`, `configurations.csv`, `cycles.csv`,
+//! `comparison.png`, the verdicts and the page pick the entry up. New entries go at the
+//! end, so `summary.csv`'s existing columns keep their order.
+
+use oscil_protocol::phase_figures::Totals;
+
+use crate::human::{MBIT, MIB};
+
+/// Which way a figure is better, for the words of a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+    /// A fact of the path, not a result to improve.
+    Neither,
+}
+
+/// How a figure is shown: values in base units are divided by `scale`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unit {
+    pub scale: f64,
+    pub name: &'static str,
+    /// Decimals in the CSV tables.
+    pub decimals: usize,
+    /// Decimals shown to a person.
+    pub shown: usize,
+}
+
+pub const MBPS: Unit = Unit {
+    scale: MBIT,
+    name: "Mbit/s",
+    decimals: 3,
+    shown: 1,
+};
+pub const MIBS: Unit = Unit {
+    scale: MIB,
+    name: "MiB",
+    decimals: 4,
+    shown: 2,
+};
+pub const MS: Unit = Unit {
+    scale: 1.0,
+    name: "ms",
+    decimals: 3,
+    shown: 1,
+};
+
+impl Unit {
+    /// A value in this unit for a person: `803.9 Mbit/s`, `1.25 MiB`, `466.2 ms`.
+    pub fn text(&self, base: f64) -> String {
+        format!("{} {}", self.number(base), self.name)
+    }
+
+    /// The number alone, with the decimals a person needs.
+    pub fn number(&self, base: f64) -> String {
+        format!("{:.*}", self.shown, base / self.scale)
+    }
+}
+
+/// One run's phase totals over some of its cycles: what every figure is computed from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Window {
+    pub fast: Totals,
+    pub slow: Totals,
+    pub sender_page_bytes: f64,
+    pub reader_page_bytes: f64,
+}
+
+impl Window {
+    /// Both phases together (host memory and the lowest RTT are over the whole window).
+    pub fn both(&self) -> Totals {
+        let mut both = self.fast.clone();
+        both.merge(&self.slow);
+        both
+    }
+}
+
+/// One summary figure.
+#[derive(Debug)]
+pub struct Metric {
+    /// The column name in `summary.csv` and the stem of `configurations.csv`'s columns.
+    pub column: &'static str,
+    /// A title for charts and verdicts.
+    pub title: &'static str,
+    pub unit: Unit,
+    pub better: Better,
+    /// The figure in base units (bit/s, bytes, ms); `None` where it does not exist.
+    pub value: fn(&Window) -> Option<f64>,
+    /// Shown in `comparison.png`, judged in the verdicts and compared in `summary.md`.
+    pub compared: bool,
+}
+
+fn mem_bytes(pages: Option<u64>, page_bytes: f64) -> Option<f64> {
+    pages.map(|p| p as f64 * page_bytes)
+}
+
+pub const METRICS: &[Metric] = &[
+    Metric {
+        column: "goodput_fast_mbps",
+        title: "Goodput, fast phases",
+        unit: MBPS,
+        better: Better::Higher,
+        value: |w| w.fast.goodput_bps(),
+        compared: true,
+    },
+    Metric {
+        column: "goodput_slow_mbps",
+        title: "Goodput, slow phases",
+        unit: MBPS,
+        better: Better::Higher,
+        value: |w| w.slow.goodput_bps(),
+        compared: true,
+    },
+    Metric {
+        column: "slow_queued_peak_mib",
+        title: "Peak sender queued bytes (wmem_queued), slow phases",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| w.slow.queued_peak().map(|b| b as f64),
+        compared: true,
+    },
+    Metric {
+        column: "slow_queued_mean_mib",
+        title: "Mean sender queued bytes (wmem_queued), slow phases",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| w.slow.queued_mean_bytes(),
+        compared: true,
+    },
+    // Not sent apart from queued: lowat trims only what is not yet sent, so these show
+    // whether a run's memory is waiting data or data in flight.
+    Metric {
+        column: "slow_notsent_peak_mib",
+        title: "Peak not-sent bytes (notsent_bytes), slow phases",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| w.slow.notsent_peak().map(|b| b as f64),
+        compared: true,
+    },
+    Metric {
+        column: "slow_notsent_mean_mib",
+        title: "Mean not-sent bytes (notsent_bytes), slow phases",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| w.slow.notsent_mean_bytes(),
+        compared: true,
+    },
+    Metric {
+        column: "tcp_mem_peak_sender_mib",
+        title: "Peak host TCP memory, sender host (sockstat)",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| mem_bytes(w.both().sender_tcp_mem_peak_pages, w.sender_page_bytes),
+        compared: true,
+    },
+    Metric {
+        column: "tcp_mem_peak_reader_mib",
+        title: "Peak host TCP memory, reader host (sockstat)",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| mem_bytes(w.both().reader_tcp_mem_peak_pages, w.reader_page_bytes),
+        compared: false,
+    },
+    Metric {
+        column: "rtt_slow_mean_ms",
+        title: "Mean RTT, slow phases",
+        unit: MS,
+        better: Better::Lower,
+        value: |w| w.slow.rtt_mean_us().map(|us| us / 1000.0),
+        compared: true,
+    },
+    Metric {
+        column: "rtt_min_ms",
+        title: "Lowest RTT",
+        unit: MS,
+        better: Better::Neither,
+        value: |w| w.both().rtt_min_us.map(|us| f64::from(us) / 1000.0),
+        compared: false,
+    },
+];
+
+/// The entry with `column`; the registry is static, so a wrong name is a bug.
+pub fn metric(column: &str) -> &'static Metric {
+    METRICS
+        .iter()
+        .find(|m| m.column == column)
+        .unwrap_or_else(|| panic!("no figure {column:?} in the registry"))
+}
+
+/// The figures the verdicts judge and the comparison draws.
+pub fn compared() -> impl Iterator<Item = &'static Metric> {
+    METRICS.iter().filter(|m| m.compared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_names_are_unique_and_carry_their_unit() {
+        for (i, m) in METRICS.iter().enumerate() {
+            assert!(
+                METRICS[..i].iter().all(|o| o.column != m.column),
+                "{}",
+                m.column
+            );
+            let suffix = match m.unit.name {
+                "Mbit/s" => "_mbps",
+                "MiB" => "_mib",
+                _ => "_ms",
+            };
+            assert!(m.column.ends_with(suffix), "{}", m.column);
+        }
+    }
+
+    #[test]
+    fn a_window_without_sender_samples_has_no_queue_figures() {
+        let window = Window {
+            sender_page_bytes: 4096.0,
+            ..Window::default()
+        };
+        assert_eq!((metric("slow_queued_peak_mib").value)(&window), None);
+        assert_eq!((metric("tcp_mem_peak_sender_mib").value)(&window), None);
+        let mut with_memory = window.clone();
+        with_memory.fast.sender_tcp_mem_peak_pages = Some(2);
+        assert_eq!(
+            (metric("tcp_mem_peak_sender_mib").value)(&with_memory),
+            Some(8192.0)
+        );
+    }
+}

@@ -1,0 +1,433 @@
+//! The picture of one run: panels over time sharing the time axis, slow phases shaded.
+
+use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
+use oscil_protocol::Run;
+
+use crate::chart::*;
+use crate::metrics::metric;
+use crate::series::{self, Tick};
+use crate::summary::{RunSummary, Scope};
+
+pub fn interval_s(run: &Run) -> f64 {
+    match run.meta.config.interval_us {
+        0 => 0.1,
+        us => us as f64 / 1e6,
+    }
+}
+
+/// `value` of the reader's rows, gathered by tick.
+fn reader_ticks(run: &Run, value: impl Fn(&ReaderSample) -> Option<f64>) -> Vec<Tick> {
+    series::ticks(&run.reader, interval_s(run), |r| r.t_s, value)
+}
+
+/// `value` of the sender's rows, gathered by tick.
+fn sender_ticks(run: &Run, value: impl Fn(&SenderSample) -> Option<f64>) -> Vec<Tick> {
+    series::ticks(&run.sender, interval_s(run), |r| r.t_s, value)
+}
+
+/// Per-tick figures in base units (bytes, bit/s, µs) before a display unit is chosen.
+struct Quantity {
+    label: String,
+    color: (u8, u8, u8),
+    ticks: Vec<Tick>,
+}
+
+impl Quantity {
+    fn new(label: &str, color: (u8, u8, u8), ticks: Vec<Tick>) -> Self {
+        Quantity {
+            label: label.into(),
+            color,
+            ticks,
+        }
+    }
+
+    /// A line through one figure of every tick (`t.sum`, `t.median`).
+    fn line(&self, unit: Unit, figure: fn(&Tick) -> f64) -> Line {
+        Line::new(
+            self.label.clone(),
+            self.color,
+            self.ticks
+                .iter()
+                .map(|t| (t.t_s, figure(t) / unit.scale))
+                .collect(),
+        )
+    }
+
+    fn band(&self, label: String, unit: Unit) -> Band {
+        Band {
+            label,
+            color: self.color,
+            points: self
+                .ticks
+                .iter()
+                .map(|t| (t.t_s, t.p10 / unit.scale, t.p90 / unit.scale))
+                .collect(),
+        }
+    }
+
+    fn max_sum(&self) -> f64 {
+        self.ticks.iter().map(|t| t.sum).fold(0.0, f64::max)
+    }
+
+    /// The `q` quantile of the per-tick sums.
+    fn quantile_sum(&self, q: f64) -> f64 {
+        let mut sums: Vec<f64> = self.ticks.iter().map(|t| t.sum).collect();
+        sums.sort_by(f64::total_cmp);
+        let index = ((sums.len() as f64 - 1.0) * q).round() as usize;
+        sums.get(index).copied().unwrap_or(0.0)
+    }
+
+    fn max_p90(&self) -> f64 {
+        self.ticks.iter().map(|t| t.p90).fold(0.0, f64::max)
+    }
+}
+
+/// The sums over flows of some quantities, in one unit chosen to fit them and `at_least`.
+fn sum_axis(
+    quantity: &str,
+    unit_for: fn(f64) -> Unit,
+    sums: &[&Quantity],
+    at_least: f64,
+) -> (Axis, Unit) {
+    let unit = unit_for(sums.iter().map(|q| q.max_sum()).fold(at_least, f64::max));
+    let axis = Axis {
+        label: format!("{quantity}, sum over flows ({})", unit.name),
+        lines: sums.iter().map(|q| q.line(unit, |t| t.sum)).collect(),
+        bands: Vec::new(),
+        cap: None,
+    };
+    (axis, unit)
+}
+
+/// Each quantity's per-flow p10-p90 band, for the right axis of a run with several flows.
+fn spread_axis(
+    quantity: &str,
+    unit_for: fn(f64) -> Unit,
+    per_flow: &[&Quantity],
+    at_least: f64,
+) -> (Axis, Unit) {
+    let unit = unit_for(
+        per_flow
+            .iter()
+            .map(|q| q.max_p90())
+            .fold(at_least, f64::max),
+    );
+    let axis = Axis {
+        label: format!("{quantity} per flow ({})", unit.name),
+        lines: Vec::new(),
+        bands: per_flow
+            .iter()
+            .map(|q| q.band(format!("{}, per flow p10-p90 (right axis)", q.label), unit))
+            .collect(),
+        cap: None,
+    };
+    (axis, unit)
+}
+
+fn sum_title(title: &str, flows: u32) -> String {
+    if flows > 1 && !title.is_empty() {
+        format!("{title} (sums over {flows} flows; right axis: spread between flows)")
+    } else {
+        title.to_string()
+    }
+}
+
+/// What every panel of a run's picture shares: the time axis and the shaded slow phases.
+struct Frame {
+    x_end: f64,
+    shade: Vec<(f64, f64)>,
+    flows: u32,
+    interval_s: f64,
+}
+
+impl Frame {
+    fn new(run: &Run, summary: &RunSummary) -> Frame {
+        let interval_s = interval_s(run);
+        let schedule = &run.meta.schedule;
+        let x_end = run
+            .reader
+            .iter()
+            .map(|r| r.t_s)
+            .chain(run.sender.iter().map(|r| r.t_s))
+            .chain(schedule.iter().map(|s| s.end_s))
+            .fold(interval_s, f64::max);
+        Frame {
+            x_end,
+            shade: schedule
+                .iter()
+                .filter(|s| s.phase == Phase::Slow)
+                .map(|s| (s.start_s, s.end_s))
+                .collect(),
+            flows: summary.settings.flows,
+            interval_s,
+        }
+    }
+
+    fn several(&self) -> bool {
+        self.flows > 1
+    }
+
+    fn panel(&self, title: &str, left: Axis, right: Option<Axis>) -> Panel {
+        Panel {
+            title: sum_title(title, self.flows),
+            x_label: "time since session start (s)".into(),
+            x_range: (0.0, self.x_end),
+            left,
+            right,
+            shade: self.shade.clone(),
+        }
+    }
+}
+
+/// The per-run picture.
+pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
+    let frame = Frame::new(run, summary);
+    Figure {
+        header: run_header(summary),
+        warning: summary
+            .partial
+            .as_ref()
+            .map(|reason| format!("PARTIAL RUN: {reason}")),
+        panels: vec![
+            throughput_panel(run, &frame),
+            window_panel(run, &frame),
+            queue_panel(run, summary, &frame),
+            Panel {
+                title: host_memory_title(run),
+                ..frame.panel("", host_memory_axis(run), None)
+            },
+            rtt_panel(run, &frame),
+        ],
+    }
+}
+
+fn throughput_panel(run: &Run, frame: &Frame) -> Panel {
+    // Each row's bytes over the seconds it really covers: a late sample holds several
+    // intervals' bytes.
+    let interval_s = frame.interval_s;
+    let goodput = Quantity::new(
+        "receiver goodput",
+        BLUE,
+        reader_ticks(run, |r| Some(r.bytes as f64 * 8.0 / r.span_or(interval_s))),
+    );
+    let delivery = Quantity::new(
+        "sender delivery rate",
+        ORANGE,
+        sender_ticks(run, |r| Some(r.delivery_rate_bps as f64)),
+    );
+    let (mut left, unit) = sum_axis("rate", rate_unit, &[&goodput, &delivery], 0.0);
+    // One interval can run tens of times above the path's rate: the reader draining a full
+    // receive queue at memory speed when a fast phase starts, or the kernel's delivery-rate
+    // estimate on loopback. Past 1.5 x the 98th percentile of goodput such spikes run off
+    // the top instead of flattening everything else.
+    let cap = 1.5 * goodput.quantile_sum(0.98) / unit.scale;
+    if cap > 0.0 {
+        for line in &mut left.lines {
+            if line.points.iter().any(|p| p.1 > cap) {
+                line.label.push_str(" (runs off the top in places)");
+                left.cap = Some(cap);
+            }
+        }
+    }
+    let right = frame
+        .several()
+        .then(|| spread_axis("rate", rate_unit, &[&goodput], 0.0).0);
+    frame.panel(
+        "Throughput: what the reader read, and the sender's delivery rate; slow phases shaded",
+        left,
+        right,
+    )
+}
+
+fn window_panel(run: &Run, frame: &Frame) -> Panel {
+    let rcv_wnd = Quantity::new(
+        "receive window (rcv_wnd)",
+        GREEN,
+        reader_ticks(run, |r| r.rcv_wnd.map(f64::from)),
+    );
+    let inflight = Quantity::new(
+        "bytes in flight (segments in flight x mss)",
+        VERMILLION,
+        sender_ticks(run, |r| Some(r.inflight_bytes as f64)),
+    );
+    let both = [&rcv_wnd, &inflight];
+    let (left, _) = sum_axis("bytes", byte_unit, &both, 0.0);
+    let right = frame
+        .several()
+        .then(|| spread_axis("bytes", byte_unit, &both, 0.0).0);
+    frame.panel("Receive window against bytes in flight", left, right)
+}
+
+fn queue_panel(run: &Run, summary: &RunSummary, frame: &Frame) -> Panel {
+    let queued = Quantity::new(
+        "send queue memory (wmem_queued)",
+        BLUE,
+        sender_ticks(run, |r| Some(f64::from(r.wmem_queued))),
+    );
+    let notsent = Quantity::new(
+        "not sent (notsent_bytes)",
+        VERMILLION,
+        sender_ticks(run, |r| Some(f64::from(r.notsent_bytes))),
+    );
+    let sndbuf = Quantity::new(
+        "send buffer limit (sndbuf)",
+        GREY,
+        sender_ticks(run, |r| Some(f64::from(r.sndbuf))),
+    );
+    let lowat_bytes = summary
+        .settings
+        .lowat
+        .map_or(0.0, |(bytes, _)| bytes as f64);
+    let sums = [&queued, &notsent, &sndbuf];
+    let x_end = frame.x_end;
+    let (left, right) = if frame.several() {
+        let (left, _) = sum_axis("bytes", byte_unit, &sums, 0.0);
+        let (mut right, unit) = spread_axis("bytes", byte_unit, &[&notsent], lowat_bytes);
+        right
+            .lines
+            .extend(lowat_line(summary, x_end, unit, " per flow (right axis)"));
+        (left, Some(right))
+    } else {
+        let (mut left, unit) = sum_axis("bytes", byte_unit, &sums, lowat_bytes);
+        left.label = format!("bytes ({})", unit.name);
+        left.lines.extend(lowat_line(summary, x_end, unit, ""));
+        (left, None)
+    };
+    frame.panel("The sender's queue", left, right)
+}
+
+fn rtt_panel(run: &Run, frame: &Frame) -> Panel {
+    let rtt = Quantity::new(
+        "sender smoothed RTT (rtt_us)",
+        BLUE,
+        sender_ticks(run, |r| (r.rtt_us > 0).then_some(f64::from(r.rtt_us))),
+    );
+    let rcv_rtt = Quantity::new(
+        "receiver RTT estimate (rcv_rtt_us)",
+        ORANGE,
+        reader_ticks(run, |r| {
+            (r.rcv_rtt_us > 0).then_some(f64::from(r.rcv_rtt_us))
+        }),
+    );
+    let mut axis = Axis {
+        label: "RTT (ms)".into(),
+        ..Axis::default()
+    };
+    for q in [&rtt, &rcv_rtt] {
+        if q.ticks.is_empty() {
+            continue;
+        }
+        let mut line = q.line(MS, |t| t.median);
+        if frame.several() {
+            axis.bands
+                .push(q.band(format!("{}, p10-p90 over flows", q.label), MS));
+            line.label = format!("{}, median over flows", q.label);
+        }
+        line.dashed = !axis.lines.is_empty();
+        axis.lines.push(line);
+    }
+    Panel {
+        title: "Round-trip time".into(),
+        ..frame.panel("", axis, None)
+    }
+}
+
+/// The notsent threshold as a dashed level line across the run.
+fn lowat_line(summary: &RunSummary, x_end: f64, unit: Unit, suffix: &str) -> Option<Line> {
+    let (lowat, _) = summary.settings.lowat?;
+    let y = lowat as f64 / unit.scale;
+    Some(
+        Line::new(
+            format!("{}{suffix}", summary.settings.lowat_text()),
+            PURPLE,
+            vec![(0.0, y), (x_end, y)],
+        )
+        .dashed(),
+    )
+}
+
+fn host_memory_title(run: &Run) -> String {
+    let same_machine = run
+        .meta
+        .sender_host
+        .as_ref()
+        .is_some_and(|s| s.hostname == run.meta.reader_host.hostname);
+    let note = if same_machine {
+        "both ends on one machine: sockstat mem is global across network namespaces, so both lines show the same host"
+    } else {
+        "sockstat mem is global across network namespaces on one machine"
+    };
+    format!("Host TCP memory (sockstat mem x page size); {note}")
+}
+
+fn host_memory_axis(run: &Run) -> Axis {
+    let meta = &run.meta;
+    let sides = [
+        (Side::Sender, "sender host", BLUE, meta.sender_host.as_ref()),
+        (Side::Reader, "reader host", ORANGE, Some(&meta.reader_host)),
+    ];
+    let mut raw = Vec::new();
+    for (side, label, color, host) in sides {
+        let page = host.unwrap_or(&meta.reader_host).page_size_bytes as f64;
+        let points: Vec<(f64, f64)> = run
+            .host
+            .iter()
+            .filter(|h| h.side == side)
+            .map(|h| (h.t_s, h.tcp_mem_pages as f64 * page))
+            .collect();
+        if !points.is_empty() {
+            raw.push(Line::new(label, color, points));
+        }
+    }
+    let max = raw
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let unit = byte_unit(max);
+    for line in &mut raw {
+        for p in &mut line.points {
+            p.1 /= unit.scale;
+        }
+    }
+    if let Some(line) = raw.get_mut(1) {
+        line.dashed = true;
+    }
+    Axis {
+        label: format!("TCP memory ({})", unit.name),
+        lines: raw,
+        ..Axis::default()
+    }
+}
+
+/// The run's name, settings and headline figures over the whole run.
+pub fn run_header(summary: &RunSummary) -> Vec<String> {
+    let mut first = format!("Run {}: {}", summary.label, summary.settings.key());
+    if let Some(path) = summary.settings.path_text() {
+        first.push_str(&format!("; path {path}"));
+    }
+    let text = |column: &str| {
+        let m = metric(column);
+        summary
+            .value(m, Scope::Whole)
+            .map_or("n/a".into(), |v| m.unit.text(v))
+    };
+    // The sender's host is what lowat acts on; the reader's is named as such, never passed
+    // off as the sender's.
+    let memory = match summary.value(metric("tcp_mem_peak_sender_mib"), Scope::Whole) {
+        Some(_) => format!("{} (sender host)", text("tcp_mem_peak_sender_mib")),
+        None => format!(
+            "{} (reader host: the sender host's was not recorded)",
+            text("tcp_mem_peak_reader_mib")
+        ),
+    };
+    let figures = format!(
+        "goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {memory}; RTT slow mean {}",
+        text("goodput_fast_mbps"),
+        text("goodput_slow_mbps"),
+        text("slow_queued_peak_mib"),
+        text("slow_queued_mean_mib"),
+        text("slow_notsent_peak_mib"),
+        text("rtt_slow_mean_ms"),
+    );
+    vec![first, figures]
+}

@@ -1,0 +1,161 @@
+//! Each configuration's figures over its runs (mean, n, 95% interval), its change against
+//! its baseline configuration (Fieller's interval, Welch's df), and the verdict in words.
+
+use crate::configs::Configuration;
+use crate::human;
+use crate::metrics::{Better, Metric, METRICS};
+use crate::stats::{Change, Estimate};
+use crate::summary::{RunSummary, Scope};
+
+/// One figure of one configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cell {
+    /// None where no run has the figure.
+    pub estimate: Option<Estimate>,
+    /// Against the baseline configuration; none for the baseline itself or without one.
+    pub change: Option<Change>,
+}
+
+/// For each configuration, one cell per entry of `METRICS`, over `scope`.
+pub fn evaluate(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    scope: Scope,
+) -> Vec<Vec<Cell>> {
+    let estimates: Vec<Vec<Option<Estimate>>> = configs
+        .iter()
+        .map(|c| {
+            METRICS
+                .iter()
+                .map(|m| Estimate::of(&values(summaries, c, m, scope)))
+                .collect()
+        })
+        .collect();
+    configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            (0..METRICS.len())
+                .map(|m| {
+                    let estimate = estimates[i][m];
+                    let base = c.baseline.filter(|&b| b != i).and_then(|b| estimates[b][m]);
+                    Cell {
+                        estimate,
+                        change: estimate
+                            .zip(base)
+                            .and_then(|(e, b)| Change::between(&e, &b)),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The figure of each run of a configuration that has it.
+pub fn values(
+    summaries: &[RunSummary],
+    config: &Configuration,
+    metric: &Metric,
+    scope: Scope,
+) -> Vec<f64> {
+    config
+        .runs
+        .iter()
+        .filter_map(|&r| summaries[r].value(metric, scope))
+        .collect()
+}
+
+/// `803.9 Mbit/s [790.1, 817.7]` over several runs, `803.9 Mbit/s (1 run)` over one.
+pub fn estimate_text(metric: &Metric, estimate: Option<&Estimate>) -> String {
+    let Some(e) = estimate else {
+        return "n/a".into();
+    };
+    match e.ci {
+        Some((lo, hi)) => format!(
+            "{} [{}, {}]",
+            metric.unit.text(e.mean),
+            metric.unit.number(lo),
+            metric.unit.number(hi)
+        ),
+        None => format!("{} (1 run)", metric.unit.text(e.mean)),
+    }
+}
+
+fn percent(p: f64) -> String {
+    human::change(p)
+}
+
+/// The change in words: a clear change, or noise at this number of runs.
+pub fn change_text(metric: &Metric, change: &Change) -> String {
+    let Some((lo, hi)) = change.ci_percent else {
+        return format!(
+            "{} (no interval: one run on a side, or a baseline too noisy to tell from zero; more runs would tell)",
+            percent(change.percent)
+        );
+    };
+    let figures = format!(
+        "{} [{}, {}]",
+        percent(change.percent),
+        percent(lo),
+        percent(hi)
+    );
+    if !change.is_clear() {
+        return format!("{figures}: no clear change; more runs would tell");
+    }
+    let direction = if change.percent > 0.0 {
+        "higher"
+    } else {
+        "lower"
+    };
+    let judgement = match (metric.better, change.percent > 0.0) {
+        (Better::Neither, _) => "",
+        (Better::Higher, true) | (Better::Lower, false) => " (better)",
+        _ => " (worse)",
+    };
+    format!("{figures}: clearly {direction}{judgement}")
+}
+
+/// The verdict of one cell for a configuration: `baseline`, the change in words, or why
+/// there is none.
+pub fn verdict_text(metric: &Metric, cell: &Cell, is_baseline: bool, has_baseline: bool) -> String {
+    match (&cell.change, is_baseline) {
+        (_, true) => "baseline".into(),
+        (Some(change), false) => change_text(metric, change),
+        (None, false) if cell.estimate.is_none() => "n/a".into(),
+        (None, false) if has_baseline => "no figure in the baseline to compare with".into(),
+        (None, false) => "no baseline (no configuration with the kernel's default lowat)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::metric;
+
+    #[test]
+    fn verdicts_in_words() {
+        let goodput = metric("goodput_fast_mbps");
+        let clear = Change {
+            percent: -85.2,
+            ci_percent: Some((-88.0, -82.4)),
+        };
+        assert_eq!(
+            change_text(goodput, &clear),
+            "-85% [-88%, -82%]: clearly lower (worse)"
+        );
+        let queued = metric("slow_queued_mean_mib");
+        assert!(change_text(queued, &clear).ends_with("clearly lower (better)"));
+        let noise = Change {
+            percent: -10.0,
+            ci_percent: Some((-31.0, 11.0)),
+        };
+        assert_eq!(
+            change_text(goodput, &noise),
+            "-10% [-31%, +11%]: no clear change; more runs would tell"
+        );
+        let one = Estimate::of(&[2e6]).unwrap();
+        assert_eq!(estimate_text(goodput, Some(&one)), "2.0 Mbit/s (1 run)");
+        let two = Estimate::of(&[1e6, 3e6]).unwrap();
+        assert!(estimate_text(goodput, Some(&two)).starts_with("2.0 Mbit/s ["));
+    }
+}

@@ -1,0 +1,403 @@
+//! Per-phase figures of a run: the one definition behind the reader's end-of-run summary
+//! and the report's tables, fed rows one at a time so the reader can build it as it
+//! records and the report from a loaded run directory.
+//!
+//! Each span of the schedule (cycle `c`, fast or slow) gets its own [`Totals`]; totals
+//! merge, so a phase over the whole run, over the steady cycles (2 and later) or over one
+//! cycle is the merge of the spans it covers. Definitions:
+//! - a sample belongs to the span holding the middle of the interval that ends at it
+//!   (`pattern::span_of_sample`); a reader sample after the schedule's end belongs to the
+//!   last span (the sampler labels it so), a sender or host sample there to none;
+//! - goodput: bytes read in the span's reader rows, times 8, over the span's length;
+//! - queued and not-sent bytes: `wmem_queued` and `notsent_bytes` summed over the flows of
+//!   one sampling pass (the rows the daemon sent for one tick), then peak and mean over
+//!   passes;
+//! - RTT: the sender's smoothed `rtt_us` over rows that have an estimate (0 means none);
+//! - TCP memory: the peak of sockstat `tcp_mem_pages` per side (pages; times the side's
+//!   page size for bytes).
+//!
+//! All arithmetic saturates: a hostile or broken peer's rows cannot overflow a total.
+
+use crate::pattern::{span_of_sample, PhaseSpan};
+use crate::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
+
+/// Running totals of one span, or of several merged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    /// Seconds of the schedule these totals cover.
+    pub seconds: f64,
+    pub bytes_read: u64,
+    /// Sampling passes of the sender (one sum over flows each).
+    pub sender_passes: u64,
+    pub notsent_sum_bytes: u64,
+    pub notsent_peak_bytes: u64,
+    pub queued_sum_bytes: u64,
+    pub queued_peak_bytes: u64,
+    pub rtt_sum_us: u64,
+    pub rtt_count: u64,
+    pub rtt_min_us: Option<u32>,
+    pub sender_tcp_mem_peak_pages: Option<u64>,
+    pub reader_tcp_mem_peak_pages: Option<u64>,
+}
+
+fn max_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    a.max(b)
+}
+
+fn min_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn ratio(sum: u64, count: u64) -> Option<f64> {
+    (count > 0).then(|| sum as f64 / count as f64)
+}
+
+impl Totals {
+    /// Adds `other` to these totals: sums add, peaks take the larger.
+    pub fn merge(&mut self, other: &Totals) {
+        self.seconds += other.seconds;
+        self.bytes_read = self.bytes_read.saturating_add(other.bytes_read);
+        self.sender_passes = self.sender_passes.saturating_add(other.sender_passes);
+        self.notsent_sum_bytes = self
+            .notsent_sum_bytes
+            .saturating_add(other.notsent_sum_bytes);
+        self.notsent_peak_bytes = self.notsent_peak_bytes.max(other.notsent_peak_bytes);
+        self.queued_sum_bytes = self.queued_sum_bytes.saturating_add(other.queued_sum_bytes);
+        self.queued_peak_bytes = self.queued_peak_bytes.max(other.queued_peak_bytes);
+        self.rtt_sum_us = self.rtt_sum_us.saturating_add(other.rtt_sum_us);
+        self.rtt_count = self.rtt_count.saturating_add(other.rtt_count);
+        self.rtt_min_us = min_opt(self.rtt_min_us, other.rtt_min_us);
+        self.sender_tcp_mem_peak_pages = max_opt(
+            self.sender_tcp_mem_peak_pages,
+            other.sender_tcp_mem_peak_pages,
+        );
+        self.reader_tcp_mem_peak_pages = max_opt(
+            self.reader_tcp_mem_peak_pages,
+            other.reader_tcp_mem_peak_pages,
+        );
+    }
+
+    /// Bits per second read; none for a span that did not run.
+    pub fn goodput_bps(&self) -> Option<f64> {
+        (self.seconds > 0.0).then(|| self.bytes_read as f64 * 8.0 / self.seconds)
+    }
+
+    pub fn notsent_mean_bytes(&self) -> Option<f64> {
+        ratio(self.notsent_sum_bytes, self.sender_passes)
+    }
+
+    pub fn queued_mean_bytes(&self) -> Option<f64> {
+        ratio(self.queued_sum_bytes, self.sender_passes)
+    }
+
+    /// Peaks exist only where the sender was sampled.
+    pub fn notsent_peak(&self) -> Option<u64> {
+        (self.sender_passes > 0).then_some(self.notsent_peak_bytes)
+    }
+
+    pub fn queued_peak(&self) -> Option<u64> {
+        (self.sender_passes > 0).then_some(self.queued_peak_bytes)
+    }
+
+    pub fn rtt_mean_us(&self) -> Option<f64> {
+        ratio(self.rtt_sum_us, self.rtt_count)
+    }
+}
+
+/// One sampling pass of the sender: the rows of every flow at one tick.
+#[derive(Debug, Default)]
+struct Pass {
+    t_s: f64,
+    last_flow: u32,
+    notsent_bytes: u64,
+    queued_bytes: u64,
+    rtt_sum_us: u64,
+    rtt_count: u64,
+    rtt_min_us: Option<u32>,
+}
+
+/// One span of the schedule with its totals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanTotals {
+    pub span: PhaseSpan,
+    pub totals: Totals,
+}
+
+/// Builds the totals of every span from rows fed in the order they were recorded.
+#[derive(Debug)]
+pub struct PhaseFigures {
+    schedule: Vec<PhaseSpan>,
+    /// One per span of `schedule`.
+    totals: Vec<Totals>,
+    interval_s: f64,
+    pass: Option<Pass>,
+}
+
+impl Pass {
+    /// The pass as totals of its own, to merge into its span's.
+    fn totals(&self) -> Totals {
+        Totals {
+            sender_passes: 1,
+            notsent_sum_bytes: self.notsent_bytes,
+            notsent_peak_bytes: self.notsent_bytes,
+            queued_sum_bytes: self.queued_bytes,
+            queued_peak_bytes: self.queued_bytes,
+            rtt_sum_us: self.rtt_sum_us,
+            rtt_count: self.rtt_count,
+            rtt_min_us: self.rtt_min_us,
+            ..Totals::default()
+        }
+    }
+}
+
+impl PhaseFigures {
+    pub fn new(schedule: &[PhaseSpan], interval_s: f64) -> Self {
+        PhaseFigures {
+            schedule: schedule.to_vec(),
+            totals: vec![Totals::default(); schedule.len()],
+            interval_s,
+            pass: None,
+        }
+    }
+
+    fn span_index(&self, t_s: f64) -> Option<usize> {
+        span_of_sample(&self.schedule, t_s, self.interval_s)
+    }
+
+    pub fn reader(&mut self, row: &ReaderSample) {
+        let index = self.span_index(row.t_s).or_else(|| {
+            let last = self.schedule.len().checked_sub(1)?;
+            (row.t_s >= self.schedule[last].end_s).then_some(last)
+        });
+        if let Some(i) = index {
+            let totals = &mut self.totals[i];
+            totals.bytes_read = totals.bytes_read.saturating_add(row.bytes);
+        }
+    }
+
+    /// A sender row; a row of a flow not after the previous row's, or of another tick,
+    /// starts a new pass.
+    pub fn sender(&mut self, row: &SenderSample) {
+        let tick = |t_s: f64| (t_s / self.interval_s).round() as i64;
+        let same_pass = self
+            .pass
+            .as_ref()
+            .is_some_and(|p| row.flow > p.last_flow && tick(p.t_s) == tick(row.t_s));
+        if !same_pass {
+            self.close_pass();
+        }
+        let pass = self.pass.get_or_insert_with(|| Pass {
+            t_s: row.t_s,
+            ..Pass::default()
+        });
+        pass.last_flow = row.flow;
+        pass.notsent_bytes = pass
+            .notsent_bytes
+            .saturating_add(u64::from(row.notsent_bytes));
+        pass.queued_bytes = pass.queued_bytes.saturating_add(u64::from(row.wmem_queued));
+        if row.rtt_us > 0 {
+            pass.rtt_sum_us = pass.rtt_sum_us.saturating_add(u64::from(row.rtt_us));
+            pass.rtt_count += 1;
+            pass.rtt_min_us = min_opt(pass.rtt_min_us, Some(row.rtt_us));
+        }
+    }
+
+    fn close_pass(&mut self) {
+        let Some(pass) = self.pass.take() else { return };
+        if let Some(i) = self.span_index(pass.t_s) {
+            self.totals[i].merge(&pass.totals());
+        }
+    }
+
+    pub fn host(&mut self, row: &HostSample) {
+        let Some(i) = self.span_index(row.t_s) else {
+            return;
+        };
+        let totals = &mut self.totals[i];
+        let peak = match row.side {
+            Side::Sender => &mut totals.sender_tcp_mem_peak_pages,
+            Side::Reader => &mut totals.reader_tcp_mem_peak_pages,
+        };
+        *peak = max_opt(*peak, Some(row.tcp_mem_pages));
+    }
+
+    /// Every span's totals, with each span's length cut at `end_s` (the run's end).
+    pub fn finish(mut self, end_s: f64) -> RunPhases {
+        self.close_pass();
+        let spans = self
+            .schedule
+            .into_iter()
+            .zip(self.totals)
+            .map(|(span, mut totals)| {
+                totals.seconds = (span.end_s.min(end_s) - span.start_s).max(0.0);
+                SpanTotals { span, totals }
+            })
+            .collect();
+        RunPhases { spans }
+    }
+}
+
+/// The totals of every span of a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunPhases {
+    pub spans: Vec<SpanTotals>,
+}
+
+impl RunPhases {
+    /// `phase` merged over the spans of the cycles `cycles` accepts.
+    pub fn merged(&self, phase: Phase, cycles: impl Fn(u32) -> bool) -> Totals {
+        let mut merged = Totals::default();
+        for s in self
+            .spans
+            .iter()
+            .filter(|s| s.span.phase == phase && cycles(s.span.cycle))
+        {
+            merged.merge(&s.totals);
+        }
+        merged
+    }
+
+    /// The highest cycle number of the schedule (0 for an empty one).
+    pub fn cycles(&self) -> u32 {
+        self.spans.iter().map(|s| s.span.cycle).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::PatternConfig;
+
+    fn reader_row(t_s: f64, bytes: u64) -> ReaderSample {
+        ReaderSample {
+            t_s,
+            flow: 0,
+            phase: Phase::Fast,
+            bytes,
+            rcv_wnd: None,
+            rcv_ssthresh: 0,
+            rcv_space: 0,
+            rtt_us: 0,
+            rmem_alloc: 0,
+            rcvbuf: 0,
+            rcv_rtt_us: 0,
+            budget_bytes: 0,
+            span_s: 0.1,
+        }
+    }
+
+    fn sender_row(t_s: f64, flow: u32, notsent_bytes: u32, rtt_us: u32) -> SenderSample {
+        SenderSample {
+            t_s,
+            flow,
+            bytes: 0,
+            cwnd: 10,
+            unacked: 10,
+            notsent_bytes,
+            snd_wnd: None,
+            rtt_us,
+            delivery_rate_bps: 0,
+            wmem_queued: notsent_bytes.saturating_mul(2),
+            sndbuf: 0,
+            snd_mss_bytes: 1448,
+            inflight_bytes: 0,
+            total_retrans: 0,
+            pacing_rate_bps: 0,
+        }
+    }
+
+    fn host_row(t_s: f64, side: Side, pages: u64) -> HostSample {
+        HostSample {
+            t_s,
+            side,
+            tcp_inuse: 0,
+            tcp_orphan: 0,
+            tcp_tw: 0,
+            tcp_alloc: 0,
+            tcp_mem_pages: pages,
+        }
+    }
+
+    /// 1 s fast, 2 s slow, two cycles: spans at 0-1, 1-3, 3-4, 4-6.
+    fn figures() -> PhaseFigures {
+        let pattern = PatternConfig {
+            fast_ms: 1000,
+            slow_ms: 2000,
+            fraction: 0.05,
+            cycles: 2,
+            full_speed: false,
+        };
+        PhaseFigures::new(&pattern.schedule(), 0.1)
+    }
+
+    #[test]
+    fn spans_get_their_own_rows_and_merge_by_phase_and_cycle() {
+        let mut f = figures();
+        f.reader(&reader_row(0.5, 1_000_000));
+        f.reader(&reader_row(1.0, 250_000)); // the middle, 0.95 s, is still fast
+        f.reader(&reader_row(3.5, 500_000));
+        f.reader(&reader_row(6.02, 7)); // after the end: the last span's
+                                        // Two passes in cycle 1's slow span, one in cycle 2's; a rowless RTT is left out.
+        f.sender(&sender_row(1.5, 0, 1000, 2000));
+        f.sender(&sender_row(1.5, 1, 3000, 0));
+        f.sender(&sender_row(1.6, 0, 0, 4000));
+        f.sender(&sender_row(1.6, 1, 0, 6000));
+        f.sender(&sender_row(5.0, 0, 10_000, 1000));
+        f.sender(&sender_row(7.0, 0, 99_999, 1)); // after the end: no span
+        f.host(&host_row(1.5, Side::Sender, 30));
+        f.host(&host_row(5.0, Side::Sender, 20));
+        f.host(&host_row(5.0, Side::Reader, 40));
+        let phases = f.finish(6.0);
+
+        let fast = phases.merged(Phase::Fast, |_| true);
+        assert_eq!((fast.seconds, fast.bytes_read), (2.0, 1_750_000));
+        assert_eq!(fast.goodput_bps(), Some(7_000_000.0));
+        assert_eq!(phases.merged(Phase::Fast, |c| c >= 2).bytes_read, 500_000);
+
+        let slow = phases.merged(Phase::Slow, |_| true);
+        assert_eq!(slow.bytes_read, 7);
+        assert_eq!(slow.sender_passes, 3);
+        assert_eq!(slow.notsent_peak(), Some(10_000));
+        assert_eq!(slow.notsent_mean_bytes(), Some(14_000.0 / 3.0));
+        assert_eq!(slow.queued_peak(), Some(20_000));
+        assert_eq!(slow.rtt_mean_us(), Some(13_000.0 / 4.0));
+        assert_eq!(slow.rtt_min_us, Some(1000));
+        assert_eq!(slow.sender_tcp_mem_peak_pages, Some(30));
+        assert_eq!(slow.reader_tcp_mem_peak_pages, Some(40));
+
+        let steady = phases.merged(Phase::Slow, |c| c >= 2);
+        assert_eq!(steady.notsent_mean_bytes(), Some(10_000.0));
+        assert_eq!(steady.sender_tcp_mem_peak_pages, Some(20));
+        assert_eq!(phases.cycles(), 2);
+    }
+
+    #[test]
+    fn a_run_cut_short_counts_only_the_seconds_that_ran() {
+        let mut f = figures();
+        f.reader(&reader_row(0.5, 800));
+        let phases = f.finish(0.5);
+        let fast = phases.merged(Phase::Fast, |_| true);
+        assert_eq!(fast.seconds, 0.5);
+        assert_eq!(fast.goodput_bps(), Some(12_800.0));
+        let slow = phases.merged(Phase::Slow, |_| true);
+        assert_eq!((slow.seconds, slow.goodput_bps()), (0.0, None));
+        assert_eq!(slow.queued_peak(), None, "never sampled");
+    }
+
+    #[test]
+    fn totals_saturate_instead_of_overflowing() {
+        let mut f = figures();
+        for flow in 0..3 {
+            f.sender(&sender_row(1.5, flow, u32::MAX, u32::MAX));
+        }
+        f.reader(&reader_row(0.5, u64::MAX));
+        f.reader(&reader_row(0.6, u64::MAX));
+        let phases = f.finish(6.0);
+        assert_eq!(phases.merged(Phase::Fast, |_| true).bytes_read, u64::MAX);
+        let slow = phases.merged(Phase::Slow, |_| true);
+        assert_eq!(slow.notsent_peak(), Some(3 * u64::from(u32::MAX)));
+    }
+}
