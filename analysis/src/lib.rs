@@ -16,6 +16,7 @@ pub mod html;
 pub mod human;
 pub mod input;
 pub mod metrics;
+pub mod out_dir;
 pub mod path_chart;
 pub mod recommend;
 pub mod recommendation_text;
@@ -50,6 +51,9 @@ pub enum ReportError {
     /// A campaign directory's `campaign.json` cannot be read.
     #[error(transparent)]
     Campaign(#[from] CampaignError),
+    /// `--out` holds files and `--force` was not given.
+    #[error("{0} is not empty: pass --force to replace the report in it (only the files oscil-report writes are removed)")]
+    OutNotEmpty(PathBuf),
     /// The inputs hold no run to report on (a campaign with none complete).
     #[error("nothing to report: {0}")]
     NoRuns(String),
@@ -80,6 +84,8 @@ pub struct ReportConfig {
     pub scope: Scope,
     /// Write the recommendation, with this goodput tolerance (0.01 for 1%).
     pub recommend: Option<f64>,
+    /// Write into a used `out_dir`, removing the files an earlier report wrote there.
+    pub force: bool,
 }
 
 /// The files written and the runs' figures.
@@ -117,10 +123,7 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         .map(|run| Ok(run_label(&run.dir, rundir::load_meta(&run.dir)?)))
         .collect::<Result<Vec<_>, RunDirError>>()?;
     let out = &config.out_dir;
-    fs::create_dir_all(out).map_err(|source| ReportError::Io {
-        path: out.clone(),
-        source,
-    })?;
+    out_dir::prepare(out, config.force)?;
     let pngs: Vec<String> = file_names(&labels)
         .into_iter()
         .map(|name| format!("{name}.png"))

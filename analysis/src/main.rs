@@ -3,16 +3,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use oscil_protocol::cli::{self, placeholder};
 use oscil_protocol::units::parse_percent;
 use oscil_report::summary::Scope;
-use oscil_report::{input, report, ReportConfig};
+use oscil_report::{input, report, ReportConfig, ReportError};
 
 /// Turns oscil run directories and campaigns into PNG charts (one per run, a comparison
 /// across configurations, bloat against RTT when the paths differ), tables
 /// (summary.csv, configurations.csv, cycles.csv), verdicts with 95% intervals, an optional
 /// recommendation, and index.html.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version, allow_negative_numbers = true, args_override_self = true)]
 struct Cli {
     /// Run directories written by oscil-reader, or campaign directories written by
     /// oscil-lab (their complete runs).
@@ -20,8 +21,11 @@ struct Cli {
     run_dirs: Vec<PathBuf>,
     /// Where to write the report (created if missing; default: CAMPAIGN/report for one
     /// campaign, else ./report).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, short = 'o', value_name = placeholder::DIR)]
     out: Option<PathBuf>,
+    /// Write into a used --out, removing only the files an earlier report wrote there.
+    #[arg(long)]
+    force: bool,
     /// The configuration (or the run) the others are compared with (default: the
     /// configuration with the kernel's default notsent lowat on the same path).
     #[arg(long, value_name = "NAME")]
@@ -34,13 +38,14 @@ struct Cli {
     /// whose goodput is not clearly below the best's.
     #[arg(long)]
     recommend: bool,
-    /// How far below the best configuration's goodput a recommendation may be (1% or 0.01).
+    /// How far below the best configuration's goodput a recommendation may be, in percent
+    /// (1% or 1).
     #[arg(long, default_value = "1%", value_parser = parse_percent, value_name = "PCT", requires = "recommend")]
     goodput_tolerance: f64,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = cli::parse();
     let config = ReportConfig {
         out_dir: cli.out.unwrap_or_else(|| input::default_out(&cli.run_dirs)),
         run_dirs: cli.run_dirs,
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
             Scope::Steady
         },
         recommend: cli.recommend.then_some(cli.goodput_tolerance),
+        force: cli.force,
     };
     match report(&config) {
         Ok(report) => {
@@ -60,8 +66,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(err) => {
-            eprintln!("oscil-report: {err}");
-            ExitCode::FAILURE
+            eprintln!("oscil-report: {}", cli::error_line(&err));
+            let code = match err {
+                ReportError::OutNotEmpty(_) | ReportError::Baseline(_) => cli::exit::USAGE,
+                _ => cli::exit::FAILED_START,
+            };
+            ExitCode::from(code)
         }
     }
 }

@@ -19,7 +19,13 @@ use crate::plan::{AxisValue, Matrix, Setting};
 /// long-haul link (the default), or on two real hosts over ssh (--sender/--receiver).
 /// LISTs are comma-separated; `default` leaves the kernel's (or the host's) own value.
 #[derive(Debug, Parser)]
-#[command(name = "oscil-lab", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "oscil-lab",
+    version,
+    args_conflicts_with_subcommands = true,
+    allow_negative_numbers = true,
+    args_override_self = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Sub>,

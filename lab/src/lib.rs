@@ -368,10 +368,13 @@ fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
         cdir.save()?;
     }
     if !dirs.is_empty() && bin.join("oscil-report").is_file() {
+        // The campaign itself, so the report groups repetitions by configuration; the
+        // recommendation declines by itself when the evidence is thin.
         let status = std::process::Command::new(bin.join("oscil-report"))
-            .args(&dirs)
+            .arg(&cdir.dir)
             .arg("--out")
             .arg(cdir.dir.join("report"))
+            .args(["--force", "--recommend"])
             .stdout(std::process::Stdio::null())
             .status();
         if !matches!(status, Ok(s) if s.success()) {

@@ -3,10 +3,9 @@
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use clap::error::ErrorKind;
-use clap::Parser;
 use oscil_lab::cli::Cli;
 use oscil_lab::{bin_dir, run_job, Finished};
+use oscil_protocol::cli;
 
 fn main() -> ExitCode {
     let now = SystemTime::now();
@@ -17,42 +16,23 @@ fn main() -> ExitCode {
         stamp[..10].replace('-', ""),
         stamp[11..19].replace(':', "")
     );
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(error) => return clap_error(error),
-    };
+    let cli: Cli = cli::parse();
     let job = match cli.into_job(since_epoch.as_nanos() as u64, default_out.into()) {
         Ok(job) => job,
         Err(error) => {
             eprintln!("oscil-lab: {error}");
-            return ExitCode::from(2);
+            return ExitCode::from(cli::exit::USAGE);
         }
     };
+    // The binaries' rule: 1 when runs failed, 3 when the campaign was cut short (it can be
+    // resumed), whatever the signal.
     match run_job(job, &bin_dir(), since_epoch.as_millis() as u64) {
         Ok(Finished::Complete) => ExitCode::SUCCESS,
-        Ok(Finished::Incomplete) => ExitCode::FAILURE,
-        Ok(Finished::Interrupted(signal)) => ExitCode::from(128 + signal as u8),
+        Ok(Finished::Incomplete) => ExitCode::from(cli::exit::FAILED_START),
+        Ok(Finished::Interrupted(_)) => ExitCode::from(cli::exit::CUT_SHORT),
         Err(error) => {
             eprintln!("oscil-lab: {error}");
-            ExitCode::FAILURE
+            ExitCode::from(cli::exit::FAILED_START)
         }
     }
-}
-
-/// Help and version as clap prints them; any other flag error in one line, exit 2.
-fn clap_error(error: clap::Error) -> ExitCode {
-    if matches!(
-        error.kind(),
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
-    ) {
-        let _ = error.print();
-        return ExitCode::SUCCESS;
-    }
-    let text = error.render().to_string();
-    let first = text.lines().next().unwrap_or_default();
-    eprintln!(
-        "oscil-lab: {} (see --help)",
-        first.trim_start_matches("error: ")
-    );
-    ExitCode::from(2)
 }

@@ -88,6 +88,9 @@ pub enum ReaderError {
     /// A setup step took too long.
     #[error("timed out {0}")]
     Timeout(&'static str),
+    /// Something answered, but not an oscil daemon.
+    #[error("{addr} does not speak the oscil protocol: {detail} (iperf3 listens on 5201, oscil-daemon on 5250)")]
+    NotOscil { addr: String, detail: String },
     /// The daemon refused an authenticated session (its words, escaped).
     #[error("the daemon refused the session: {0}")]
     Refused(String),

@@ -8,7 +8,7 @@ use oscil_protocol::address::IpFamily;
 use oscil_protocol::auth::{AuthError, DataKey, Nonce, ReaderHandshake, SessionId};
 use oscil_protocol::cli;
 use oscil_protocol::control::{
-    Connection, DaemonMessage, DataHello, Hello, Welcome, PROTOCOL_VERSION,
+    Connection, DaemonMessage, DataHello, FrameError, Hello, Welcome, PROTOCOL_VERSION,
 };
 use oscil_protocol::text::escape_peer;
 use tokio::io::AsyncWriteExt;
@@ -87,28 +87,43 @@ async fn authenticate(
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
     tx.write(&first).await?;
-    let challenge = answer(rx, true).await?;
+    let challenge = answer(rx, Some(&config.connect)).await?;
     let (proof, data_key) = handshake.on_challenge(challenge).map_err(|e| match e {
         AuthError::Version { found } => ReaderError::Version { daemon: found },
         other => ReaderError::Auth(other),
     })?;
     tx.write(&proof).await?;
-    match answer(rx, false).await? {
+    match answer(rx, None).await? {
         DaemonMessage::Welcome(welcome) => Ok((welcome, data_key)),
         _ => Err(ReaderError::Unexpected("a welcome")),
     }
 }
 
 /// The daemon's next message during setup; a refusal is an error, its words escaped.
+/// `before_auth` names the peer while it has not yet shown it speaks oscil.
 async fn answer(
     rx: &mut Connection<OwnedReadHalf>,
-    before_auth: bool,
+    before_auth: Option<&str>,
 ) -> Result<DaemonMessage, ReaderError> {
-    let answer = timeout(HANDSHAKE_TIMEOUT, rx.read::<DaemonMessage>())
-        .await
-        .map_err(|_| ReaderError::Timeout("waiting for the daemon's answer"))??;
+    // Before authentication, anything but an oscil frame means another service answered
+    // (iperf3 on its port, a web server): say so rather than quote a frame length.
+    let not_oscil = |addr: &str, detail: &str| ReaderError::NotOscil {
+        addr: addr.to_owned(),
+        detail: detail.to_owned(),
+    };
+    let answer = match (
+        timeout(HANDSHAKE_TIMEOUT, rx.read::<DaemonMessage>()).await,
+        before_auth,
+    ) {
+        (Err(_), Some(addr)) => return Err(not_oscil(addr, "no oscil answer within 10 s")),
+        (Err(_), None) => return Err(ReaderError::Timeout("waiting for the daemon's answer")),
+        (Ok(Err(FrameError::TooLarge { .. } | FrameError::Invalid(_))), Some(addr)) => {
+            return Err(not_oscil(addr, "its answer is not an oscil frame"))
+        }
+        (Ok(answer), _) => answer?,
+    };
     match answer {
-        Some(DaemonMessage::Refused { reason }) if before_auth => {
+        Some(DaemonMessage::Refused { reason }) if before_auth.is_some() => {
             Err(ReaderError::RefusedBeforeAuth(escape_peer(&reason)))
         }
         Some(DaemonMessage::Refused { reason }) => Err(ReaderError::Refused(escape_peer(&reason))),

@@ -229,7 +229,13 @@ fn link_usage_errors() {
 
 #[test]
 fn every_binary_prints_completions_and_a_man_page() {
-    for binary in ["oscil-daemon", "oscil-reader", "oscil-link"] {
+    for binary in [
+        "oscil-daemon",
+        "oscil-reader",
+        "oscil-link",
+        "oscil-report",
+        "oscil-lab",
+    ] {
         let bash = run(binary, &["--completions", "bash"]);
         assert_eq!(bash.status.code(), Some(0), "{binary} --completions bash");
         assert!(String::from_utf8_lossy(&bash.stdout).contains("complete -F"));
@@ -237,4 +243,112 @@ fn every_binary_prints_completions_and_a_man_page() {
         assert_eq!(man.status.code(), Some(0), "{binary} --man");
         assert!(String::from_utf8_lossy(&man.stdout).contains(".TH"));
     }
+}
+
+#[test]
+fn reader_names_a_peer_that_does_not_speak_oscil() {
+    // A web server's answer: its first four bytes read as an absurd frame length.
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let _ = std::io::Write::write_all(&mut stream, b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    expect(
+        "oscil-reader",
+        &["-c", &addr, "-o", out.to_str().unwrap()],
+        1,
+        &format!("{addr} does not speak the oscil protocol"),
+    );
+    assert!(!out.exists());
+    server.join().unwrap();
+}
+
+#[test]
+fn report_refuses_a_used_out_and_a_missing_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let used = dir.path().join("report");
+    std::fs::create_dir(&used).unwrap();
+    std::fs::write(used.join("notes.txt"), "mine").unwrap();
+    let missing = dir.path().join("no-such-run");
+    expect(
+        "oscil-report",
+        &[missing.to_str().unwrap(), "--out", used.to_str().unwrap()],
+        1,
+        "no-such-run",
+    );
+    let run_dir = dir.path().join("run");
+    let daemon = Daemon::start(&[]);
+    let reader = run(
+        "oscil-reader",
+        &[
+            "-c",
+            &daemon.addr.to_string(),
+            "-o",
+            run_dir.to_str().unwrap(),
+            "-t",
+            "1s",
+            "-q",
+        ],
+    );
+    assert!(reader.status.success());
+    expect(
+        "oscil-report",
+        &[run_dir.to_str().unwrap(), "--out", used.to_str().unwrap()],
+        2,
+        "is not empty: pass --force",
+    );
+    let forced = run(
+        "oscil-report",
+        &[
+            run_dir.to_str().unwrap(),
+            "--out",
+            used.to_str().unwrap(),
+            "--force",
+        ],
+    );
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    assert!(
+        used.join("notes.txt").is_file(),
+        "--force removed a file it did not write"
+    );
+    expect(
+        "oscil-report",
+        &["--fats"],
+        2,
+        "unexpected argument '--fats'",
+    );
+}
+
+#[test]
+fn lab_takes_the_same_values() {
+    let table: &[(&[&str], &str)] = &[
+        (
+            &["--rate", "100M", "--dry-run"],
+            "100mbit (bits per second) or 100mbps",
+        ),
+        (&["--rtt", "40", "--dry-run"], "40s? 40ms?"),
+        (&["--lowat", "-5", "--dry-run"], "-5"),
+        (&["--fats"], "unexpected argument '--fats'"),
+    ];
+    for (args, holds) in table {
+        expect("oscil-lab", args, 2, holds);
+    }
+    // The reader's size spellings work in the lab too.
+    let dry = run("oscil-lab", &["--lowat", "default,128k", "--dry-run"]);
+    let stdout = String::from_utf8_lossy(&dry.stdout);
+    assert_eq!(
+        dry.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    assert!(stdout.contains("131072"), "{stdout}");
 }
