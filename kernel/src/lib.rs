@@ -13,6 +13,7 @@ mod proc;
 pub mod sockopt;
 pub mod sockstat;
 pub mod tcp_info;
+pub mod timestamping;
 
 pub use host::HostFacts;
 pub use meminfo::SkMemInfo;

@@ -111,6 +111,113 @@ pub fn set_bytes(
     Ok(())
 }
 
+/// `SO_TIMESTAMPING` (asm-generic/socket.h, the 32-bit `timespec` form every 64-bit
+/// target uses); the libc crate exports it only for some targets.
+pub const SO_TIMESTAMPING: libc::c_int = 37;
+
+/// `sendmsg` of `buf` with one `SO_TIMESTAMPING` control message asking for `tx_flags`
+/// timestamps of this write only; never blocks.
+pub fn send_with_tx_flags(fd: BorrowedFd<'_>, buf: &[u8], tx_flags: u32) -> io::Result<usize> {
+    // u64 words keep the control buffer aligned for `cmsghdr`.
+    let mut control = [0u64; 4];
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(size_of::<u32>() as u32) } as usize;
+    debug_assert!(space <= size_of::<[u64; 4]>());
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is a valid empty message.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: `msg` points at `control`, which holds `space` bytes, so CMSG_FIRSTHDR is
+    // non-null and its header and 4 data bytes lie inside `control`; `iov` and `buf` outlive
+    // the call, and the kernel only reads `buf`.
+    let rc = unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = SO_TIMESTAMPING;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u32>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u32>(), tx_flags);
+        libc::sendmsg(
+            fd.as_raw_fd(),
+            &msg,
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
+/// One message of the socket's error queue, reduced to what a TX timestamp says: the
+/// `sock_extended_err` and the software timestamp (`scm_timestamping.ts[0]`).
+#[derive(Debug, Clone, Copy)]
+pub struct ErrQueueEntry {
+    pub origin: u8,
+    /// `ee_info`: for a timestamp, which one (`SCM_TSTAMP_*`).
+    pub info: u32,
+    /// `ee_data`: for a timestamp, the `OPT_ID` key.
+    pub data: u32,
+    pub software: Option<libc::timespec>,
+}
+
+/// `recvmsg(MSG_ERRQUEUE)` once, without blocking: `None` when the queue is empty.
+pub fn recv_errqueue(fd: BorrowedFd<'_>) -> io::Result<Option<ErrQueueEntry>> {
+    let mut control = [0u64; 64];
+    // SAFETY: an all-zero msghdr is a valid empty message.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = size_of::<[u64; 64]>();
+    // SAFETY: `msg` points at `control`, valid and writable for the whole call; no data
+    // buffer is given (OPT_TSONLY queues no payload, and a payload would be truncated).
+    let rc = unsafe {
+        libc::recvmsg(
+            fd.as_raw_fd(),
+            &mut msg,
+            libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+        )
+    };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock => Ok(None),
+            _ => Err(e),
+        };
+    }
+    let mut entry = ErrQueueEntry {
+        origin: 0,
+        info: 0,
+        data: 0,
+        software: None,
+    };
+    // SAFETY: the kernel filled `msg_controllen` bytes of `control` with well-formed
+    // control messages; CMSG_FIRSTHDR/NXTHDR stay inside them, and each payload is read
+    // unaligned with the type its level and type say it holds.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
+            let data = libc::CMSG_DATA(cmsg);
+            if level == libc::SOL_SOCKET && kind == SO_TIMESTAMPING {
+                let ts = std::ptr::read_unaligned(data.cast::<[libc::timespec; 3]>());
+                entry.software = Some(ts[0]);
+            } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+            {
+                let err = std::ptr::read_unaligned(data.cast::<libc::sock_extended_err>());
+                (entry.origin, entry.info, entry.data) = (err.ee_origin, err.ee_info, err.ee_data);
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok(Some(entry))
+}
+
 /// The kernel's page size, the unit of `/proc/net/sockstat` `mem`.
 pub fn page_size_bytes() -> u64 {
     // SAFETY: sysconf has no memory-safety preconditions.
