@@ -56,6 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ..SocketOptions::default()
             },
             reader_request: SocketOptions::default(),
+            write_size_bytes: None,
         },
         schedule: pattern.schedule(),
         reader_host: host("lab"),
@@ -69,6 +70,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tcpext_delta: BTreeMap::new(),
         ending: Ending::in_progress(),
         lab: Some(serde_json::json!({"rtt_ms": rtt_ms, "rate_bps": 1e9})),
+        cost: None,
+        wakeups: Vec::new(),
     };
     let schedule = meta.schedule.clone();
     let mut writer = RunWriter::create(&dir, true, meta)?;
@@ -123,6 +126,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 inflight_bytes: inflight,
                 total_retrans: 0,
                 pacing_rate_bps: 0,
+                residence_us: None,
+                write_to_ack_us: None,
             })?;
         }
         for side in [Side::Reader, Side::Sender] {

@@ -10,6 +10,8 @@ use oscil_kernel::{meminfo, tcp_info};
 use oscil_protocol::SenderSample;
 use tokio::net::TcpStream;
 
+use crate::latency::{TxProbe, Writer};
+
 /// A data connection of a running session.
 #[derive(Clone)]
 pub(crate) struct Flow {
@@ -18,14 +20,18 @@ pub(crate) struct Flow {
     pub(crate) stream: Arc<TcpStream>,
     /// Bytes the kernel accepted since the last sample.
     pub(crate) written: Arc<AtomicU64>,
+    /// TX timestamps and wake-ups, shared by the writer and the sampler.
+    pub(crate) probe: Arc<TxProbe>,
 }
 
 impl Flow {
-    pub(crate) fn new(index: u32, stream: TcpStream) -> Self {
+    /// A flow whose writes are timestamped when `timestamps` (the kernel took them).
+    pub(crate) fn new(index: u32, stream: TcpStream, timestamps: bool) -> Self {
         Flow {
             index,
             stream: Arc::new(stream),
             written: Arc::new(AtomicU64::new(0)),
+            probe: Arc::new(TxProbe::new(timestamps)),
         }
     }
 
@@ -35,9 +41,12 @@ impl Flow {
         let info = tcp_info::read(&*self.stream).ok()?;
         let mem = meminfo::read(&*self.stream).ok()?;
         let bytes = self.written.swap(0, Ordering::Relaxed);
-        Some(SenderSample::from_kernel(
-            t_s, self.index, bytes, &info, &mem,
-        ))
+        let completed = self.probe.collect();
+        Some(SenderSample {
+            residence_us: completed.residence_us,
+            write_to_ack_us: completed.write_to_ack_us,
+            ..SenderSample::from_kernel(t_s, self.index, bytes, &info, &mem)
+        })
     }
 
     /// Ends the connection with a reset, so no orphaned send queue outlives the session and
@@ -50,20 +59,16 @@ impl Flow {
 /// Writes `payload` again and again for as long as the kernel accepts it. It writes only
 /// when the socket polls writable, which is when `TCP_NOTSENT_LOWAT` (if set) lets it, and
 /// queues nothing in user space. Returns only on error.
-pub(crate) async fn write_forever(
-    stream: Arc<TcpStream>,
-    written: Arc<AtomicU64>,
-    payload: Arc<[u8]>,
-) -> io::Error {
+pub(crate) async fn write_forever(flow: Flow, payload: Arc<[u8]>) -> io::Error {
+    let mut writer = match Writer::new(&flow.probe, &flow.stream) {
+        Ok(writer) => writer,
+        Err(e) => return e,
+    };
     loop {
-        if let Err(e) = stream.writable().await {
-            return e;
-        }
-        match stream.try_write(&payload) {
+        match writer.write(&payload).await {
             Ok(n) => {
-                written.fetch_add(n as u64, Ordering::Relaxed);
+                flow.written.fetch_add(n as u64, Ordering::Relaxed);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return e,
         }
     }

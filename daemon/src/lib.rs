@@ -11,8 +11,11 @@
 mod admission;
 mod flow;
 mod gate;
+mod latency;
 mod refusals;
 mod session;
+#[allow(unsafe_code)]
+mod sys;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -22,7 +25,7 @@ use std::time::Duration;
 
 use oscil_kernel::{ProcFile, SocketOptions, Sockstat, TcpExt};
 use oscil_protocol::auth::{DataKey, SessionId};
-use oscil_protocol::control::DataHello;
+use oscil_protocol::control::{DataHello, DEFAULT_WRITE_BYTES};
 use oscil_protocol::key::Key;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
@@ -64,8 +67,8 @@ pub struct DaemonConfig {
     pub refusal_summary_every: Duration,
     /// Shortest sampling interval a session may ask for.
     pub min_interval: Duration,
-    /// Size of the prefilled buffer each write offers the kernel; 64 KiB stays in the CPU
-    /// cache (256 KiB halved loopback throughput, see scripts/bench-loopback).
+    /// Size of the prefilled buffer each write offers the kernel, unless a session asks for
+    /// another.
     pub write_chunk_bytes: usize,
     /// How long past its announced duration a session may stream before the daemon ends
     /// it (the reader normally says stop first).
@@ -88,7 +91,7 @@ impl Default for DaemonConfig {
             handshake_timeout: Duration::from_secs(10),
             refusal_summary_every: Duration::from_secs(10),
             min_interval: Duration::from_millis(10),
-            write_chunk_bytes: 64 << 10,
+            write_chunk_bytes: DEFAULT_WRITE_BYTES as usize,
             overrun_grace: Duration::from_secs(5),
         }
     }
@@ -136,6 +139,11 @@ struct Shared {
     proc: Arc<ProcFiles>,
     /// The bytes every write offers; their content does not matter.
     payload: Arc<[u8]>,
+}
+
+/// A prefilled write buffer of `len` bytes.
+fn payload(len: usize) -> Arc<[u8]> {
+    (0..len).map(|i| b"oscil-daemon payload "[i % 21]).collect()
 }
 
 impl Shared {
@@ -208,9 +216,7 @@ pub async fn run(
 impl Shared {
     fn new(config: DaemonConfig) -> std::io::Result<Shared> {
         let proc_error = |e: oscil_kernel::ReadError| std::io::Error::other(e.to_string());
-        let payload: Arc<[u8]> = (0..config.write_chunk_bytes)
-            .map(|i| b"oscil-daemon payload "[i % 21])
-            .collect();
+        let payload = payload(config.write_chunk_bytes);
         Ok(Shared {
             sessions: Arc::new(Semaphore::new(config.max_sessions)),
             flows: Arc::new(Semaphore::new(config.max_total_flows as usize)),

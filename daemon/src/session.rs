@@ -4,11 +4,13 @@ use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use oscil_kernel::{host, netstat, sockopt, OptionsInForce, SocketOptions};
+use oscil_kernel::{
+    host, netstat, sockopt, timestamping, OptionsInForce, ProcessCost, SocketOptions,
+};
 use oscil_protocol::auth::{Authenticated, SessionId};
 use oscil_protocol::control::{
-    Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,
-    MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
+    Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, WakeupFigures, Welcome,
+    MAX_READER_FRAME_BYTES, MAX_WRITE_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::text::escape_peer;
 use oscil_protocol::ticker::Ticker;
@@ -44,10 +46,17 @@ pub(crate) async fn serve(
     let config = &shared.config;
     let hello = auth.hello;
     let ipv6 = conn.get_ref().local_addr().is_ok_and(|a| a.is_ipv6());
-    let grant = match take_grant(&hello, &shared, ipv6) {
+    let mut grant = match take_grant(&hello, &shared, ipv6) {
         Ok(grant) => grant,
         Err(reason) => return refuse(&mut conn, peer, config, reason).await,
     };
+    // Tried on the control connection: the kernel takes OPT_ID only on a connected socket.
+    if let Err(e) = timestamping::check(conn.get_ref()) {
+        grant
+            .in_force
+            .notes
+            .push(format!("{e}: residence_us and write_to_ack_us stay empty"));
+    }
     let session_id = match SessionId::random() {
         Ok(id) => id,
         Err(e) => return refuse(&mut conn, peer, config, format!("no session id: {e}")).await,
@@ -82,19 +91,26 @@ pub(crate) async fn serve(
         stop,
     };
     let started = Instant::now();
-    let (reason, tcpext_delta) = match session.connect_flows(data_rx).await {
+    let cost_before = ProcessCost::of_self();
+    let payload = payload_for(&hello, &shared.payload);
+    let (reason, tcpext_delta, wakeups) = match session.connect_flows(data_rx).await {
         Ok(flows) => {
             drop(route);
-            session.stream(flows, &shared.payload, &shared.proc).await
+            session.stream(flows, &payload, &shared.proc).await
         }
-        Err(reason) => (reason, Default::default()),
+        Err(reason) => (reason, Default::default(), Vec::new()),
     };
+    let cost = cost_before
+        .zip(ProcessCost::of_self())
+        .map(|(b, a)| a.since(&b));
     // Free the slot before saying so, so a reader that starts its next session at once is
     // not refused as busy.
     drop(grant);
     let ended = DaemonMessage::Ended(Ended {
         reason: reason.clone(),
         tcpext_delta,
+        wakeups,
+        cost,
     });
     let told = send(&mut conn, config, &ended).await;
     eprintln!(
@@ -102,6 +118,14 @@ pub(crate) async fn serve(
         started.elapsed().as_secs_f64(),
         could_not_tell(told),
     );
+}
+
+/// The session's write buffer: the daemon's own unless the hello asked for another size.
+fn payload_for(hello: &Hello, shared: &Arc<[u8]>) -> Arc<[u8]> {
+    match hello.write_size_bytes {
+        Some(n) if n as usize != shared.len() => crate::payload(n as usize),
+        _ => shared.clone(),
+    }
 }
 
 /// Checks the hello, takes a session slot and the flows, and tries the options on a scratch
@@ -204,6 +228,13 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
             "session of {duration:?} asked: longer than this daemon's limit {:?} (--max-session)",
             config.max_session
         ));
+    }
+    if let Some(n) = hello.write_size_bytes {
+        if !(1..=MAX_WRITE_BYTES).contains(&n) {
+            return Err(format!(
+                "write size of {n} bytes asked: this daemon writes 1 to {MAX_WRITE_BYTES} bytes at a time"
+            ));
+        }
     }
     check_congestion_name(&hello.options)?;
     let (asked, default) = (&hello.options, &config.default_options);
@@ -356,7 +387,8 @@ impl Session<'_> {
                     }
                     sockopt::apply(&stream, self.options)
                         .map_err(|e| format!("flow {flow}: {e}"))?;
-                    *slot = Some(Flow::new(flow, stream));
+                    let timestamps = timestamping::enable(&stream).is_ok();
+                    *slot = Some(Flow::new(flow, stream, timestamps));
                     connected += 1;
                 }
                 SetupEvent::Deadline => {
@@ -373,21 +405,24 @@ impl Session<'_> {
     }
 
     /// Streams on every flow and samples them on absolute deadlines until the session ends;
-    /// returns why it ended and the TcpExt counters that moved meanwhile.
+    /// returns why it ended, the TcpExt counters that moved meanwhile and each flow's
+    /// wake-ups.
     async fn stream(
         &mut self,
         flows: Vec<Flow>,
         payload: &Arc<[u8]>,
         proc: &Arc<ProcFiles>,
-    ) -> (String, std::collections::BTreeMap<String, u64>) {
+    ) -> (
+        String,
+        std::collections::BTreeMap<String, u64>,
+        Vec<WakeupFigures>,
+    ) {
         let start = Instant::now();
         let tcpext_before = proc.tcpext().ok();
         let mut writers = JoinSet::new();
         for flow in &flows {
-            let (stream, written, payload) =
-                (flow.stream.clone(), flow.written.clone(), payload.clone());
-            let index = flow.index;
-            writers.spawn(async move { (index, write_forever(stream, written, payload).await) });
+            let (flow, payload) = (flow.clone(), payload.clone());
+            writers.spawn(async move { (flow.index, write_forever(flow, payload).await) });
         }
         let interval = Duration::from_micros(self.hello.interval_us);
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)
@@ -432,6 +467,10 @@ impl Session<'_> {
         // its handles on the sockets.
         drop(samples);
         writers.shutdown().await;
+        let wakeups = flows
+            .iter()
+            .map(|f| f.probe.wakeup_figures(f.index))
+            .collect();
         for flow in flows {
             flow.reset();
         }
@@ -439,7 +478,7 @@ impl Session<'_> {
             (Some(before), Ok(after)) => netstat::delta(&before, &after, netstat::WATCHED),
             _ => Default::default(),
         };
-        (reason, delta)
+        (reason, delta, wakeups)
     }
 }
 
@@ -525,6 +564,7 @@ mod tests {
             options: SocketOptions::default(),
             interval_us: 100_000,
             duration_us: 60_000_000,
+            write_size_bytes: None,
         }
     }
 

@@ -5,6 +5,7 @@
 #[allow(unsafe_code)]
 mod sys;
 
+pub mod cost;
 pub mod diag;
 pub mod host;
 pub mod meminfo;
@@ -15,6 +16,7 @@ pub mod sockstat;
 pub mod tcp_info;
 pub mod timestamping;
 
+pub use cost::ProcessCost;
 pub use host::HostFacts;
 pub use meminfo::SkMemInfo;
 pub use netstat::TcpExt;

@@ -61,6 +61,14 @@ pub fn enable(socket: &impl AsFd) -> Result<(), TimestampingError> {
     .map_err(TimestampingError::Refused)
 }
 
+/// Whether a connected socket takes [`enable`]; leaves it as it was.
+pub fn check(socket: &impl AsFd) -> Result<(), TimestampingError> {
+    enable(socket)?;
+    let off = 0u32.to_ne_bytes();
+    sys::set_bytes(socket.as_fd(), libc::SOL_SOCKET, sys::SO_TIMESTAMPING, &off)
+        .map_err(TimestampingError::Refused)
+}
+
 /// Writes `buf` once, asking for its TX timestamps; never blocks (`WouldBlock` when full).
 pub fn write_tagged(socket: &impl AsFd, buf: &[u8]) -> io::Result<usize> {
     sys::send_with_tx_flags(socket.as_fd(), buf, TX_FLAGS)
@@ -88,7 +96,10 @@ fn stamp_of(entry: &sys::ErrQueueEntry) -> Option<TxStamp> {
         _ => return None,
     };
     let ts = entry.software?;
-    let at = Duration::new(u64::try_from(ts.tv_sec).ok()?, u32::try_from(ts.tv_nsec).ok()?);
+    let at = Duration::new(
+        u64::try_from(ts.tv_sec).ok()?,
+        u32::try_from(ts.tv_nsec).ok()?,
+    );
     // A zero timestamp means the kernel filled only a hardware slot.
     (at > Duration::ZERO).then_some(TxStamp {
         key: entry.data,
@@ -107,9 +118,14 @@ mod tests {
     fn a_tagged_write_reports_its_three_points_keyed_by_its_last_byte() {
         let (client, mut server) = crate::test_util::loopback_pair();
         enable(&client).unwrap();
-        let before = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
+        let before = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap();
         // Untagged bytes first: the key must count them too.
-        assert_eq!(sys::send_with_tx_flags(client.as_fd(), &[1; 100], 0).unwrap(), 100);
+        assert_eq!(
+            sys::send_with_tx_flags(client.as_fd(), &[1; 100], 0).unwrap(),
+            100
+        );
         assert_eq!(write_tagged(&client, &[2; 1000]).unwrap(), 1000);
         let mut got = [0u8; 1100];
         server.read_exact(&mut got).unwrap();

@@ -317,6 +317,7 @@ mod tests {
             options: SocketOptions::default(),
             interval_us: 100_000,
             duration_us: 1_000_000,
+            write_size_bytes: None,
         }
     }
 

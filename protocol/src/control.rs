@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use oscil_kernel::{HostFacts, OptionsInForce, SocketOptions};
+use oscil_kernel::{HostFacts, OptionsInForce, ProcessCost, SocketOptions};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -45,6 +45,30 @@ pub struct Hello {
     pub interval_us: u64,
     /// How long the reader means to run; the daemon ends the session a little after.
     pub duration_us: u64,
+    /// Bytes the daemon offers the kernel per write; `None` asks for [`DEFAULT_WRITE_BYTES`].
+    #[serde(default)]
+    pub write_size_bytes: Option<u32>,
+}
+
+/// The daemon's write size unless a session asks for another: 64 KiB stays in the CPU
+/// cache (256 KiB halved loopback throughput, see scripts/bench-loopback).
+pub const DEFAULT_WRITE_BYTES: u32 = 64 << 10;
+
+/// The largest write size a session may ask for: the daemon holds one such buffer per
+/// session.
+pub const MAX_WRITE_BYTES: u32 = 16 << 20;
+
+/// One flow's POLLOUT wake-ups as the daemon's writer saw them: not-sent bytes when it
+/// woke (at or below half of `TCP_NOTSENT_LOWAT` when one is set) and the time from waking
+/// to the end of its write. Empty figures when the writer never waited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeupFigures {
+    pub flow: u32,
+    pub wakeups: u64,
+    pub notsent_p50_bytes: Option<u64>,
+    pub notsent_max_bytes: Option<u64>,
+    pub wake_to_write_p50_us: Option<u64>,
+    pub wake_to_write_max_us: Option<u64>,
 }
 
 /// The daemon's acceptance of a session.
@@ -75,6 +99,13 @@ pub struct Ended {
     pub reason: String,
     /// TcpExt counters that moved during the session on the daemon's host.
     pub tcpext_delta: BTreeMap<String, u64>,
+    /// Per flow, the writer's POLLOUT wake-ups (absent from daemons before issue 11).
+    #[serde(default)]
+    pub wakeups: Vec<WakeupFigures>,
+    /// The daemon process's CPU and context switches over the session; `None` when
+    /// `/proc` did not tell.
+    #[serde(default)]
+    pub cost: Option<ProcessCost>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -311,6 +342,7 @@ mod tests {
             options: SocketOptions::default(),
             interval_us: 1,
             duration_us: 1,
+            write_size_bytes: None,
         };
         let (reader, first) = ReaderHandshake::new(None, hello);
         let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))

@@ -306,6 +306,8 @@ mod tests {
             inflight_bytes: 0,
             total_retrans: 0,
             pacing_rate_bps: 0,
+            residence_us: None,
+            write_to_ack_us: None,
         }
     }
 

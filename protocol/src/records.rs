@@ -106,6 +106,14 @@ pub struct SenderSample {
     pub inflight_bytes: u64,
     pub total_retrans: u32,
     pub pacing_rate_bps: u64,
+    /// Microseconds the interval's tagged write waited in the send queue (from the write
+    /// to its TX timestamp at the device); empty when none completed in this interval or
+    /// the kernel gives no TX timestamps.
+    #[serde(default)]
+    pub residence_us: Option<u64>,
+    /// Microseconds from the tagged write to its acknowledgement; empty likewise.
+    #[serde(default)]
+    pub write_to_ack_us: Option<u64>,
 }
 
 /// `host.csv`: one host's `/proc/net/sockstat` TCP line at one interval.
@@ -160,6 +168,8 @@ impl SenderSample {
             inflight_bytes: info.inflight_bytes_est(),
             total_retrans: info.total_retrans,
             pacing_rate_bps: info.pacing_rate_bps,
+            residence_us: None,
+            write_to_ack_us: None,
         }
     }
 }

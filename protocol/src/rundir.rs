@@ -16,9 +16,10 @@ use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use oscil_kernel::{HostFacts, OptionsInForce, SocketOptions};
+use oscil_kernel::{HostFacts, OptionsInForce, ProcessCost, SocketOptions};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+use crate::control::WakeupFigures;
 use crate::pattern::{PatternConfig, PhaseSpan};
 use crate::records::{HostSample, ReaderSample, SenderSample};
 
@@ -78,7 +79,10 @@ impl Columns for SenderSample {
         "inflight_bytes",
         "total_retrans",
         "pacing_rate_bps",
+        "residence_us",
+        "write_to_ack_us",
     ];
+    const ADDED_LATER: &'static [&'static str] = &["residence_us", "write_to_ack_us"];
 }
 
 impl Columns for HostSample {
@@ -120,6 +124,21 @@ pub struct RunMeta {
     /// Free-form facts from whoever ran the reader (the lab puts its link and sysctls here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<serde_json::Value>,
+    /// What each end's process spent over the session; absent in runs before issue 11.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<RunCost>,
+    /// Per flow, the daemon's POLLOUT wake-ups; empty when the daemon did not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wakeups: Vec<WakeupFigures>,
+}
+
+/// CPU and context switches of both ends over the session; a side is `None` where `/proc`
+/// (or the daemon) did not tell, never zeros.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunCost {
+    pub reader: Option<ProcessCost>,
+    /// The whole daemon process: it includes any other session it served meanwhile.
+    pub sender: Option<ProcessCost>,
 }
 
 /// The reader's configuration.
@@ -134,6 +153,9 @@ pub struct RunConfig {
     pub sender_request: SocketOptions,
     /// Socket options set on the reader's own sockets.
     pub reader_request: SocketOptions,
+    /// Bytes the daemon was asked to offer the kernel per write; absent in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_size_bytes: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -422,6 +444,7 @@ mod tests {
                 pattern: PatternConfig::CLOUDFLARE,
                 sender_request: SocketOptions::default(),
                 reader_request: SocketOptions::default(),
+                write_size_bytes: None,
             },
             schedule: PatternConfig::CLOUDFLARE.schedule(),
             reader_host: host(),

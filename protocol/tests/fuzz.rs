@@ -36,6 +36,7 @@ fn hello() -> Hello {
         },
         interval_us: 100_000,
         duration_us: 60_000_000,
+        write_size_bytes: None,
     }
 }
 
@@ -90,6 +91,8 @@ fn corpus() -> Vec<Vec<u8>> {
         encode_frame(&DaemonMessage::Ended(Ended {
             reason: "x".into(),
             tcpext_delta: Default::default(),
+            wakeups: vec![],
+            cost: None,
         })),
     ]
 }

@@ -4,7 +4,12 @@
 
 use std::time::Duration;
 
+use oscil_protocol::control::Ended;
 use oscil_protocol::{HostSample, SenderSample, Side};
+
+/// Longer than any write waits in a session (the daemon's limit is far shorter): a figure
+/// past it is forged, and would swamp the latency histograms.
+const MAX_WAIT_US: u64 = 3_600_000_000;
 
 /// How far a sample's time may run ahead of the reader's own clock: the daemon's clock
 /// starts after the reader's (when the start message arrives), so only clock drift and
@@ -106,6 +111,33 @@ impl SampleCheck {
                     "a row of flow {} at t_s {} in the interval of t_s {t_s}",
                     row.flow, row.t_s
                 ));
+            }
+            let waits = [row.residence_us, row.write_to_ack_us];
+            if let Some(us) = waits.into_iter().flatten().find(|&us| us > MAX_WAIT_US) {
+                return Err(format!("flow {} waited {us} us for one write", row.flow));
+            }
+        }
+        Ok(())
+    }
+
+    /// The end of the session: wake-up figures for flows of the session, once each, and a
+    /// cost that is a number of seconds.
+    pub fn ended(&self, ended: &Ended) -> Result<(), String> {
+        let mut seen = vec![false; self.flows as usize];
+        for w in &ended.wakeups {
+            let first = seen
+                .get_mut(w.flow as usize)
+                .is_some_and(|slot| !std::mem::replace(slot, true));
+            if !first {
+                return Err(format!("wake-ups of flow {} (or twice)", w.flow));
+            }
+        }
+        if let Some(cost) = &ended.cost {
+            if ![cost.user_s, cost.system_s]
+                .iter()
+                .all(|s| s.is_finite() && *s >= 0.0)
+            {
+                return Err(format!("a CPU time of {cost:?}"));
             }
         }
         Ok(())

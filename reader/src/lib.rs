@@ -20,8 +20,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use oscil_kernel::{host, netstat, SocketOptions, SockoptError};
+use oscil_kernel::{host, netstat, ProcessCost, SocketOptions, SockoptError};
 use oscil_protocol::control::{Connection, DaemonMessage, Ended, FrameError, ReaderMessage};
+use oscil_protocol::rundir::RunCost;
 use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
 use oscil_protocol::text::escape_peer;
 use oscil_protocol::{Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter};
@@ -65,6 +66,8 @@ pub struct ReaderConfig {
     pub sender_request: SocketOptions,
     /// Socket options set on the reader's data sockets.
     pub reader_request: SocketOptions,
+    /// Bytes the daemon offers the kernel per write.
+    pub write_size_bytes: u32,
     /// The pre-shared key, when the daemon has one.
     pub key: Option<oscil_protocol::key::Key>,
     pub label: Option<String>,
@@ -172,6 +175,7 @@ pub async fn run(
             pattern: config.pattern,
             sender_request: config.sender_request.clone(),
             reader_request: config.reader_request.clone(),
+            write_size_bytes: Some(config.write_size_bytes),
         },
         schedule: schedule.clone(),
         reader_host,
@@ -181,6 +185,8 @@ pub async fn run(
         tcpext_delta: BTreeMap::new(),
         ending: Ending::in_progress(),
         lab: config.lab_meta.clone(),
+        cost: None,
+        wakeups: Vec::new(),
     };
     let recorder = SharedRecorder::new(Recorder {
         writer: RunWriter::create(&config.out, config.force, meta)?,
@@ -200,6 +206,7 @@ pub async fn run(
     } = session;
     control_tx.write(&ReaderMessage::Start).await?;
     let start = Instant::now();
+    let cost_before = ProcessCost::of_self();
 
     let flows: Vec<Arc<Flow>> = data
         .into_iter()
@@ -308,7 +315,14 @@ pub async fn run(
     if let Some(ended) = &daemon_ended {
         meta.tcpext_delta
             .insert("sender".into(), ended.tcpext_delta.clone());
+        meta.wakeups = ended.wakeups.clone();
     }
+    meta.cost = Some(RunCost {
+        reader: cost_before
+            .zip(ProcessCost::of_self())
+            .map(|(before, after)| after.since(&before)),
+        sender: daemon_ended.as_ref().and_then(|e| e.cost),
+    });
     meta.schedule = cut_schedule(&schedule, end_s);
     let unconfirmed = daemon_ended
         .is_none()
@@ -358,6 +372,9 @@ async fn collect_daemon_samples(
                 }
             }
             Ok(Some(DaemonMessage::Ended(mut ended))) => {
+                if let Err(e) = check.ended(&ended) {
+                    return ControlEnd::Failed(format!("the daemon sent an impossible end: {e}"));
+                }
                 // Only the counters the reader asked about go into run.json.
                 ended
                     .tcpext_delta

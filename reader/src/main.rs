@@ -10,6 +10,7 @@ use clap::Parser;
 use oscil_kernel::SocketOptions;
 use oscil_protocol::address::{self, Endpoint, IpFamily};
 use oscil_protocol::cli::{self, placeholder};
+use oscil_protocol::control::{DEFAULT_WRITE_BYTES, MAX_WRITE_BYTES};
 use oscil_protocol::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_rate_bps,
     parse_whole_ms_duration, UnitError,
@@ -91,6 +92,10 @@ struct Args {
     /// SO_MAX_PACING_RATE for the daemon's sockets, as tc writes rates (100mbit).
     #[arg(long, value_parser = parse_pacing_rate, value_name = placeholder::RATE)]
     pacing_rate: Option<u64>,
+    /// Bytes the daemon offers the kernel per write: unsent bytes can reach lowat/2 plus one
+    /// write, so large writes hide what small ones show.
+    #[arg(long, default_value_t = DEFAULT_WRITE_BYTES, value_parser = parse_write_size, value_name = "BYTES")]
+    write_size: u32,
     /// SO_RCVBUF for the reader's own sockets (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     rcvbuf: Option<u32>,
@@ -125,6 +130,16 @@ fn parse_pacing_rate(input: &str) -> Result<u64, String> {
             "pacing rate {input:?} is below 8 bit/s, the kernel's smallest"
         )),
         other => other.map_err(|e: UnitError| e.to_string()),
+    }
+}
+
+fn parse_write_size(input: &str) -> Result<u32, String> {
+    match parse_bytes_u32(input) {
+        Ok(n) if (1..=MAX_WRITE_BYTES).contains(&n) => Ok(n),
+        Ok(n) => Err(format!(
+            "write size of {n} bytes: 1 to {MAX_WRITE_BYTES} bytes at a time"
+        )),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -212,6 +227,7 @@ impl Args {
                 rcvbuf_bytes: self.rcvbuf,
                 ..SocketOptions::default()
             },
+            write_size_bytes: self.write_size,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,
             lab_meta,

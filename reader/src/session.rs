@@ -84,6 +84,7 @@ async fn authenticate(
         options: config.sender_request.clone(),
         interval_us: config.interval.as_micros() as u64,
         duration_us: config.pattern.total().as_micros() as u64,
+        write_size_bytes: Some(config.write_size_bytes),
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
     tx.write(&first).await?;

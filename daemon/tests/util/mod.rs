@@ -68,6 +68,7 @@ pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: D
         options,
         interval_us: interval.as_micros() as u64,
         duration_us: duration.as_micros() as u64,
+        write_size_bytes: None,
     }
 }
 
@@ -126,6 +127,15 @@ impl Client {
 
     /// Says hello, opens the data connections and starts; returns the welcome and the flows.
     pub async fn start_session(&mut self, hello: Hello) -> (Welcome, Vec<TcpStream>) {
+        self.start_session_with(hello, |_| {}).await
+    }
+
+    /// As `start_session`, each data socket set up by `configure` before it connects.
+    pub async fn start_session_with(
+        &mut self,
+        hello: Hello,
+        configure: impl Fn(&tokio::net::TcpSocket),
+    ) -> (Welcome, Vec<TcpStream>) {
         let flows = hello.flows;
         let welcome = match self.hello(hello).await {
             DaemonMessage::Welcome(w) => w,
@@ -133,7 +143,9 @@ impl Client {
         };
         let mut streams = Vec::new();
         for flow in 0..flows {
-            let mut s = TcpStream::connect(self.addr).await.unwrap();
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            configure(&socket);
+            let mut s = socket.connect(self.addr).await.unwrap();
             let key = self.data_key.as_ref().unwrap();
             let hello = DataHello::signed(key, welcome.session_id, flow);
             s.write_all(&hello.encode()).await.unwrap();

@@ -1,0 +1,68 @@
+//! What a process spent: CPU seconds and context switches, from `/proc/self` through the
+//! `procfs` crate. A difference of two readings is the cost of what ran between them.
+
+use serde::{Deserialize, Serialize};
+
+/// CPU time and context switches of a process (or their growth over a span).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCost {
+    pub user_s: f64,
+    pub system_s: f64,
+    pub voluntary_ctx: u64,
+    pub involuntary_ctx: u64,
+}
+
+impl ProcessCost {
+    /// This process so far; `None` when `/proc` does not tell.
+    pub fn of_self() -> Option<ProcessCost> {
+        let me = procfs::process::Process::myself().ok()?;
+        let stat = me.stat().ok()?;
+        let status = me.status().ok()?;
+        let ticks = procfs::ticks_per_second() as f64;
+        Some(ProcessCost {
+            user_s: stat.utime as f64 / ticks,
+            system_s: stat.stime as f64 / ticks,
+            voluntary_ctx: status.voluntary_ctxt_switches?,
+            involuntary_ctx: status.nonvoluntary_ctxt_switches?,
+        })
+    }
+
+    /// What grew from `before` to `self`.
+    pub fn since(&self, before: &ProcessCost) -> ProcessCost {
+        ProcessCost {
+            user_s: (self.user_s - before.user_s).max(0.0),
+            system_s: (self.system_s - before.system_s).max(0.0),
+            voluntary_ctx: self.voluntary_ctx.saturating_sub(before.voluntary_ctx),
+            involuntary_ctx: self.involuntary_ctx.saturating_sub(before.involuntary_ctx),
+        }
+    }
+
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.system_s
+    }
+
+    pub fn ctx(&self) -> u64 {
+        self.voluntary_ctx.saturating_add(self.involuntary_ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spinning_costs_cpu_and_sleeping_costs_switches() {
+        let before = ProcessCost::of_self().unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        let mut x = 0u64;
+        while std::time::Instant::now() < until {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let spent = ProcessCost::of_self().unwrap().since(&before);
+        assert!(spent.cpu_s() >= 0.2, "{spent:?}");
+        assert!(spent.voluntary_ctx >= 5, "{spent:?}");
+    }
+}
