@@ -454,6 +454,8 @@ mod tests {
             tcpext_delta: BTreeMap::new(),
             ending: Ending::in_progress(),
             lab: None,
+            cost: None,
+            wakeups: Vec::new(),
         }
     }
 
