@@ -242,6 +242,7 @@ mod tests {
             phases: RunPhases::default(),
             sender_page_bytes: 4096.0,
             reader_page_bytes: 4096.0,
+            run_facts: Default::default(),
             config_key: format!("{lowat:?} {rtt_ms:?}"),
             path_key: format!("{rtt_ms:?}"),
             campaign_label: None,

@@ -14,7 +14,9 @@
 //! `comparison.png`, the verdicts and the page pick the entry up. New entries go at the
 //! end, so `summary.csv`'s existing columns keep their order.
 
+use oscil_kernel::ProcessCost;
 use oscil_protocol::phase_figures::Totals;
+use oscil_protocol::rundir::RunCost;
 
 use crate::human::{MBIT, MIB};
 
@@ -57,6 +59,20 @@ pub const MS: Unit = Unit {
     shown: 1,
 };
 
+pub const BYTES: Unit = Unit {
+    scale: 1.0,
+    name: "bytes",
+    decimals: 0,
+    shown: 0,
+};
+/// Per 10^9 bytes read (CPU seconds, context switches).
+pub const PER_GB: Unit = Unit {
+    scale: 1.0,
+    name: "per GB",
+    decimals: 3,
+    shown: 2,
+};
+
 impl Unit {
     /// A value in this unit for a person: `803.9 Mbit/s`, `1.25 MiB`, `466.2 ms`.
     pub fn text(&self, base: f64) -> String {
@@ -76,6 +92,30 @@ pub struct Window {
     pub slow: Totals,
     pub sender_page_bytes: f64,
     pub reader_page_bytes: f64,
+    pub run: RunFacts,
+}
+
+/// Facts of a whole run that no phase owns, the same in every window of it: what each
+/// end's process spent over the session, and the writer's wake-ups.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFacts {
+    /// Bytes the reader read over the whole run.
+    pub bytes_read: u64,
+    pub cost: Option<RunCost>,
+    /// The most not-sent bytes any flow's writer found at a POLLOUT wake-up.
+    pub pollout_notsent_max_bytes: Option<u64>,
+}
+
+impl RunFacts {
+    /// `per_run` of one side's cost, per GB (10^9 bytes) read.
+    fn per_gb(
+        &self,
+        side: fn(&RunCost) -> Option<ProcessCost>,
+        per_run: fn(&ProcessCost) -> f64,
+    ) -> Option<f64> {
+        let cost = side(self.cost.as_ref()?)?;
+        (self.bytes_read > 0).then(|| per_run(&cost) / (self.bytes_read as f64 / 1e9))
+    }
 }
 
 impl Window {
@@ -189,7 +229,69 @@ pub const METRICS: &[Metric] = &[
         value: |w| w.both().rtt_min_us.map(|us| f64::from(us) / 1000.0),
         compared: false,
     },
+    // How long a byte waits behind the send queue: the tagged writes' TX timestamps.
+    Metric {
+        column: "residence_p50_ms",
+        title: "Median send-queue residence of a write",
+        unit: MS,
+        better: Better::Lower,
+        value: |w| ms_of_us(w.both().residence_quantile_us(0.5)),
+        compared: true,
+    },
+    Metric {
+        column: "residence_p99_ms",
+        title: "99th percentile send-queue residence of a write",
+        unit: MS,
+        better: Better::Lower,
+        value: |w| ms_of_us(w.both().residence_quantile_us(0.99)),
+        compared: true,
+    },
+    Metric {
+        column: "pollout_notsent_max_bytes",
+        title: "Most not-sent bytes at a POLLOUT wake-up (whole run)",
+        unit: BYTES,
+        better: Better::Neither,
+        value: |w| w.run.pollout_notsent_max_bytes.map(|b| b as f64),
+        compared: false,
+    },
+    // What each setting costs: over the whole session, per GB read.
+    Metric {
+        column: "sender_cpu_s_per_gb",
+        title: "Sender CPU seconds per GB (whole run)",
+        unit: PER_GB,
+        better: Better::Lower,
+        value: |w| w.run.per_gb(|c| c.sender, ProcessCost::cpu_s),
+        compared: true,
+    },
+    Metric {
+        column: "reader_cpu_s_per_gb",
+        title: "Reader CPU seconds per GB (whole run)",
+        unit: PER_GB,
+        better: Better::Lower,
+        value: |w| w.run.per_gb(|c| c.reader, ProcessCost::cpu_s),
+        compared: false,
+    },
+    Metric {
+        column: "sender_ctx_per_gb",
+        title: "Sender context switches per GB (whole run)",
+        unit: PER_GB,
+        better: Better::Lower,
+        value: |w| w.run.per_gb(|c| c.sender, |c| c.ctx() as f64),
+        compared: false,
+    },
+    Metric {
+        column: "reader_ctx_per_gb",
+        title: "Reader context switches per GB (whole run)",
+        unit: PER_GB,
+        better: Better::Lower,
+        value: |w| w.run.per_gb(|c| c.reader, |c| c.ctx() as f64),
+        compared: false,
+    },
 ];
+
+fn ms_of_us(us: Option<u64>) -> Option<f64> {
+    us.map(|us| us as f64 / 1000.0)
+}
 
 /// The entry with `column`; the registry is static, so a wrong name is a bug.
 pub fn metric(column: &str) -> &'static Metric {
@@ -219,6 +321,8 @@ mod tests {
             let suffix = match m.unit.name {
                 "Mbit/s" => "_mbps",
                 "MiB" => "_mib",
+                "bytes" => "_bytes",
+                "per GB" => "_per_gb",
                 _ => "_ms",
             };
             assert!(m.column.ends_with(suffix), "{}", m.column);
@@ -239,5 +343,30 @@ mod tests {
             (metric("tcp_mem_peak_sender_mib").value)(&with_memory),
             Some(8192.0)
         );
+    }
+
+    #[test]
+    fn cost_is_per_gb_read_and_absent_where_a_side_did_not_tell() {
+        let spent = ProcessCost {
+            user_s: 1.0,
+            system_s: 2.0,
+            voluntary_ctx: 900,
+            involuntary_ctx: 100,
+        };
+        let window = Window {
+            run: RunFacts {
+                bytes_read: 2_000_000_000,
+                cost: Some(RunCost {
+                    reader: None,
+                    sender: Some(spent),
+                }),
+                pollout_notsent_max_bytes: None,
+            },
+            ..Window::default()
+        };
+        assert_eq!((metric("sender_cpu_s_per_gb").value)(&window), Some(1.5));
+        assert_eq!((metric("sender_ctx_per_gb").value)(&window), Some(500.0));
+        assert_eq!((metric("reader_cpu_s_per_gb").value)(&window), None);
+        assert_eq!((metric("residence_p50_ms").value)(&window), None);
     }
 }

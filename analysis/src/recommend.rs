@@ -268,6 +268,7 @@ mod tests {
             },
             sender_page_bytes: 4096.0,
             reader_page_bytes: 4096.0,
+            run_facts: Default::default(),
             config_key: name.into(),
             path_key: "lab".into(),
             campaign_label: Some(name.into()),

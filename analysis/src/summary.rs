@@ -10,7 +10,7 @@ use oscil_protocol::records::Phase;
 use oscil_protocol::{Run, RunStatus};
 
 use crate::input::RunInput;
-use crate::metrics::{Metric, Window};
+use crate::metrics::{Metric, RunFacts, Window};
 use crate::settings::{configuration_key, path_key, Settings};
 
 /// Which cycles a figure covers.
@@ -48,6 +48,7 @@ pub struct RunSummary {
     pub phases: RunPhases,
     pub sender_page_bytes: f64,
     pub reader_page_bytes: f64,
+    pub run_facts: RunFacts,
     /// Runs with equal keys are repetitions of one configuration (`settings`).
     pub config_key: String,
     /// Runs with equal keys share a path (`settings::path_key`).
@@ -71,6 +72,7 @@ impl RunSummary {
             slow: self.phases.merged(Phase::Slow, take),
             sender_page_bytes: self.sender_page_bytes,
             reader_page_bytes: self.reader_page_bytes,
+            run: self.run_facts.clone(),
         }
     }
 
@@ -128,6 +130,19 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
             .unwrap_or(&meta.reader_host)
             .page_size_bytes as f64,
         reader_page_bytes: meta.reader_host.page_size_bytes as f64,
+        run_facts: RunFacts {
+            bytes_read: run
+                .reader
+                .iter()
+                .map(|r| r.bytes)
+                .fold(0, u64::saturating_add),
+            cost: meta.cost.clone(),
+            pollout_notsent_max_bytes: meta
+                .wakeups
+                .iter()
+                .filter_map(|w| w.notsent_max_bytes)
+                .max(),
+        },
         config_key: configuration_key(meta, campaign.map(|c| &c.settings)),
         campaign_label: campaign
             .map(|c| c.label.clone())

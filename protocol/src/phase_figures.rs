@@ -14,11 +14,18 @@
 //!   passes;
 //! - RTT: the sender's smoothed `rtt_us` over rows that have an estimate (0 means none);
 //! - TCP memory: the peak of sockstat `tcp_mem_pages` per side (pages; times the side's
-//!   page size for bytes).
+//!   page size for bytes);
+//! - residence: the `residence_us` of the rows in the span, in one histogram per span
+//!   (all flows), so percentiles over merged spans are percentiles of the writes.
 //!
 //! All arithmetic saturates: a hostile or broken peer's rows cannot overflow a total.
 
+use hdrhistogram::Histogram;
+
 use crate::pattern::{span_of_sample, PhaseSpan};
+
+/// The histograms' top: an hour; a longer wait is counted there.
+const MAX_RESIDENCE_US: u64 = 3_600_000_000;
 use crate::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
 
 /// Running totals of one span, or of several merged.
@@ -38,6 +45,9 @@ pub struct Totals {
     pub rtt_min_us: Option<u32>,
     pub sender_tcp_mem_peak_pages: Option<u64>,
     pub reader_tcp_mem_peak_pages: Option<u64>,
+    /// Send-queue residence of the tagged writes (`residence_us`), mergeable; `None` where
+    /// no tagged write completed.
+    pub residence_us: Option<Histogram<u64>>,
 }
 
 fn max_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -78,6 +88,26 @@ impl Totals {
             self.reader_tcp_mem_peak_pages,
             other.reader_tcp_mem_peak_pages,
         );
+        if let Some(theirs) = &other.residence_us {
+            match &mut self.residence_us {
+                Some(ours) => ours.add(theirs).expect("histograms of one shape"),
+                none => *none = Some(theirs.clone()),
+            }
+        }
+    }
+
+    /// The residence below which a share `quantile` (0.5, 0.99) of the tagged writes left.
+    pub fn residence_quantile_us(&self, quantile: f64) -> Option<u64> {
+        let h = self.residence_us.as_ref()?;
+        Some(h.value_at_quantile(quantile))
+    }
+
+    fn record_residence(&mut self, us: u64) {
+        self.residence_us
+            .get_or_insert_with(|| {
+                Histogram::new_with_bounds(1, MAX_RESIDENCE_US, 3).expect("valid bounds")
+            })
+            .saturating_record(us);
     }
 
     /// Bits per second read; none for a span that did not run.
@@ -181,6 +211,9 @@ impl PhaseFigures {
     /// A sender row; a row of a flow not after the previous row's, or of another tick,
     /// starts a new pass.
     pub fn sender(&mut self, row: &SenderSample) {
+        if let (Some(us), Some(i)) = (row.residence_us, self.span_index(row.t_s)) {
+            self.totals[i].record_residence(us);
+        }
         let tick = |t_s: f64| (t_s / self.interval_s).round() as i64;
         let same_pass = self
             .pass
@@ -401,5 +434,40 @@ mod tests {
         assert_eq!(phases.merged(Phase::Fast, |_| true).bytes_read, u64::MAX);
         let slow = phases.merged(Phase::Slow, |_| true);
         assert_eq!(slow.notsent_peak(), Some(3 * u64::from(u32::MAX)));
+    }
+
+    #[test]
+    fn residence_percentiles_are_over_the_writes_of_merged_spans() {
+        let pattern = PatternConfig {
+            fast_ms: 1000,
+            slow_ms: 1000,
+            fraction: 0.05,
+            cycles: 1,
+            full_speed: false,
+        };
+        let mut figures = PhaseFigures::new(&pattern.schedule(), 0.1);
+        // Flow 0 completes a write every interval, flow 1 in the first nine; two writes of
+        // the slow phase waited 500 ms, the rest 2 ms. Rows without one count for nothing.
+        for k in 1..=20 {
+            let t_s = f64::from(k) * 0.1;
+            let mut row = sender_row(t_s, 0, 0, 0);
+            row.residence_us = Some(if k >= 19 { 500_000 } else { 2000 });
+            figures.sender(&row);
+            figures.sender(&SenderSample {
+                flow: 1,
+                residence_us: (k <= 9).then_some(2000),
+                ..sender_row(t_s, 1, 0, 0)
+            });
+        }
+        let phases = figures.finish(2.0);
+        let fast = phases.merged(Phase::Fast, |_| true);
+        assert_eq!(fast.residence_us.as_ref().unwrap().len(), 19);
+        let mut both = fast.clone();
+        both.merge(&phases.merged(Phase::Slow, |_| true));
+        assert_eq!(both.residence_us.as_ref().unwrap().len(), 29);
+        let near = |got: Option<u64>, want: u64| got.unwrap().abs_diff(want) * 1000 <= want;
+        assert!(near(both.residence_quantile_us(0.5), 2000));
+        assert!(near(both.residence_quantile_us(0.99), 500_000));
+        assert_eq!(Totals::default().residence_quantile_us(0.5), None);
     }
 }

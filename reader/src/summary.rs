@@ -24,6 +24,9 @@ pub struct PhaseSummary {
     pub sender_rtt_mean_us: f64,
     /// Peak /proc/net/sockstat TCP memory on the sender's host.
     pub sender_tcp_mem_peak_bytes: u64,
+    /// Send-queue residence of the tagged writes, ms: p50, p90, p99, max; empty when none
+    /// completed.
+    pub residence_ms: Option<[f64; 4]>,
 }
 
 impl PhaseSummary {
@@ -41,6 +44,10 @@ impl PhaseSummary {
                 .sender_tcp_mem_peak_pages
                 .unwrap_or(0)
                 .saturating_mul(page_size_bytes),
+            residence_ms: totals
+                .residence_us
+                .as_ref()
+                .map(|h| [0.5, 0.9, 0.99, 1.0].map(|q| h.value_at_quantile(q) as f64 / 1000.0)),
         }
     }
 }
@@ -101,7 +108,7 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<6} {:>8} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}",
+            "{:<6} {:>8} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}  {}",
             "phase",
             "seconds",
             "goodput",
@@ -109,12 +116,13 @@ impl std::fmt::Display for Summary {
             "notsent mean",
             "wmem_queued pk",
             "rtt mean",
-            "tcp mem peak"
+            "tcp mem peak",
+            "residence p50/p90/p99/max"
         )?;
         for (phase, s) in &self.phases {
             writeln!(
                 f,
-                "{:<6} {:>8.1} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}",
+                "{:<6} {:>8.1} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}  {}",
                 phase.as_str(),
                 s.seconds,
                 format!("{:.1} Mbit/s", s.goodput_bps / 1e6),
@@ -123,6 +131,10 @@ impl std::fmt::Display for Summary {
                 mib(s.wmem_queued_peak_bytes as f64),
                 format!("{:.1} ms", s.sender_rtt_mean_us / 1000.0),
                 mib(s.sender_tcp_mem_peak_bytes as f64),
+                s.residence_ms.map_or("n/a".into(), |q| format!(
+                    "{:.1}/{:.1}/{:.1}/{:.1} ms",
+                    q[0], q[1], q[2], q[3]
+                )),
             )?;
         }
         Ok(())
