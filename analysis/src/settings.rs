@@ -3,6 +3,7 @@
 //! configuration.
 
 use oscil_protocol::campaign::RunSettings;
+use oscil_protocol::control::DEFAULT_WRITE_BYTES;
 use oscil_protocol::RunMeta;
 use serde_json::{json, Value};
 
@@ -249,6 +250,9 @@ pub fn configuration_key(meta: &RunMeta, campaign: Option<&RunSettings>) -> Stri
         "flows": meta.config.flows,
         "interval_us": meta.config.interval_us,
         "pattern": meta.config.pattern,
+        // Only a size other than the default, so runs from before it was recorded group
+        // with today's default ones.
+        "write_size_bytes": meta.config.write_size_bytes.filter(|&n| n != DEFAULT_WRITE_BYTES),
         "tcp_wmem": sender_sysctl_of(meta, "net.ipv4.tcp_wmem"),
         "tcp_notsent_lowat": sender_sysctl_of(meta, "net.ipv4.tcp_notsent_lowat"),
         "tcp_rmem": reader_sysctl(meta, "net.ipv4.tcp_rmem"),

@@ -44,6 +44,7 @@ fn settings(lowat: Option<u32>) -> RunSettings {
         pacing_rate_bps: None,
         flows: 1,
         interval_us: 100_000,
+        write_size_bytes: None,
         pattern: PatternConfig {
             fast_ms: 1000,
             slow_ms: 1000,

@@ -95,6 +95,10 @@ pub struct Cli {
     /// Sampling interval [default: 100ms].
     #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
     pub interval: Option<String>,
+    /// Bytes the daemon offers the kernel per write [default: the daemon's, 64k]; the
+    /// seed's lab wrote 16k.
+    #[arg(long, value_name = "BYTES", help_heading = "Reading pattern")]
+    pub write_size: Option<String>,
 
     /// Runs per configuration [default: 1].
     #[arg(long, value_name = "N", help_heading = "Campaign")]
@@ -445,6 +449,9 @@ impl Cli {
             axes,
             flows: opt("flows", &self.flows, |v| parse_count(v, 10_000))?.unwrap_or(1),
             interval_us: interval.map_or(100_000, |d| d.as_micros() as u64),
+            write_size_bytes: opt("write-size", &self.write_size, |v| {
+                text_err(parse_bytes_u32(v))
+            })?,
             pattern,
         })
     }

@@ -287,6 +287,7 @@ mod tests {
             axes: vec![vec![lowat("a", None), lowat("b", Some(1))]],
             flows: 1,
             interval_us: 100_000,
+            write_size_bytes: None,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);

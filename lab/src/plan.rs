@@ -55,6 +55,7 @@ pub struct Matrix {
     pub flows: u32,
     pub interval_us: u64,
     pub pattern: PatternConfig,
+    pub write_size_bytes: Option<u32>,
 }
 
 /// One combination of settings; its repetitions share the label.
@@ -78,6 +79,7 @@ pub fn unset_settings(flows: u32, interval_us: u64, pattern: PatternConfig) -> R
         pacing_rate_bps: None,
         flows,
         interval_us,
+        write_size_bytes: None,
         pattern,
     }
 }
@@ -86,7 +88,10 @@ pub fn unset_settings(flows: u32, interval_us: u64, pattern: PatternConfig) -> R
 pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
     let base = Configuration {
         label: String::new(),
-        settings: unset_settings(matrix.flows, matrix.interval_us, matrix.pattern),
+        settings: RunSettings {
+            write_size_bytes: matrix.write_size_bytes,
+            ..unset_settings(matrix.flows, matrix.interval_us, matrix.pattern)
+        },
     };
     matrix.axes.iter().fold(vec![base], |configs, axis| {
         configs
@@ -229,6 +234,7 @@ mod tests {
                 ],
             ],
             flows: 1,
+            write_size_bytes: None,
             interval_us: 100_000,
             pattern: PatternConfig::CLOUDFLARE,
         }

@@ -116,6 +116,9 @@ pub fn reader_args(run: &CampaignRun, connect: &str, key: &str, files: &RunFiles
     if let Some(bps) = s.pacing_rate_bps {
         add("--pacing-rate", format!("{bps}bit"));
     }
+    if let Some(bytes) = s.write_size_bytes {
+        add("--write-size", bytes.to_string());
+    }
     if p.full_speed {
         args.push("--full-speed".into());
     }
@@ -272,6 +275,7 @@ mod tests {
             ],
             flows: 4,
             interval_us: 50_000,
+            write_size_bytes: None,
             pattern: PatternConfig {
                 full_speed: true,
                 ..PatternConfig::CLOUDFLARE

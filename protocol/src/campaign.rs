@@ -108,6 +108,9 @@ pub struct RunSettings {
     pub flows: u32,
     pub interval_us: u64,
     pub pattern: PatternConfig,
+    /// Bytes per write asked of the daemon; `None`: its default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_size_bytes: Option<u32>,
 }
 
 /// An emulated path, the same in both directions.
@@ -215,6 +218,7 @@ mod tests {
             pacing_rate_bps: None,
             flows: 1,
             interval_us: 100_000,
+            write_size_bytes: None,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = |repetition, status| CampaignRun {
