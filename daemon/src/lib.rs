@@ -73,6 +73,8 @@ pub struct DaemonConfig {
     /// How long past its announced duration a session may stream before the daemon ends
     /// it (the reader normally says stop first).
     pub overrun_grace: Duration,
+    /// Tag one write per flow per interval with TX timestamps (send-queue residence).
+    pub tx_timestamps: bool,
 }
 
 impl Default for DaemonConfig {
@@ -93,6 +95,7 @@ impl Default for DaemonConfig {
             min_interval: Duration::from_millis(10),
             write_chunk_bytes: DEFAULT_WRITE_BYTES as usize,
             overrun_grace: Duration::from_secs(5),
+            tx_timestamps: true,
         }
     }
 }

@@ -53,6 +53,10 @@ struct Cli {
     /// Serve anyone on a non-loopback address without a key.
     #[arg(long)]
     insecure_no_auth: bool,
+    /// Tag no write with TX timestamps (sender.csv's residence_us stays empty): for
+    /// measuring what the timestamps cost (scripts/bench-loopback --without-timestamps).
+    #[arg(long)]
+    no_tx_timestamps: bool,
     /// Print a fresh key (for --key-file) and exit.
     #[arg(long)]
     gen_key: bool,
@@ -145,6 +149,7 @@ impl Cli {
             max_startups_per_source: usize::from(self.per_source_max_startups),
             preauth_timeout: self.preauth_timeout,
             handshake_timeout: self.handshake_timeout,
+            tx_timestamps: !self.no_tx_timestamps,
             ..Default::default()
         };
         oscil_daemon::check_default_options(&config, listen.is_ipv6())

@@ -387,7 +387,8 @@ impl Session<'_> {
                     }
                     sockopt::apply(&stream, self.options)
                         .map_err(|e| format!("flow {flow}: {e}"))?;
-                    let timestamps = timestamping::enable(&stream).is_ok();
+                    let timestamps =
+                        self.config.tx_timestamps && timestamping::enable(&stream).is_ok();
                     *slot = Some(Flow::new(flow, stream, timestamps));
                     connected += 1;
                 }

@@ -1,5 +1,7 @@
-//! What a process spent: CPU seconds and context switches, from `/proc/self` through the
-//! `procfs` crate. A difference of two readings is the cost of what ran between them.
+//! What a process spent: CPU seconds from `/proc/self/stat` through the `procfs` crate, and
+//! context switches from `getrusage`: `/proc/self/status` counts only the main thread's,
+//! and the threads that did the work may have ended. A difference of two readings is the
+//! cost of what ran between them.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,13 +19,13 @@ impl ProcessCost {
     pub fn of_self() -> Option<ProcessCost> {
         let me = procfs::process::Process::myself().ok()?;
         let stat = me.stat().ok()?;
-        let status = me.status().ok()?;
         let ticks = procfs::ticks_per_second() as f64;
+        let (voluntary_ctx, involuntary_ctx) = crate::sys::context_switches().ok()?;
         Some(ProcessCost {
             user_s: stat.utime as f64 / ticks,
             system_s: stat.stime as f64 / ticks,
-            voluntary_ctx: status.voluntary_ctxt_switches?,
-            involuntary_ctx: status.nonvoluntary_ctxt_switches?,
+            voluntary_ctx,
+            involuntary_ctx,
         })
     }
 
@@ -58,9 +60,14 @@ mod tests {
         while std::time::Instant::now() < until {
             x = std::hint::black_box(x.wrapping_add(1));
         }
-        for _ in 0..5 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        // Sleeps in a thread that ends before the second reading still count.
+        std::thread::spawn(|| {
+            for _ in 0..5 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+        .join()
+        .unwrap();
         let spent = ProcessCost::of_self().unwrap().since(&before);
         assert!(spent.cpu_s() >= 0.2, "{spent:?}");
         assert!(spent.voluntary_ctx >= 5, "{spent:?}");

@@ -218,6 +218,20 @@ pub fn recv_errqueue(fd: BorrowedFd<'_>) -> io::Result<Option<ErrQueueEntry>> {
     Ok(Some(entry))
 }
 
+/// Voluntary and involuntary context switches of every thread of this process, those that
+/// ended included (`getrusage(RUSAGE_SELF)`).
+pub fn context_switches() -> io::Result<(u64, u64)> {
+    let mut usage = MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a writable rusage for the whole call.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: zero-initialised plain data, filled by the kernel.
+    let usage = unsafe { usage.assume_init() };
+    let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
+    Ok((count(usage.ru_nvcsw), count(usage.ru_nivcsw)))
+}
+
 /// The kernel's page size, the unit of `/proc/net/sockstat` `mem`.
 pub fn page_size_bytes() -> u64 {
     // SAFETY: sysconf has no memory-safety preconditions.
