@@ -104,6 +104,8 @@ pub struct RunFacts {
     pub cost: Option<RunCost>,
     /// The most not-sent bytes any flow's writer found at a POLLOUT wake-up.
     pub pollout_notsent_max_bytes: Option<u64>,
+    /// CPU seconds of the lab's link emulator over the run (its `link.json`).
+    pub link_cpu_s: Option<f64>,
 }
 
 impl RunFacts {
@@ -287,6 +289,17 @@ pub const METRICS: &[Metric] = &[
         value: |w| w.run.per_gb(|c| c.reader, |c| c.ctx() as f64),
         compared: false,
     },
+    Metric {
+        column: "link_cpu_s_per_gb",
+        title: "Link emulator CPU seconds per GB (whole run, lab)",
+        unit: PER_GB,
+        better: Better::Neither,
+        value: |w| {
+            let gb = w.run.bytes_read as f64 / 1e9;
+            w.run.link_cpu_s.filter(|_| gb > 0.0).map(|s| s / gb)
+        },
+        compared: false,
+    },
 ];
 
 fn ms_of_us(us: Option<u64>) -> Option<f64> {
@@ -361,6 +374,7 @@ mod tests {
                     sender: Some(spent),
                 }),
                 pollout_notsent_max_bytes: None,
+                link_cpu_s: None,
             },
             ..Window::default()
         };

@@ -142,6 +142,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
                 .iter()
                 .filter_map(|w| w.notsent_max_bytes)
                 .max(),
+            link_cpu_s: link_cpu_s(&run.dir),
         },
         config_key: configuration_key(meta, campaign.map(|c| &c.settings)),
         campaign_label: campaign
@@ -151,6 +152,14 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
             .map(|c| c.repetition)
             .or_else(|| lab_number(meta, "repetition")),
     }
+}
+
+/// The CPU seconds the lab's emulator wrote into the run's `link.json`, if there is one.
+fn link_cpu_s(dir: &std::path::Path) -> Option<f64> {
+    let text = std::fs::read(dir.join("link.json")).ok()?;
+    let link: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let cpu = link.get("cpu")?;
+    Some(cpu.get("user_s")?.as_f64()? + cpu.get("system_s")?.as_f64()?)
 }
 
 fn lab_text(meta: &oscil_protocol::RunMeta, key: &str) -> Option<String> {
