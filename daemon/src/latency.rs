@@ -132,7 +132,7 @@ impl TxProbe {
     pub(crate) fn wakeup_figures(&self, flow: u32) -> WakeupFigures {
         let w = lock(&self.wakeups);
         let (n, t) = (&w.notsent_bytes, &w.wake_to_write_us);
-        let some = |h: &Histogram<u64>, v: u64| (h.len() > 0).then_some(v);
+        let some = |h: &Histogram<u64>, v: u64| (!h.is_empty()).then_some(v);
         WakeupFigures {
             flow,
             wakeups: n.len(),

@@ -108,7 +108,7 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<6} {:>8} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}  {}",
+            "{:<6} {:>8} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}  residence p50/p90/p99/max",
             "phase",
             "seconds",
             "goodput",
@@ -117,7 +117,6 @@ impl std::fmt::Display for Summary {
             "wmem_queued pk",
             "rtt mean",
             "tcp mem peak",
-            "residence p50/p90/p99/max"
         )?;
         for (phase, s) in &self.phases {
             writeln!(
