@@ -188,16 +188,20 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
             .partial
             .as_ref()
             .map(|reason| format!("PARTIAL RUN: {reason}")),
-        panels: vec![
-            throughput_panel(run, &frame),
-            window_panel(run, &frame),
-            queue_panel(run, summary, &frame),
-            Panel {
+        panels: [
+            Some(throughput_panel(run, &frame)),
+            Some(window_panel(run, &frame)),
+            Some(queue_panel(run, summary, &frame)),
+            Some(Panel {
                 title: host_memory_title(run),
                 ..frame.panel("", host_memory_axis(run), None)
-            },
-            rtt_panel(run, &frame),
-        ],
+            }),
+            Some(rtt_panel(run, &frame)),
+            latency_panel(run, &frame),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     }
 }
 
@@ -309,11 +313,41 @@ fn rtt_panel(run: &Run, frame: &Frame) -> Panel {
             (r.rcv_rtt_us > 0).then_some(f64::from(r.rcv_rtt_us))
         }),
     );
+    median_ms_panel("Round-trip time", "RTT (ms)", &[&rtt, &rcv_rtt], frame)
+}
+
+/// How long a byte waits: the tagged writes' time in the send queue and until acknowledged
+/// (kernel TX timestamps); `None` for a run without them.
+fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
+    let us = |v: Option<u64>| v.map(|us| us as f64);
+    let residence = Quantity::new(
+        "send-queue residence of a write (residence_us)",
+        VERMILLION,
+        sender_ticks(run, |r| us(r.residence_us)),
+    );
+    let to_ack = Quantity::new(
+        "write to acknowledgement (write_to_ack_us)",
+        BLUE,
+        sender_ticks(run, |r| us(r.write_to_ack_us)),
+    );
+    (!residence.ticks.is_empty()).then(|| {
+        median_ms_panel(
+            "Latency: how long a written byte waits; slow phases shaded",
+            "time (ms)",
+            &[&residence, &to_ack],
+            frame,
+        )
+    })
+}
+
+/// Medians over flows of quantities in microseconds, drawn in ms; with several flows, each
+/// with its p10-p90 band.
+fn median_ms_panel(title: &str, label: &str, quantities: &[&Quantity], frame: &Frame) -> Panel {
     let mut axis = Axis {
-        label: "RTT (ms)".into(),
+        label: label.into(),
         ..Axis::default()
     };
-    for q in [&rtt, &rcv_rtt] {
+    for q in quantities {
         if q.ticks.is_empty() {
             continue;
         }
@@ -327,7 +361,7 @@ fn rtt_panel(run: &Run, frame: &Frame) -> Panel {
         axis.lines.push(line);
     }
     Panel {
-        title: "Round-trip time".into(),
+        title: title.into(),
         ..frame.panel("", axis, None)
     }
 }
