@@ -143,7 +143,11 @@ impl Client {
         };
         let mut streams = Vec::new();
         for flow in 0..flows {
-            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            let socket = match self.addr {
+                SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+                SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+            }
+            .unwrap();
             configure(&socket);
             let mut s = socket.connect(self.addr).await.unwrap();
             let key = self.data_key.as_ref().unwrap();
