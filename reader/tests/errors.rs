@@ -73,6 +73,9 @@ fn unparsable_duration_and_size() {
         // The pattern stores phase lengths in whole ms: 500us would silently become 0.
         ("--slow", "500us", "whole number of milliseconds"),
         ("--fast", "1500us", "whole number of milliseconds"),
+        // The daemon refuses writes past 16 MiB: the reader says so before connecting.
+        ("--write-size", "0", "1 to 16777216 bytes"),
+        ("--write-size", "32m", "1 to 16777216 bytes"),
     ] {
         let output = reader()
             .args([
