@@ -35,11 +35,12 @@ fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
 }
 
 /// 1600 pixels wide: a header of at least two 30-pixel lines (name and settings, figures)
-/// over five 380-pixel panels. Returns the height.
+/// over six 380-pixel panels (the sixth, latency, because real runs carry TX timestamps).
+/// Returns the height.
 fn assert_tall_run_picture(path: &Path) -> u32 {
     let (width, height) = png_size(path);
     assert_eq!(width, 1600, "{}", path.display());
-    let header = height.checked_sub(5 * 380 + 20).expect("five panels");
+    let header = height.checked_sub(6 * 380 + 20).expect("six panels");
     assert!(
         header >= 60 && header % 30 == 0,
         "{}: {height} pixels tall",
