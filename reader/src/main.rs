@@ -301,6 +301,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
             "versions": { "reader": meta.reader_software, "daemon": meta.daemon_software },
             "sender_options": meta.sender_options,
             "phases": outcome.summary.phases,
+            "cycles": outcome.summary.cycles,
         });
         println!(
             "{}",

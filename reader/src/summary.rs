@@ -48,6 +48,17 @@ impl PhaseSummary {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
     pub phases: BTreeMap<Phase, PhaseSummary>,
+    /// The same figures for each phase of each cycle, in the order they ran.
+    pub cycles: Vec<CycleSummary>,
+}
+
+/// One phase of one cycle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CycleSummary {
+    pub cycle: u32,
+    pub phase: Phase,
+    #[serde(flatten)]
+    pub figures: PhaseSummary,
 }
 
 /// Running totals per span of the schedule.
@@ -84,7 +95,19 @@ impl SummaryBuilder {
     /// The summary of what ran until `end_s`.
     pub fn finish(self, end_s: f64) -> Summary {
         let phases = self.figures.finish(end_s);
-        let mut summary = Summary::default();
+        let mut summary = Summary {
+            cycles: phases
+                .spans
+                .iter()
+                .filter(|s| s.totals.seconds > 0.0)
+                .map(|s| CycleSummary {
+                    cycle: s.span.cycle,
+                    phase: s.span.phase,
+                    figures: PhaseSummary::new(&s.totals, self.page_size_bytes),
+                })
+                .collect(),
+            ..Summary::default()
+        };
         for phase in [Phase::Fast, Phase::Slow] {
             if self.schedule.iter().any(|s| s.phase == phase) {
                 let totals = phases.merged(phase, |_| true);
@@ -97,31 +120,30 @@ impl SummaryBuilder {
     }
 }
 
+/// Fits 80 columns: units go in the two header lines, not beside every number.
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<6} {:>8} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}",
-            "phase",
-            "seconds",
-            "goodput",
-            "notsent peak",
-            "notsent mean",
-            "wmem_queued pk",
-            "rtt mean",
-            "tcp mem peak"
+            "{:<5} {:>6} {:>9} {:>16} {:>10} {:>7} {:>9}",
+            "", "", "goodput", "not sent (MiB)", "queued", "rtt", "tcp mem"
+        )?;
+        writeln!(
+            f,
+            "{:<5} {:>6} {:>9} {:>8} {:>7} {:>10} {:>7} {:>9}",
+            "phase", "secs", "Mbit/s", "peak", "mean", "peak MiB", "ms", "peak MiB"
         )?;
         for (phase, s) in &self.phases {
             writeln!(
                 f,
-                "{:<6} {:>8.1} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}",
+                "{:<5} {:>6.1} {:>9.1} {:>8.2} {:>7.2} {:>10.2} {:>7.1} {:>9.2}",
                 phase.as_str(),
                 s.seconds,
-                format!("{:.1} Mbit/s", s.goodput_bps / 1e6),
+                s.goodput_bps / 1e6,
                 mib(s.notsent_peak_bytes as f64),
                 mib(s.notsent_mean_bytes),
                 mib(s.wmem_queued_peak_bytes as f64),
-                format!("{:.1} ms", s.sender_rtt_mean_us / 1000.0),
+                s.sender_rtt_mean_us / 1000.0,
                 mib(s.sender_tcp_mem_peak_bytes as f64),
             )?;
         }
@@ -129,6 +151,6 @@ impl std::fmt::Display for Summary {
     }
 }
 
-fn mib(bytes: f64) -> String {
-    format!("{:.2} MiB", bytes / (1024.0 * 1024.0))
+fn mib(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0)
 }
