@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::delay_line::DelayLine;
 use crate::path::{Path, PathStats, Verdict};
 use crate::sys::{self, CpuSeconds};
-use crate::wire::wire_size;
+use crate::wire::{truncate_tcp_gso, wire_size};
 
 /// Reads between two delivery passes, so a flood of arrivals cannot delay deliveries.
 const READ_BATCH: usize = 64;
@@ -39,6 +39,10 @@ pub struct IoStats {
     /// Longest single write to the output TUN, in microseconds: the far namespace's
     /// receive processing runs inside it, and delays everything behind it.
     pub max_write_us: u64,
+    /// GSO packets the link meant to cut to their first segments but could not (the link's
+    /// stats count them as forwarded; they were dropped). Zero unless the frame parser and
+    /// the cutter disagree.
+    pub truncate_failures: u64,
     /// Times reading paused because the delay line's buffer was full.
     pub ring_full_waits: u64,
     /// Whether the thread ran at real-time priority.
@@ -129,8 +133,15 @@ pub fn run(
             };
             reads += 1;
             let size = wire_size(&buf[..n]);
-            if let Verdict::Deliver { at_ns } = dir.path.admit(now_ns(), size) {
-                line.commit(n, at_ns);
+            match dir.path.admit(now_ns(), size) {
+                Verdict::Deliver { at_ns } => line.commit(n, at_ns),
+                Verdict::DeliverFirst { segments, at_ns } => {
+                    match truncate_tcp_gso(&mut buf[..n], segments) {
+                        Some(len) => line.commit(len, at_ns),
+                        None => io_stats.truncate_failures += 1,
+                    }
+                }
+                Verdict::DropQueue | Verdict::DropLoss => {}
             }
         }
 
