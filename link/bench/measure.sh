@@ -54,7 +54,7 @@ print(f"TCP_INFO srtt of a paced 0.2 Mbit/s flow on the idle link: min {paced['m
       f" mean {paced['mean_rtt']/1e3:.2f} ms")
 for k in ("a_to_b", "b_to_a"):
     l, e = link[k]["link"], link[k]["emulator"]
-    print(f"{k}: in {l['packets_in']} pkts/{l['segments_in']} segs, dropped at queue {l['packets_dropped_queue']} pkts/"
+    print(f"{k}: in {l['packets_in']} pkts/{l['segments_in']} segs, dropped at queue {l['packets_dropped_queue']} pkts + cut {l['packets_truncated_queue']} pkts/"
           f"{l['segments_dropped_queue']} segs, max queue {l['max_queue_segments']}/{link['queue_limit']} segs;"
           f" emulator: tun tx_dropped {e['tun_tx_dropped']}, late>1ms {e['packets_late_over_1ms']},"
           f" max late {e['max_late_us']} us, max write {e['max_write_us']} us, ring full {e['ring_full_waits']}, realtime {e['realtime']}")
