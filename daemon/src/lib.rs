@@ -64,8 +64,8 @@ pub struct DaemonConfig {
     pub refusal_summary_every: Duration,
     /// Shortest sampling interval a session may ask for.
     pub min_interval: Duration,
-    /// Size of the prefilled buffer each write offers the kernel; 64 KiB stays in the CPU
-    /// cache (256 KiB halved loopback throughput, see scripts/bench-loopback).
+    /// Size of the prefilled buffer each write offers the kernel: 256 KiB, as measured
+    /// against 64 and 128 KiB with scripts/bench-loopback (see `flow::write_forever`).
     pub write_chunk_bytes: usize,
     /// How long past its announced duration a session may stream before the daemon ends
     /// it (the reader normally says stop first).
@@ -88,7 +88,7 @@ impl Default for DaemonConfig {
             handshake_timeout: Duration::from_secs(10),
             refusal_summary_every: Duration::from_secs(10),
             min_interval: Duration::from_millis(10),
-            write_chunk_bytes: 64 << 10,
+            write_chunk_bytes: 256 << 10,
             overrun_grace: Duration::from_secs(5),
         }
     }
@@ -135,7 +135,7 @@ struct Shared {
     routes: Mutex<HashMap<SessionId, Route>>,
     proc: Arc<ProcFiles>,
     /// The bytes every write offers; their content does not matter.
-    payload: Arc<[u8]>,
+    payload: flow::Payload,
 }
 
 impl Shared {
@@ -208,9 +208,7 @@ pub async fn run(
 impl Shared {
     fn new(config: DaemonConfig) -> std::io::Result<Shared> {
         let proc_error = |e: oscil_kernel::ReadError| std::io::Error::other(e.to_string());
-        let payload: Arc<[u8]> = (0..config.write_chunk_bytes)
-            .map(|i| b"oscil-daemon payload "[i % 21])
-            .collect();
+        let payload = flow::Payload::new(config.write_chunk_bytes)?;
         Ok(Shared {
             sessions: Arc::new(Semaphore::new(config.max_sessions)),
             flows: Arc::new(Semaphore::new(config.max_total_flows as usize)),

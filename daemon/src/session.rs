@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout, Instant};
 
-use crate::flow::{write_forever, Flow};
+use crate::flow::{write_forever, Flow, Payload};
 use crate::{DaemonConfig, DataConn, ProcFiles, Route, Shared};
 
 pub(crate) type Control = Connection<TcpStream>;
@@ -220,6 +220,7 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
             (Some(p), Some(s)) => Some(p.min(s)),
             (p, s) => p.or(s),
         },
+        zerocopy: asked.zerocopy || default.zerocopy,
     })
 }
 
@@ -377,7 +378,7 @@ impl Session<'_> {
     async fn stream(
         &mut self,
         flows: Vec<Flow>,
-        payload: &Arc<[u8]>,
+        payload: &Payload,
         proc: &Arc<ProcFiles>,
     ) -> (String, std::collections::BTreeMap<String, u64>) {
         let start = Instant::now();
@@ -386,8 +387,11 @@ impl Session<'_> {
         for flow in &flows {
             let (stream, written, payload) =
                 (flow.stream.clone(), flow.written.clone(), payload.clone());
-            let index = flow.index;
-            writers.spawn(async move { (index, write_forever(stream, written, payload).await) });
+            let (index, zerocopy) = (flow.index, self.options.zerocopy);
+            writers.spawn(async move {
+                let error = write_forever(stream, written, payload, zerocopy).await;
+                (index, error)
+            });
         }
         let interval = Duration::from_micros(self.hello.interval_us);
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)

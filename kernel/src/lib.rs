@@ -10,6 +10,7 @@ pub mod host;
 pub mod meminfo;
 pub mod netstat;
 mod proc;
+pub mod sendfile;
 pub mod sockopt;
 pub mod sockstat;
 pub mod tcp_info;

@@ -139,6 +139,34 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
     Ok((limit.rlim_cur, limit.rlim_max))
 }
 
+/// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file in memory.
+pub fn memfd_create(name: &std::ffi::CStr) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `name` is a NUL-terminated string valid for the call.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by the kernel and is owned by no one else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// `sendfile(out, file, &offset, len)`: returns the bytes the kernel took.
+pub fn sendfile(
+    out: BorrowedFd<'_>,
+    file: BorrowedFd<'_>,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let mut off = offset as libc::off_t;
+    // SAFETY: both fds are borrowed for the call; `off` is a valid, writable off_t.
+    let rc = unsafe { libc::sendfile(out.as_raw_fd(), file.as_raw_fd(), &mut off, len) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,6 +91,9 @@ struct Args {
     /// SO_MAX_PACING_RATE for the daemon's sockets, as tc writes rates (100mbit).
     #[arg(long, value_parser = parse_pacing_rate, value_name = placeholder::RATE)]
     pacing_rate: Option<u64>,
+    /// The daemon sends with sendfile from an in-memory file instead of write, as iperf3 -Z.
+    #[arg(long)]
+    zerocopy: bool,
     /// SO_RCVBUF for the reader's own sockets (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     rcvbuf: Option<u32>,
@@ -207,6 +210,7 @@ impl Args {
                 rcvbuf_bytes: None,
                 congestion: self.congestion,
                 max_pacing_rate_bps: self.pacing_rate,
+                zerocopy: self.zerocopy,
             },
             reader_request: SocketOptions {
                 rcvbuf_bytes: self.rcvbuf,
