@@ -4,6 +4,7 @@
 //! and the same dump gives the namespace's own TCP memory, which `/proc/net/sockstat`
 //! cannot (its `mem` is global across namespaces).
 
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
@@ -104,6 +105,53 @@ impl Diag {
                 return Ok(());
             }
         }
+    }
+}
+
+/// The sockets a sampler watches, found in each dump by their cookies.
+pub struct Watched {
+    /// Cookie to position in the caller's list.
+    positions: HashMap<u64, usize>,
+}
+
+impl Watched {
+    /// Watches `fds` (a session's data sockets), in the caller's order.
+    pub fn new<F: AsFd>(fds: impl IntoIterator<Item = F>) -> io::Result<Watched> {
+        let mut positions = HashMap::new();
+        for (position, fd) in fds.into_iter().enumerate() {
+            positions.insert(cookie(fd)?, position);
+        }
+        Ok(Watched { positions })
+    }
+}
+
+/// What one dump says of the watched sockets and of the whole namespace.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// In the watched order; `None` for a socket the dump no longer lists (closed).
+    pub sockets: Vec<Option<(TcpInfo, SkMemInfo)>>,
+    /// TCP memory charged to every TCP socket of the namespace, bytes.
+    pub namespace_charged_bytes: u64,
+}
+
+impl Diag {
+    /// One dump: the watched sockets' `TCP_INFO` and `SK_MEMINFO` and the namespace's sum.
+    pub fn snapshot(&mut self, watched: &Watched) -> io::Result<Snapshot> {
+        let mut snapshot = Snapshot {
+            sockets: vec![None; watched.positions.len()],
+            namespace_charged_bytes: 0,
+        };
+        self.dump_tcp(|socket| {
+            snapshot.namespace_charged_bytes += socket.charged_bytes();
+            if let (Some(&position), Some(info), Some(mem)) = (
+                watched.positions.get(&socket.cookie),
+                socket.info,
+                socket.mem,
+            ) {
+                snapshot.sockets[position] = Some((info, mem));
+            }
+        })?;
+        Ok(snapshot)
     }
 }
 
@@ -217,5 +265,32 @@ mod tests {
         let direct = crate::meminfo::read(&server).unwrap();
         assert_eq!(direct.rmem_alloc_bytes, mem.rmem_alloc_bytes);
         assert_eq!(direct.rcvbuf_bytes, mem.rcvbuf_bytes);
+    }
+
+    #[test]
+    fn snapshot_keeps_the_watched_order_and_counts_the_namespace() {
+        let (mut client, server) = loopback_pair();
+        let (other, _other_server) = loopback_pair();
+        client.write_all(&[7u8; 30_000]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut diag = Diag::open().unwrap();
+        // Server first: the snapshot answers in the order asked, not the kernel's.
+        let snapshot = diag
+            .snapshot(&Watched::new([&server, &client]).unwrap())
+            .unwrap();
+        let (server_info, server_mem) = snapshot.sockets[0].expect("server listed");
+        let (client_info, _) = snapshot.sockets[1].expect("client listed");
+        assert!(server_info.bytes_received >= 30_000, "{server_info:?}");
+        assert!(server_mem.rmem_alloc_bytes >= 30_000, "{server_mem:?}");
+        assert_eq!(client_info.bytes_received, 0);
+        assert!(snapshot.namespace_charged_bytes >= 30_000);
+        // A socket closed since it was watched is missing, not an error.
+        let watched = Watched::new([&other]).unwrap();
+        drop(other);
+        let gone = diag.snapshot(&watched).unwrap();
+        assert!(
+            !matches!(gone.sockets[0], Some((info, _)) if info.state == 1),
+            "{gone:?}"
+        );
     }
 }

@@ -306,6 +306,7 @@ mod tests {
             inflight_bytes: 0,
             total_retrans: 0,
             pacing_rate_bps: 0,
+            span_s: 0.1,
         }
     }
 
@@ -318,6 +319,7 @@ mod tests {
             tcp_tw: 0,
             tcp_alloc: 0,
             tcp_mem_pages: pages,
+            tcp_mem_ns_bytes: None,
         }
     }
 
