@@ -1,14 +1,13 @@
-//! The daemon's side of every flow, sampled on the shared `Ticker` from one sock_diag dump
-//! per tick: one netlink round trip for all the session's sockets instead of two
-//! `getsockopt` calls per socket (each of which takes the socket's lock from under a busy
-//! writer), and the same dump gives the namespace's own TCP memory.
+//! The daemon's side of every flow, sampled on the shared `Ticker` through sock_diag: exact
+//! lookups of all the session's sockets in one netlink round trip instead of two
+//! `getsockopt` calls per socket, and the namespace's own TCP memory from a dump.
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use oscil_kernel::diag::{Diag, Watched};
+use oscil_kernel::diag::{Probe, Watched};
 use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::ticker::{covered_s, Ticker};
 use oscil_protocol::{HostSample, SenderSample, Side};
@@ -20,8 +19,7 @@ use crate::ProcFiles;
 /// What the sampler thread needs for a session.
 struct Sampler {
     flows: Vec<Flow>,
-    watched: Watched,
-    diag: Diag,
+    probe: Probe,
     proc: Arc<ProcFiles>,
     start: Instant,
     interval: Duration,
@@ -36,11 +34,11 @@ impl Sampler {
     ) -> Result<Self, String> {
         let watched = Watched::new(flows.iter().map(|f| &*f.stream))
             .map_err(|e| format!("cannot read a data socket's SO_COOKIE: {e}"))?;
-        let diag = Diag::open().map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
+        let probe =
+            Probe::new(watched).map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
         Ok(Sampler {
             flows,
-            watched,
-            diag,
+            probe,
             proc,
             start,
             interval,
@@ -52,8 +50,8 @@ impl Sampler {
         let t_s = now.duration_since(self.start).as_secs_f64();
         let span_s = covered_s(t_s, &intervals, self.interval.as_secs_f64());
         let snapshot = self
-            .diag
-            .snapshot(&self.watched)
+            .probe
+            .snapshot(now)
             .map_err(|e| format!("sock_diag dump: {e}"))?;
         let sockstat = self
             .proc

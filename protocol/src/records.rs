@@ -131,18 +131,19 @@ pub struct HostSample {
     /// TCP memory charged to every TCP socket of this side's own network namespace
     /// (send queue, receive queue, forward allocation), bytes, from the sampler's
     /// sock_diag dump: unlike `tcp_mem_pages` it tells sender from receiver on one host.
-    /// Added after format 1; empty in older runs.
+    /// Summed at most every 100 ms (the dump walks the kernel's whole socket table), so
+    /// empty on the ticks between at shorter intervals; empty in runs before format 1.1.
     #[serde(default)]
     pub tcp_mem_ns_bytes: Option<u64>,
 }
 
 impl HostSample {
-    /// A row from sockstat and the namespace's charged TCP memory at `t_s`.
+    /// A row from sockstat and, when summed at this tick, the namespace's charged TCP memory.
     pub fn from_kernel(
         t_s: f64,
         side: Side,
         s: &oscil_kernel::Sockstat,
-        tcp_mem_ns_bytes: u64,
+        tcp_mem_ns_bytes: Option<u64>,
     ) -> Self {
         HostSample {
             t_s,
@@ -152,7 +153,7 @@ impl HostSample {
             tcp_tw: s.tcp_tw,
             tcp_alloc: s.tcp_alloc,
             tcp_mem_pages: s.tcp_mem_pages,
-            tcp_mem_ns_bytes: Some(tcp_mem_ns_bytes),
+            tcp_mem_ns_bytes,
         }
     }
 }

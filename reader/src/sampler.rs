@@ -1,6 +1,5 @@
-//! Samples the reader's side of every flow at the interval, on absolute deadlines, from one
-//! sock_diag dump per tick (one netlink round trip for every flow, and the namespace's TCP
-//! memory with it).
+//! Samples the reader's side of every flow at the interval, on absolute deadlines, through
+//! sock_diag (one netlink round trip for every flow, and the namespace's TCP memory).
 //!
 //! It runs on its own OS thread: when the reading tasks keep the async workers busy, their
 //! timers fire late, and a sample 100 ms late is a wrong throughput figure.
@@ -10,7 +9,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oscil_kernel::diag::{Diag, Watched};
+use oscil_kernel::diag::{Probe, Watched};
 use oscil_kernel::{sockstat, ProcFile, Sockstat};
 use oscil_protocol::pattern::phase_of_sample;
 use oscil_protocol::ticker::{covered_s, Ticker};
@@ -42,10 +41,9 @@ pub enum SampleError {
     Sockstat(#[from] oscil_kernel::ReadError),
 }
 
-/// What a running sampler holds: opened once, so a tick reads and parses, nothing more.
-struct Probe {
-    diag: Diag,
-    watched: Watched,
+/// What a running sampler reads: opened once, so a tick reads and parses, nothing more.
+struct Sources {
+    probe: Probe,
     sockstat: ProcFile<Sockstat>,
 }
 
@@ -55,17 +53,16 @@ impl Sampler {
     pub fn run(self, stop: Receiver<()>) -> Result<(), SampleError> {
         // Without the privilege it runs at the default priority; lateness shows in run.json.
         let _ = oscil_kernel::prioritise_this_thread();
-        let mut probe = Probe {
-            diag: Diag::open()?,
-            watched: Watched::new(self.flows.iter().map(|f| &f.stream))?,
+        let mut sources = Sources {
+            probe: Probe::new(Watched::new(self.flows.iter().map(|f| &f.stream))?)?,
             sockstat: sockstat::open()?,
         };
         let mut ticker = Ticker::new(self.start, self.interval);
         while let Some((intervals, now)) = ticker.wait(&stop) {
-            self.sample(&mut probe, now, intervals)?;
+            self.sample(&mut sources, now, intervals)?;
         }
         if let Some((intervals, now)) = ticker.partial() {
-            self.sample(&mut probe, now, intervals)?;
+            self.sample(&mut sources, now, intervals)?;
         }
         self.progress.finish();
         Ok(())
@@ -74,7 +71,7 @@ impl Sampler {
     /// One row per flow at `now`, with the bytes read in `intervals`.
     fn sample(
         &self,
-        probe: &mut Probe,
+        sources: &mut Sources,
         now: Instant,
         intervals: Range<u64>,
     ) -> Result<(), SampleError> {
@@ -83,7 +80,7 @@ impl Sampler {
             .or_else(|| self.schedule.last().map(|s| s.phase))
             .unwrap_or(Phase::Fast);
         let span_s = covered_s(t_s, &intervals, self.interval.as_secs_f64());
-        let snapshot = probe.diag.snapshot(&probe.watched)?;
+        let snapshot = sources.probe.snapshot(now)?;
         let mut total_bytes = 0;
         let mut rows = Vec::with_capacity(self.flows.len());
         for (flow, socket) in self.flows.iter().zip(&snapshot.sockets) {
@@ -105,7 +102,7 @@ impl Sampler {
         let host = HostSample::from_kernel(
             t_s,
             Side::Reader,
-            &probe.sockstat.read()?,
+            &sources.sockstat.read()?,
             snapshot.namespace_charged_bytes,
         );
         self.recorder.record(|r| r.reader(&rows, &host))?;
