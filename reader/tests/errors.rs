@@ -161,3 +161,26 @@ fn output_directory_problems() {
     let stderr = failure(&run_reader(&daemon, &file.join("run"), &[]));
     assert!(only_line(&stderr).contains("a-file"), "{stderr}");
 }
+
+#[test]
+fn flows_that_cannot_fit_the_open_files_limit_are_refused_before_connecting() {
+    // A hard limit of 256 descriptors (lowering it needs no privilege), 1,000 flows asked;
+    // nothing listens on the port: the refusal must come before any connection.
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let output = std::process::Command::new("bash")
+        .args(["-c", "ulimit -n 256 && exec \"$0\" \"$@\""])
+        .arg(oscil_testkit::workspace_bin("oscil-reader"))
+        .args(["--connect", &addr, "--quiet", "--flows", "1000", "--out"])
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    let stderr = failure(&output);
+    let line = only_line(&stderr);
+    assert!(
+        line.contains("--flows 1000 needs about 1064 open files") && line.contains("may open 256"),
+        "{line}"
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!dir.path().join("run").exists(), "nothing written");
+}
