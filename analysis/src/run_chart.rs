@@ -360,25 +360,24 @@ fn has_namespace_memory(run: &Run) -> bool {
 }
 
 fn host_memory_title(run: &Run) -> String {
+    if has_namespace_memory(run) {
+        return "TCP memory: each side's network namespace (solid), sockstat mem as recorded (dashed; global across namespaces)".into();
+    }
     let same_machine = run
         .meta
         .sender_host
         .as_ref()
         .is_some_and(|s| s.hostname == run.meta.reader_host.hostname);
     let note = if same_machine {
-        "both ends on one machine: sockstat mem is global across network namespaces, so both sockstat lines show the same host"
+        "both ends on one machine: sockstat mem is global across network namespaces, so both lines show the same host"
     } else {
         "sockstat mem is global across network namespaces on one machine"
     };
-    if has_namespace_memory(run) {
-        format!("TCP memory of each side's network namespace (sum over its sockets), and sockstat mem x page size as recorded; {note}")
-    } else {
-        format!("Host TCP memory (sockstat mem x page size); {note}")
-    }
+    format!("Host TCP memory (sockstat mem x page size); {note}")
 }
 
 /// Each side's namespace memory (solid) where recorded, and each side's sockstat figure
-/// (thin, dashed) as recorded.
+/// (dashed) as recorded.
 fn host_memory_axis(run: &Run) -> Axis {
     let meta = &run.meta;
     let namespace = has_namespace_memory(run);

@@ -33,7 +33,7 @@ impl Sampler {
         interval: Duration,
     ) -> Result<Self, String> {
         let watched = Watched::new(flows.iter().map(|f| &*f.stream))
-            .map_err(|e| format!("cannot read a data socket's SO_COOKIE: {e}"))?;
+            .map_err(|e| format!("cannot identify a data socket (cookie, addresses): {e}"))?;
         let probe =
             Probe::new(watched).map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
         Ok(Sampler {
@@ -52,7 +52,7 @@ impl Sampler {
         let snapshot = self
             .probe
             .snapshot(now)
-            .map_err(|e| format!("sock_diag dump: {e}"))?;
+            .map_err(|e| format!("sock_diag: {e}"))?;
         let sockstat = self
             .proc
             .sockstat
@@ -60,7 +60,7 @@ impl Sampler {
             .unwrap_or_else(PoisonError::into_inner)
             .read()
             .map_err(|e| e.to_string())?;
-        // A socket the dump no longer lists has closed: its writer reports why.
+        // A socket the kernel no longer has was closed: its writer reports why.
         let flows = self
             .flows
             .iter()
