@@ -87,9 +87,10 @@ impl Diag {
         self.socket.send(&bytes, 0)?;
         loop {
             let len = self.socket.recv(&mut &mut self.buf[..], 0)?;
-            if walk_messages(&self.buf[..len], &mut |_, answer| match answer {
-                Answer::Socket(socket) => each(socket),
-                Answer::Done => {}
+            if walk_messages(&self.buf[..len], &mut |_, answer| {
+                if let Some(socket) = answer {
+                    each(socket)
+                }
             })? {
                 return Ok(());
             }
@@ -123,7 +124,7 @@ impl Diag {
                 walk_messages(&self.buf[..len], &mut |sequence, answer| {
                     answered += 1;
                     let position = sequence.wrapping_sub(base) as usize;
-                    if let (Answer::Socket(socket), Some(slot)) =
+                    if let (Some(socket), Some(slot)) =
                         (answer, found[first..first + keys.len()].get_mut(position))
                     {
                         *slot = socket.info.zip(socket.mem);
@@ -178,13 +179,6 @@ impl Key {
         };
         (family, id)
     }
-}
-
-/// One answer in a sock_diag reply.
-enum Answer {
-    Socket(SocketDiag),
-    /// The end of a dump, or a lookup that found nothing (the socket is gone).
-    Done,
 }
 
 /// Lookups sent at once: their answers (about 400 bytes each) must fit the netlink socket's
@@ -277,10 +271,14 @@ impl Probe {
     }
 }
 
-/// Parses one datagram of an answer, calling `each` with every answer's sequence number;
-/// true when it holds the end of a dump. A lookup of a socket that is gone answers
-/// `ENOENT` (or `ESTALE`), which is `Answer::Done` for that lookup, not an error.
-fn walk_messages(mut bytes: &[u8], each: &mut impl FnMut(u32, Answer)) -> io::Result<bool> {
+/// Parses one datagram of an answer, calling `each` with every answer's sequence number and
+/// its socket: `None` for the end of a dump, or for a lookup of a socket that is gone (the
+/// kernel answers `ENOENT` or `ESTALE`, not an error here). True when it holds the end of a
+/// dump.
+fn walk_messages(
+    mut bytes: &[u8],
+    each: &mut impl FnMut(u32, Option<SocketDiag>),
+) -> io::Result<bool> {
     let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
     let mut done = false;
     while !bytes.is_empty() {
@@ -290,16 +288,16 @@ fn walk_messages(mut bytes: &[u8], each: &mut impl FnMut(u32, Answer)) -> io::Re
         let sequence = message.header.sequence_number;
         match message.payload {
             NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(response)) => {
-                each(sequence, Answer::Socket(socket_diag(&response)));
+                each(sequence, Some(socket_diag(&response)));
             }
             NetlinkPayload::Done(_) => {
                 done = true;
-                each(sequence, Answer::Done);
+                each(sequence, None);
             }
             NetlinkPayload::Error(error) => match error.to_io() {
                 // ENOENT: no socket has the 4-tuple now; ESTALE: one has, another socket.
                 e if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESTALE)) => {
-                    each(sequence, Answer::Done)
+                    each(sequence, None)
                 }
                 e => return Err(e),
             },

@@ -12,8 +12,7 @@ pub mod exit {
     pub const FAILED_START: u8 = 1;
     /// Bad flags or values: nothing was started.
     pub const USAGE: u8 = 2;
-    /// A run was cut short (Ctrl-C, peer gone) or has holes (a sampler fell behind); what
-    /// was recorded is kept.
+    /// A run was cut short (Ctrl-C, peer gone); what was recorded up to then is kept.
     pub const CUT_SHORT: u8 = 3;
 }
 
