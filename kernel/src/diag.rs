@@ -71,19 +71,45 @@ impl Diag {
     /// Calls `each` for every TCP socket (IPv4, then IPv6) of the namespace.
     pub fn dump_tcp(&mut self, mut each: impl FnMut(SocketDiag)) -> io::Result<()> {
         for family in [AF_INET, AF_INET6] {
-            self.dump_family(family, &mut each)?;
+            self.dump_family(family, &Query::full(), &mut each)?;
         }
         Ok(())
     }
 
-    fn dump_family(&mut self, family: u8, each: &mut impl FnMut(SocketDiag)) -> io::Result<()> {
+    /// The TCP memory charged to every TCP socket of the namespace, bytes. Asks only for
+    /// memory (no `TCP_INFO`, which takes each socket's lock) and skips the states that
+    /// hold none (TIME_WAIT and SYN_RECV mini-sockets, thousands in a flood).
+    pub fn namespace_charged_bytes(&mut self) -> io::Result<u64> {
+        let query = Query {
+            extensions: ExtensionFlags::SKMEMINFO,
+            states: StateFlags::all() - StateFlags::TIME_WAIT - StateFlags::SYN_RECV,
+        };
+        let mut sum = 0;
+        for family in [AF_INET, AF_INET6] {
+            self.dump_family(family, &query, &mut |s| sum += s.charged_bytes())?;
+        }
+        Ok(sum)
+    }
+
+    fn dump_family(
+        &mut self,
+        family: u8,
+        query: &Query,
+        each: &mut impl FnMut(SocketDiag),
+    ) -> io::Result<()> {
         let socket_id = match family {
             AF_INET => SocketId::new_v4(),
             _ => SocketId::new_v6(),
         };
         let mut bytes = Vec::new();
         self.sequence = self.sequence.wrapping_add(1);
-        request(family, socket_id, self.sequence, NLM_F_DUMP, &mut bytes);
+        request(
+            family,
+            socket_id,
+            query,
+            (self.sequence, NLM_F_DUMP),
+            &mut bytes,
+        );
         self.socket.send(&bytes, 0)?;
         loop {
             let len = self.socket.recv(&mut &mut self.buf[..], 0)?;
@@ -107,15 +133,11 @@ impl Diag {
             let base = self.sequence.wrapping_add(1);
             self.sequence = self.sequence.wrapping_add(keys.len() as u32);
             bytes.clear();
+            let query = Query::full();
             for (i, key) in keys.iter().enumerate() {
                 let (family, socket_id) = key.socket_id();
-                request(
-                    family,
-                    socket_id,
-                    base.wrapping_add(i as u32),
-                    0,
-                    &mut bytes,
-                );
+                let sequence = base.wrapping_add(i as u32);
+                request(family, socket_id, &query, (sequence, 0), &mut bytes);
             }
             self.socket.send(&bytes, 0)?;
             let mut answered = 0;
@@ -136,8 +158,30 @@ impl Diag {
     }
 }
 
-/// Appends one sock_diag request for TCP sockets with their info and memory.
-fn request(family: u8, socket_id: SocketId, sequence: u32, flags: u16, out: &mut Vec<u8>) {
+/// What a request asks for: which attributes, of sockets in which states.
+struct Query {
+    extensions: ExtensionFlags,
+    states: StateFlags,
+}
+
+impl Query {
+    /// `TCP_INFO` and `SK_MEMINFO` of sockets in any state.
+    fn full() -> Query {
+        Query {
+            extensions: ExtensionFlags::INFO | ExtensionFlags::SKMEMINFO,
+            states: StateFlags::all(),
+        }
+    }
+}
+
+/// Appends one sock_diag request for TCP sockets, with its sequence number and flags.
+fn request(
+    family: u8,
+    socket_id: SocketId,
+    query: &Query,
+    (sequence, flags): (u32, u16),
+    out: &mut Vec<u8>,
+) {
     let mut header = NetlinkHeader::default();
     header.flags = NLM_F_REQUEST | flags;
     header.sequence_number = sequence;
@@ -146,8 +190,8 @@ fn request(family: u8, socket_id: SocketId, sequence: u32, flags: u16, out: &mut
         SockDiagMessage::InetRequest(InetRequest {
             family,
             protocol: IPPROTO_TCP,
-            extensions: ExtensionFlags::INFO | ExtensionFlags::SKMEMINFO,
-            states: StateFlags::all(),
+            extensions: query.extensions.clone(),
+            states: query.states.clone(),
             socket_id,
         })
         .into(),
@@ -258,9 +302,7 @@ impl Probe {
             Some(at) if now.saturating_duration_since(at) < NAMESPACE_EVERY * 9 / 10);
         let namespace_charged_bytes = if due {
             self.namespace_at = Some(now);
-            let mut sum = 0;
-            self.diag.dump_tcp(|socket| sum += socket.charged_bytes())?;
-            Some(sum)
+            Some(self.diag.namespace_charged_bytes()?)
         } else {
             None
         };
