@@ -69,6 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tcpext_delta: BTreeMap::new(),
         ending: Ending::in_progress(),
         lab: Some(serde_json::json!({"rtt_ms": rtt_ms, "rate_bps": 1e9})),
+        sampling: None,
     };
     let schedule = meta.schedule.clone();
     let mut writer = RunWriter::create(&dir, true, meta)?;
@@ -123,6 +124,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 inflight_bytes: inflight,
                 total_retrans: 0,
                 pacing_rate_bps: 0,
+                span_s: 0.1,
             })?;
         }
         for side in [Side::Reader, Side::Sender] {
@@ -134,6 +136,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tcp_tw: 0,
                 tcp_alloc: u64::from(flows) + 1,
                 tcp_mem_pages: (if slow { 100_000.0 } else { 40_000.0 } * noise()) as u64,
+                tcp_mem_ns_bytes: None,
             })?;
         }
     }

@@ -189,6 +189,22 @@ pub const METRICS: &[Metric] = &[
         value: |w| w.both().rtt_min_us.map(|us| f64::from(us) / 1000.0),
         compared: false,
     },
+    Metric {
+        column: "tcp_mem_ns_peak_sender_mib",
+        title: "Peak TCP memory, sender namespace",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| w.both().sender_tcp_mem_ns_peak_bytes.map(|b| b as f64),
+        compared: true,
+    },
+    Metric {
+        column: "tcp_mem_ns_peak_reader_mib",
+        title: "Peak TCP memory, reader namespace",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| w.both().reader_tcp_mem_ns_peak_bytes.map(|b| b as f64),
+        compared: false,
+    },
 ];
 
 /// The entry with `column`; the registry is static, so a wrong name is a bug.

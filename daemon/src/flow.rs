@@ -1,5 +1,5 @@
-//! One data connection: the writer that keeps the kernel's send queue full, and the
-//! sampler's view of the same socket.
+//! One data connection: the writer that keeps the kernel's send queue full; the sampler
+//! (`sampler.rs`) finds the same socket in its sock_diag dump.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,8 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oscil_kernel::sendfile::PayloadFile;
-use oscil_kernel::{meminfo, tcp_info};
-use oscil_protocol::SenderSample;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
@@ -16,7 +14,7 @@ use tokio::net::TcpStream;
 #[derive(Clone)]
 pub(crate) struct Flow {
     pub(crate) index: u32,
-    /// Shared by the writer task and the sampler, which reads `TCP_INFO` from the same fd.
+    /// Shared by the writer task and the sampler, which finds it by its cookie.
     pub(crate) stream: Arc<TcpStream>,
     /// Bytes the kernel accepted since the last sample.
     pub(crate) written: Arc<AtomicU64>,
@@ -29,17 +27,6 @@ impl Flow {
             stream: Arc::new(stream),
             written: Arc::new(AtomicU64::new(0)),
         }
-    }
-
-    /// Samples the socket: `None` if the kernel no longer answers for it (the writer will
-    /// report why).
-    pub(crate) fn sample(&self, t_s: f64) -> Option<SenderSample> {
-        let info = tcp_info::read(&*self.stream).ok()?;
-        let mem = meminfo::read(&*self.stream).ok()?;
-        let bytes = self.written.swap(0, Ordering::Relaxed);
-        Some(SenderSample::from_kernel(
-            t_s, self.index, bytes, &info, &mem,
-        ))
     }
 
     /// Ends the connection with a reset, so no orphaned send queue outlives the session and

@@ -12,6 +12,7 @@ mod admission;
 mod flow;
 mod gate;
 mod refusals;
+mod sampler;
 mod session;
 
 use std::collections::HashMap;

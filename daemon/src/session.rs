@@ -11,8 +11,6 @@ use oscil_protocol::control::{
     MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::text::escape_peer;
-use oscil_protocol::ticker::Ticker;
-use oscil_protocol::{HostSample, Side};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
@@ -82,7 +80,10 @@ pub(crate) async fn serve(
         stop,
     };
     let started = Instant::now();
-    let (reason, tcpext_delta) = match session.connect_flows(data_rx).await {
+    let expected = shared.admission.expect(peer.ip(), hello.flows as usize);
+    let connected = session.connect_flows(data_rx).await;
+    drop(expected);
+    let (reason, tcpext_delta) = match connected {
         Ok(flows) => {
             drop(route);
             session.stream(flows, &shared.payload, &shared.proc).await
@@ -398,7 +399,7 @@ impl Session<'_> {
             .min(self.config.max_session);
         let end_at = start + length;
         let (stop_sampling, mut samples) =
-            spawn_sampler(flows.clone(), proc.clone(), start.into_std(), interval);
+            crate::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
         let reason = loop {
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => RunEvent::Control(m),
@@ -445,59 +446,6 @@ impl Session<'_> {
         };
         (reason, delta)
     }
-}
-
-/// Samples every flow and the host at `t_s`.
-fn sample(flows: &[Flow], proc: &ProcFiles, t_s: f64) -> Result<DaemonMessage, String> {
-    let host = proc
-        .sockstat
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .read()
-        .map_err(|e| e.to_string())?;
-    Ok(DaemonMessage::Samples {
-        host: HostSample::from_sockstat(t_s, Side::Sender, &host),
-        flows: flows.iter().filter_map(|f| f.sample(t_s)).collect(),
-    })
-}
-
-/// Samples on its own OS thread on the shared `Ticker` until the returned sender sends or
-/// is dropped, then samples the partial interval once more. A tick that wakes late covers
-/// every interval it slept through in one sample; a slow control connection holds the
-/// thread back (the channel is small) rather than piling samples up in memory.
-fn spawn_sampler(
-    flows: Vec<Flow>,
-    proc: Arc<ProcFiles>,
-    start: std::time::Instant,
-    interval: Duration,
-) -> (
-    std::sync::mpsc::Sender<()>,
-    mpsc::Receiver<Result<DaemonMessage, String>>,
-) {
-    let t_s_of = move |at: std::time::Instant| at.duration_since(start).as_secs_f64();
-    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-    let (tx, rx) = mpsc::channel(4);
-    let report = tx.clone();
-    let spawned = std::thread::Builder::new()
-        .name("sampler".into())
-        .spawn(move || {
-            let mut ticker = Ticker::new(start, interval);
-            while let Some((_, now)) = ticker.wait(&stop_rx) {
-                if tx
-                    .blocking_send(sample(&flows, &proc, t_s_of(now)))
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            if let Some((_, now)) = ticker.partial() {
-                let _ = tx.blocking_send(sample(&flows, &proc, t_s_of(now)));
-            }
-        });
-    if let Err(e) = spawned {
-        let _ = report.try_send(Err(format!("cannot start the sampler thread: {e}")));
-    }
-    (stop_tx, rx)
 }
 
 /// Why a session ends on what came (or did not come) over the control connection.

@@ -118,6 +118,19 @@ pub fn page_size_bytes() -> u64 {
     u64::try_from(v).unwrap_or(4096)
 }
 
+/// Gives the calling thread the nice value `nice` (lower runs sooner); lowering it below 0
+/// needs `CAP_SYS_NICE`, so an unprivileged caller gets `PermissionDenied`.
+pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: setpriority takes plain integers; on Linux PRIO_PROCESS with a thread id
+    // applies to that thread alone.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the (soft, hard) limits now in
 /// force.
 pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
@@ -170,6 +183,20 @@ pub fn sendfile(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_can_lower_its_own_priority() {
+        // Raising the nice value needs no privilege; it applies to this thread alone.
+        let thread = std::thread::spawn(|| {
+            set_thread_nice(5).unwrap();
+            // SAFETY: getpriority takes plain integers.
+            unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+        });
+        assert_eq!(thread.join().unwrap(), 5);
+        // SAFETY: as above.
+        let mine = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+        assert_ne!(mine, 5, "the test thread's own priority is untouched");
+    }
 
     #[test]
     fn nofile_soft_limit_reaches_the_hard_limit() {

@@ -131,11 +131,8 @@ fn measure_inside() {
             Err(e) => panic!("write: {e}"),
         }
     }
-    let mut sum = 0u64;
-    Diag::open()
-        .unwrap()
-        .dump_tcp(|s| sum += s.charged_bytes())
-        .unwrap();
+    // What the samplers record as host.csv tcp_mem_ns_bytes.
+    let sum = Diag::open().unwrap().namespace_charged_bytes().unwrap();
     let held = oscil_kernel::sockstat::read().unwrap().tcp_mem_pages as i64;
     // Closing the unread end with data queued resets the connection: both queues go.
     drop(_unread);

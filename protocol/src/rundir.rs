@@ -21,6 +21,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::pattern::{PatternConfig, PhaseSpan};
 use crate::records::{HostSample, ReaderSample, SenderSample};
+use crate::sampling::Sampling;
 
 /// Bumped when a reader of an older directory would misread a newer one.
 pub const FORMAT_VERSION: u32 = 1;
@@ -78,7 +79,9 @@ impl Columns for SenderSample {
         "inflight_bytes",
         "total_retrans",
         "pacing_rate_bps",
+        "span_s",
     ];
+    const ADDED_LATER: &'static [&'static str] = &["span_s"];
 }
 
 impl Columns for HostSample {
@@ -91,7 +94,9 @@ impl Columns for HostSample {
         "tcp_tw",
         "tcp_alloc",
         "tcp_mem_pages",
+        "tcp_mem_ns_bytes",
     ];
+    const ADDED_LATER: &'static [&'static str] = &["tcp_mem_ns_bytes"];
 }
 
 /// `run.json`: everything needed to know what a run measured.
@@ -120,6 +125,9 @@ pub struct RunMeta {
     /// Free-form facts from whoever ran the reader (the lab puts its link and sysctls here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<serde_json::Value>,
+    /// How well each side's sampler kept its clock; absent in runs recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
 }
 
 /// The reader's configuration.
@@ -143,6 +151,9 @@ pub enum RunStatus {
     Complete,
     /// The run was cut short; `Ending::reason` says why.
     Partial,
+    /// The whole pattern ran but a sampler fell behind: some intervals have no row of their
+    /// own (`RunMeta::sampling` counts them, `Ending::reason` says which side).
+    Holes,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -431,6 +442,7 @@ mod tests {
             tcpext_delta: BTreeMap::new(),
             ending: Ending::in_progress(),
             lab: None,
+            sampling: None,
         }
     }
 
@@ -466,6 +478,7 @@ mod tests {
             tcp_tw: 1,
             tcp_alloc: 5,
             tcp_mem_pages: 12,
+            tcp_mem_ns_bytes: Some(49152),
         };
         writer.host_row(&host_row).unwrap();
         let ending = Ending {
