@@ -72,6 +72,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         lab: Some(serde_json::json!({"rtt_ms": rtt_ms, "rate_bps": 1e9})),
         cost: None,
         wakeups: Vec::new(),
+        sampling: None,
     };
     let schedule = meta.schedule.clone();
     let mut writer = RunWriter::create(&dir, true, meta)?;
@@ -126,6 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 inflight_bytes: inflight,
                 total_retrans: 0,
                 pacing_rate_bps: 0,
+                span_s: 0.1,
                 residence_us: None,
                 write_to_ack_us: None,
             })?;
@@ -139,6 +141,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tcp_tw: 0,
                 tcp_alloc: u64::from(flows) + 1,
                 tcp_mem_pages: (if slow { 100_000.0 } else { 40_000.0 } * noise()) as u64,
+                tcp_mem_ns_bytes: None,
             })?;
         }
     }

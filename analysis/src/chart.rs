@@ -17,6 +17,7 @@ pub const PALETTE: [(u8, u8, u8); 7] = [BLUE, VERMILLION, GREEN, ORANGE, PURPLE,
 pub struct Line {
     pub label: String,
     pub color: (u8, u8, u8),
+    /// A point with a NaN y is a gap: the line breaks there.
     pub points: Vec<(f64, f64)>,
     pub dashed: bool,
     /// Draw a dot at every point (for few points, as in charts across runs).

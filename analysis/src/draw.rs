@@ -315,17 +315,18 @@ fn draw_axis_series<DB: DrawingBackend>(
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     for band in &axis.bands {
         let color = rgb(band.color).mix(0.22);
-        let outline: Vec<(f64, f64)> = band
-            .points
-            .iter()
-            .map(|p| (p.0, p.2))
-            .chain(band.points.iter().rev().map(|p| (p.0, p.1)))
-            .collect();
-        let polygon = std::iter::once(Polygon::new(outline, color.filled()));
+        let polygons = unbroken(&band.points, |p| p.1.is_nan() || p.2.is_nan()).map(|part| {
+            let outline: Vec<(f64, f64)> = part
+                .iter()
+                .map(|p| (p.0, p.2))
+                .chain(part.iter().rev().map(|p| (p.0, p.1)))
+                .collect();
+            Polygon::new(outline, color.filled())
+        });
         let anno = if secondary {
-            chart.draw_secondary_series(polygon)
+            chart.draw_secondary_series(polygons)
         } else {
-            chart.draw_series(polygon)
+            chart.draw_series(polygons)
         }
         .map_err(err)?;
         anno.label(band.label.as_str())
@@ -334,21 +335,35 @@ fn draw_axis_series<DB: DrawingBackend>(
     for line in &axis.lines {
         let color = rgb(line.color);
         let style = color.stroke_width(2);
-        let points = || line.points.iter().copied();
-        let anno = match (line.dashed, secondary) {
-            (true, false) => chart.draw_series(DashedLineSeries::new(points(), 8, 5, style)),
-            (true, true) => {
-                chart.draw_secondary_series(DashedLineSeries::new(points(), 8, 5, style))
+        // One series per unbroken stretch; only the first is named in the legend.
+        for (i, part) in unbroken(&line.points, |p| p.1.is_nan()).enumerate() {
+            let points = || part.iter().copied();
+            let anno = match (line.dashed, secondary) {
+                (true, false) => chart.draw_series(DashedLineSeries::new(points(), 8, 5, style)),
+                (true, true) => {
+                    chart.draw_secondary_series(DashedLineSeries::new(points(), 8, 5, style))
+                }
+                (false, false) => chart.draw_series(LineSeries::new(points(), style)),
+                (false, true) => chart.draw_secondary_series(LineSeries::new(points(), style)),
             }
-            (false, false) => chart.draw_series(LineSeries::new(points(), style)),
-            (false, true) => chart.draw_secondary_series(LineSeries::new(points(), style)),
+            .map_err(err)?;
+            if i == 0 {
+                anno.label(line.label.as_str()).legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
+                });
+            }
         }
-        .map_err(err)?;
-        anno.label(line.label.as_str())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3)));
         draw_marks(chart, line)?;
     }
     Ok(())
+}
+
+/// The stretches of `points` between gaps (points for which `is_gap`): a hole in the
+/// record is drawn as a hole.
+fn unbroken<P>(points: &[P], is_gap: impl Fn(&P) -> bool) -> impl Iterator<Item = &[P]> {
+    points
+        .split(move |p| is_gap(p))
+        .filter(|part| !part.is_empty())
 }
 
 /// A line's dots and vertical intervals (primary coordinates: charts across runs).

@@ -300,6 +300,22 @@ pub const METRICS: &[Metric] = &[
         },
         compared: false,
     },
+    Metric {
+        column: "tcp_mem_ns_peak_sender_mib",
+        title: "Peak TCP memory, sender namespace",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| w.both().sender_tcp_mem_ns_peak_bytes.map(|b| b as f64),
+        compared: true,
+    },
+    Metric {
+        column: "tcp_mem_ns_peak_reader_mib",
+        title: "Peak TCP memory, reader namespace",
+        unit: MIBS,
+        better: Better::Lower,
+        value: |w| w.both().reader_tcp_mem_ns_peak_bytes.map(|b| b as f64),
+        compared: false,
+    },
 ];
 
 fn ms_of_us(us: Option<u64>) -> Option<f64> {

@@ -46,10 +46,14 @@ impl Quantity {
         Line::new(
             self.label.clone(),
             self.color,
-            self.ticks
-                .iter()
-                .map(|t| (t.t_s, figure(t) / unit.scale))
-                .collect(),
+            series::with_gaps(
+                self.ticks
+                    .iter()
+                    .map(|t| (t.t_s, figure(t) / unit.scale))
+                    .collect(),
+                |p| p.0,
+                |x| (x, f64::NAN),
+            ),
         )
     }
 
@@ -57,11 +61,14 @@ impl Quantity {
         Band {
             label,
             color: self.color,
-            points: self
-                .ticks
-                .iter()
-                .map(|t| (t.t_s, t.p10 / unit.scale, t.p90 / unit.scale))
-                .collect(),
+            points: series::with_gaps(
+                self.ticks
+                    .iter()
+                    .map(|t| (t.t_s, t.p10 / unit.scale, t.p90 / unit.scale))
+                    .collect(),
+                |p| p.0,
+                |x| (x, f64::NAN, f64::NAN),
+            ),
         }
     }
 
@@ -380,7 +387,16 @@ fn lowat_line(summary: &RunSummary, x_end: f64, unit: Unit, suffix: &str) -> Opt
     )
 }
 
+/// True when the run recorded each side's own namespace memory (host.csv
+/// `tcp_mem_ns_bytes`), which tells sender from receiver where sockstat cannot.
+fn has_namespace_memory(run: &Run) -> bool {
+    run.host.iter().any(|h| h.tcp_mem_ns_bytes.is_some())
+}
+
 fn host_memory_title(run: &Run) -> String {
+    if has_namespace_memory(run) {
+        return "TCP memory: each side's network namespace (solid), sockstat mem as recorded (dashed; global across namespaces)".into();
+    }
     let same_machine = run
         .meta
         .sender_host
@@ -394,23 +410,41 @@ fn host_memory_title(run: &Run) -> String {
     format!("Host TCP memory (sockstat mem x page size); {note}")
 }
 
+/// Each side's namespace memory (solid) where recorded, and each side's sockstat figure
+/// (dashed) as recorded.
 fn host_memory_axis(run: &Run) -> Axis {
     let meta = &run.meta;
+    let namespace = has_namespace_memory(run);
     let sides = [
-        (Side::Sender, "sender host", BLUE, meta.sender_host.as_ref()),
-        (Side::Reader, "reader host", ORANGE, Some(&meta.reader_host)),
+        (Side::Sender, "sender", BLUE, meta.sender_host.as_ref()),
+        (Side::Reader, "reader", ORANGE, Some(&meta.reader_host)),
     ];
     let mut raw = Vec::new();
-    for (side, label, color, host) in sides {
+    for (side, name, color, host) in sides {
         let page = host.unwrap_or(&meta.reader_host).page_size_bytes as f64;
-        let points: Vec<(f64, f64)> = run
-            .host
-            .iter()
-            .filter(|h| h.side == side)
+        let rows = || run.host.iter().filter(move |h| h.side == side);
+        let sockstat: Vec<(f64, f64)> = rows()
             .map(|h| (h.t_s, h.tcp_mem_pages as f64 * page))
             .collect();
-        if !points.is_empty() {
-            raw.push(Line::new(label, color, points));
+        let own: Vec<(f64, f64)> = rows()
+            .filter_map(|h| Some((h.t_s, h.tcp_mem_ns_bytes? as f64)))
+            .collect();
+        if namespace && !own.is_empty() {
+            raw.push(Line::new(
+                format!("{name} namespace TCP memory"),
+                color,
+                own,
+            ));
+        }
+        if !sockstat.is_empty() {
+            let label = if namespace {
+                format!("sockstat on the {name} host (global)")
+            } else {
+                format!("{name} host")
+            };
+            let mut line = Line::new(label, color, sockstat);
+            line.dashed = namespace || side == Side::Reader;
+            raw.push(line);
         }
     }
     let max = raw
@@ -419,12 +453,14 @@ fn host_memory_axis(run: &Run) -> Axis {
         .fold(0.0, f64::max);
     let unit = byte_unit(max);
     for line in &mut raw {
-        for p in &mut line.points {
-            p.1 /= unit.scale;
-        }
-    }
-    if let Some(line) = raw.get_mut(1) {
-        line.dashed = true;
+        line.points = series::with_gaps(
+            line.points
+                .iter()
+                .map(|p| (p.0, p.1 / unit.scale))
+                .collect(),
+            |p| p.0,
+            |x| (x, f64::NAN),
+        );
     }
     Axis {
         label: format!("TCP memory ({})", unit.name),
@@ -447,7 +483,13 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
     };
     // The sender's host is what lowat acts on; the reader's is named as such, never passed
     // off as the sender's.
+    let namespace = summary.value(metric("tcp_mem_ns_peak_sender_mib"), Scope::Whole);
     let memory = match summary.value(metric("tcp_mem_peak_sender_mib"), Scope::Whole) {
+        Some(_) if namespace.is_some() => format!(
+            "{} (sender namespace; sockstat on its host {})",
+            text("tcp_mem_ns_peak_sender_mib"),
+            text("tcp_mem_peak_sender_mib")
+        ),
         Some(_) => format!("{} (sender host)", text("tcp_mem_peak_sender_mib")),
         None => format!(
             "{} (reader host: the sender host's was not recorded)",

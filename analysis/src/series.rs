@@ -24,6 +24,27 @@ pub fn tick_index(t_s: f64, interval_s: f64) -> i64 {
     (t_s / interval_s).round() as i64
 }
 
+/// Breaks a series where the record has a hole: puts `gap(x)` between neighbours further
+/// apart than 1.5 times the series' usual step (the smallest step between neighbours), so
+/// a sampler that fell behind is drawn as a gap, not a straight line across.
+pub fn with_gaps<P: Copy>(points: Vec<P>, x: impl Fn(&P) -> f64, gap: impl Fn(f64) -> P) -> Vec<P> {
+    let step = points
+        .windows(2)
+        .map(|w| x(&w[1]) - x(&w[0]))
+        .filter(|d| *d > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let mut out = Vec::with_capacity(points.len());
+    for (i, point) in points.iter().enumerate() {
+        if let Some(before) = i.checked_sub(1).map(|j| x(&points[j])) {
+            if x(point) - before > step * 1.5 {
+                out.push(gap((before + x(point)) / 2.0));
+            }
+        }
+        out.push(*point);
+    }
+    out
+}
+
 /// Groups rows by tick and summarises each tick, in time order. Rows for which `value`
 /// returns `None` (no measurement) are left out.
 pub fn ticks<R>(
@@ -68,6 +89,22 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hole_in_the_record_becomes_a_gap() {
+        // Ticks every 100 ms with 0.3 to 0.6 missing (a sampler that fell behind).
+        let points = vec![(0.1, 1.0), (0.2, 2.0), (0.3, 3.0), (0.7, 4.0), (0.8, 5.0)];
+        let drawn = with_gaps(points, |p| p.0, |x| (x, f64::NAN));
+        assert_eq!(drawn.len(), 6);
+        assert!(
+            drawn[3].1.is_nan() && (drawn[3].0 - 0.5).abs() < 1e-9,
+            "{drawn:?}"
+        );
+        assert_eq!(drawn[4], (0.7, 4.0));
+        // An even record is left alone.
+        let even = vec![(0.1, 1.0), (0.2, 2.0), (0.3, 3.0)];
+        assert_eq!(with_gaps(even.clone(), |p| p.0, |x| (x, f64::NAN)), even);
+    }
 
     #[test]
     fn rows_sampled_a_little_apart_share_a_tick() {

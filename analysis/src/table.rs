@@ -130,7 +130,10 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
          summed over flows at each sample; \"slow\" figures cover samples inside slow \
          phases. Not sent is `notsent_bytes`, summed the same way. TCP memory is \
          `/proc/net/sockstat` mem times the page size; it is global across network \
-         namespaces, so on one machine both hosts' figures are the same host's. RTT is the \
+         namespaces, so on one machine both hosts' figures are the same host's. Namespace \
+         TCP memory is the memory charged to every TCP socket of one side's own network \
+         namespace (send queue, receive queue, forward allocation), which tells sender from \
+         receiver on one machine. RTT is the \
          sender's smoothed RTT. Changes in brackets are against the run named in \"compared with\": by default the run with the kernel's default lowat on the same path (`--baseline LABEL` picks one).\n",
     );
     md

@@ -74,12 +74,21 @@ fn reports_real_runs_with_figures_matching_the_csvs() {
         let label = &row["label"];
         let want = expected(dir, |_| true);
         assert_eq!(row["status"], "complete", "{label}");
+        assert!(
+            want.tcp_mem_ns_peak_sender_mib > 0.0,
+            "{label}: namespace memory recorded"
+        );
         for (column, value, decimals) in [
             ("goodput_fast_mbps", want.goodput_fast_mbps, 3),
             ("goodput_slow_mbps", want.goodput_slow_mbps, 3),
             ("slow_queued_peak_mib", want.slow_queued_peak_mib, 4),
             ("slow_queued_mean_mib", want.slow_queued_mean_mib, 4),
             ("tcp_mem_peak_sender_mib", want.tcp_mem_peak_sender_mib, 4),
+            (
+                "tcp_mem_ns_peak_sender_mib",
+                want.tcp_mem_ns_peak_sender_mib,
+                4,
+            ),
             ("rtt_slow_mean_ms", want.rtt_slow_mean_ms, 3),
             ("rtt_min_ms", want.rtt_min_ms, 3),
         ] {

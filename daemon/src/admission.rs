@@ -119,6 +119,9 @@ struct State {
     by_source: HashMap<Source, usize>,
     /// Failures per source: (score, when it was last updated).
     failures: HashMap<Source, (f64, Instant)>,
+    /// Data connections that authenticated sessions in setup still await, per source: a
+    /// reader opening many flows at once must not meet the caps meant for strangers.
+    expected: HashMap<Source, usize>,
 }
 
 /// The pre-authentication gate shared by every connection.
@@ -126,6 +129,27 @@ pub(crate) struct Admission {
     limits: StartupLimits,
     per_source: usize,
     state: Mutex<State>,
+}
+
+/// A session's claim on the gate for its own data connections; withdrawn when dropped.
+/// Another session from the same source shares the count, so a withdrawal may end its
+/// claim early: its remaining connections then meet the ordinary caps, never more.
+pub(crate) struct Expected {
+    admission: Arc<Admission>,
+    source: Source,
+    flows: usize,
+}
+
+impl Drop for Expected {
+    fn drop(&mut self) {
+        let mut state = self.admission.state();
+        if let Some(left) = state.expected.get_mut(&self.source) {
+            *left = left.saturating_sub(self.flows);
+            if *left == 0 {
+                state.expected.remove(&self.source);
+            }
+        }
+    }
 }
 
 /// A connection's place among the unauthenticated; given back when dropped.
@@ -152,10 +176,17 @@ impl Admission {
     pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr, roll: f64) -> Result<Ticket, Why> {
         let source = Source::of(ip);
         let mut state = self.state();
-        if state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source {
+        let vouched = match state.expected.get_mut(&source) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        };
+        if !vouched && state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source {
             return Err(Why::SourceFull);
         }
-        if early_drop(&self.limits, state.pending, roll) {
+        if !vouched && early_drop(&self.limits, state.pending, roll) {
             return Err(Why::Full);
         }
         state.pending += 1;
@@ -164,6 +195,18 @@ impl Admission {
             admission: self.clone(),
             source,
         })
+    }
+
+    /// An authenticated session from `ip` awaits `flows` data connections: that many pass
+    /// the caps until the returned guard is dropped (the session has them, or gave up).
+    pub(crate) fn expect(self: &Arc<Self>, ip: IpAddr, flows: usize) -> Expected {
+        let source = Source::of(ip);
+        *self.state().expected.entry(source).or_default() += flows;
+        Expected {
+            admission: self.clone(),
+            source,
+            flows,
+        }
     }
 
     /// Records a failed authentication from `ip`; returns how long to wait before saying so.
@@ -232,6 +275,35 @@ mod tests {
         for bad in ["", "10:30", "a:b:c", "70:30:60", "10:130:60", "0"] {
             assert!(bad.parse::<StartupLimits>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_session_in_setup_vouches_for_its_own_flows() {
+        let gate = Admission::new(
+            StartupLimits {
+                start: 2,
+                rate_percent: 100,
+                full: 2,
+            },
+            2,
+        );
+        let reader: IpAddr = "192.0.2.1".parse().unwrap();
+        let held: Vec<_> = (0..2).map(|_| gate.admit(reader, 0.5).unwrap()).collect();
+        assert_eq!(gate.admit(reader, 0.5).err(), Some(Why::SourceFull));
+        let expected = gate.expect(reader, 3);
+        let flows: Vec<_> = (0..3).map(|_| gate.admit(reader, 0.5).unwrap()).collect();
+        // Three vouched for, no more; and a stranger still meets the full gate.
+        assert_eq!(gate.admit(reader, 0.5).err(), Some(Why::SourceFull));
+        assert_eq!(
+            gate.admit("192.0.2.9".parse().unwrap(), 0.5).err(),
+            Some(Why::Full)
+        );
+        drop(expected);
+        drop((held, flows));
+        assert_eq!(gate.pending(), 0);
+        let _again = gate.expect(reader, 1);
+        drop(_again);
+        assert!(gate.state().expected.is_empty());
     }
 
     #[test]

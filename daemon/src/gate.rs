@@ -31,7 +31,8 @@ enum Passed {
     /// A data connection signed for a session from the same address.
     Data(mpsc::Sender<DataConn>, DataConn),
     /// A control connection whose reader proved the key.
-    Control(Control, Authenticated),
+    /// Boxed: the hello it carries is large beside a data connection.
+    Control(Box<(Control, Authenticated)>),
 }
 
 /// Takes a new connection through the gate, then hands it on. The ticket (its place among
@@ -57,7 +58,10 @@ pub(crate) async fn handle_connection(
                 shared.refusals.note(peer.ip(), Why::BadData);
             }
         }
-        Passed::Control(conn, auth) => session::serve(conn, peer, auth, shared, stop).await,
+        Passed::Control(passed) => {
+            let (conn, auth) = *passed;
+            session::serve(conn, peer, auth, shared, stop).await
+        }
     }
 }
 
@@ -79,7 +83,7 @@ async fn pass(
         .with_max_frame_bytes(MAX_PREAUTH_FRAME_BYTES)
         .with_read_ahead(&first);
     match handshake(&mut conn, shared).await {
-        Ok(auth) => Ok(Passed::Control(conn, auth)),
+        Ok(auth) => Ok(Passed::Control(Box::new((conn, auth)))),
         Err(why) => {
             if why == Why::Unauthenticated {
                 // The refusal still goes out before the deadline, however long the penalty.

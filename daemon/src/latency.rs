@@ -18,6 +18,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 
+use crate::flow::Payload;
+
 /// Tagged writes awaiting their timestamps; older ones are dropped (a reset socket never
 /// reports them).
 const MAX_PENDING_TAGS: usize = 64;
@@ -169,9 +171,10 @@ impl<'a> Writer<'a> {
         })
     }
 
-    /// Waits until the socket is writable and writes `buf` once: the bytes the kernel took
+    /// Waits until the socket is writable and offers `payload` once (by `sendfile` when
+    /// `zerocopy`, except the tagged write, which needs `sendmsg`): the bytes the kernel took
     /// (0 when it was full after all, or the wake-up brought only TX timestamps).
-    pub(crate) async fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+    pub(crate) async fn write(&mut self, payload: &Payload, zerocopy: bool) -> io::Result<usize> {
         let fd = self.fd.as_ref().expect("registered between writes");
         let mut guard = fd.writable().await?;
         if guard.ready().is_write_closed() {
@@ -190,9 +193,9 @@ impl<'a> Writer<'a> {
         let tagged = self.probe.tag_due.swap(false, Ordering::Relaxed);
         let written_at = realtime();
         let result = if tagged {
-            timestamping::write_tagged(socket, buf)
+            timestamping::write_tagged(socket, payload.bytes())
         } else {
-            socket2::SockRef::from(socket).send(buf)
+            payload.offer(socket, zerocopy)
         };
         match result {
             Ok(n) => {

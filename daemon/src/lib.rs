@@ -13,6 +13,7 @@ mod flow;
 mod gate;
 mod latency;
 mod refusals;
+mod sampler;
 mod session;
 #[allow(unsafe_code)]
 mod sys;
@@ -67,8 +68,9 @@ pub struct DaemonConfig {
     pub refusal_summary_every: Duration,
     /// Shortest sampling interval a session may ask for.
     pub min_interval: Duration,
-    /// Size of the prefilled buffer each write offers the kernel, unless a session asks for
-    /// another.
+    /// Size of the prefilled buffer each write offers the kernel unless a session asks for
+    /// another: 256 KiB, as measured against 64 and 128 KiB with scripts/bench-loopback
+    /// (see `flow::write_forever`).
     pub write_chunk_bytes: usize,
     /// How long past its announced duration a session may stream before the daemon ends
     /// it (the reader normally says stop first).
@@ -141,12 +143,7 @@ struct Shared {
     routes: Mutex<HashMap<SessionId, Route>>,
     proc: Arc<ProcFiles>,
     /// The bytes every write offers; their content does not matter.
-    payload: Arc<[u8]>,
-}
-
-/// A prefilled write buffer of `len` bytes.
-fn payload(len: usize) -> Arc<[u8]> {
-    (0..len).map(|i| b"oscil-daemon payload "[i % 21]).collect()
+    payload: flow::Payload,
 }
 
 impl Shared {
@@ -219,7 +216,7 @@ pub async fn run(
 impl Shared {
     fn new(config: DaemonConfig) -> std::io::Result<Shared> {
         let proc_error = |e: oscil_kernel::ReadError| std::io::Error::other(e.to_string());
-        let payload = payload(config.write_chunk_bytes);
+        let payload = flow::Payload::new(config.write_chunk_bytes)?;
         Ok(Shared {
             sessions: Arc::new(Semaphore::new(config.max_sessions)),
             flows: Arc::new(Semaphore::new(config.max_total_flows as usize)),

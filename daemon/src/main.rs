@@ -73,6 +73,10 @@ struct Cli {
     /// as each flow's SO_MAX_PACING_RATE; a reader may ask for less, never more.
     #[arg(long, value_parser = parse_rate_bps, value_name = placeholder::RATE)]
     max_rate: Option<u64>,
+    /// Shortest sampling interval a reader may ask: each sample is one row per flow, so this
+    /// caps the rows a session sends per second (1ms for one flow is fine; for 1,000, not).
+    #[arg(long, default_value = "10ms", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    min_interval: Duration,
     /// Longest session served.
     #[arg(long, default_value = "15m", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
     max_session_time: Duration,
@@ -145,6 +149,7 @@ impl Cli {
             max_total_flows: self.max_total_flows,
             max_rate_bps: self.max_rate,
             max_session: self.max_session_time,
+            min_interval: self.min_interval,
             max_startups: self.max_startups,
             max_startups_per_source: usize::from(self.per_source_max_startups),
             preauth_timeout: self.preauth_timeout,

@@ -13,14 +13,12 @@ use oscil_protocol::control::{
     MAX_READER_FRAME_BYTES, MAX_WRITE_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::text::escape_peer;
-use oscil_protocol::ticker::Ticker;
-use oscil_protocol::{HostSample, Side};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout, Instant};
 
-use crate::flow::{write_forever, Flow};
+use crate::flow::{write_forever, Flow, Payload};
 use crate::{DaemonConfig, DataConn, ProcFiles, Route, Shared};
 
 pub(crate) type Control = Connection<TcpStream>;
@@ -92,9 +90,12 @@ pub(crate) async fn serve(
     };
     let started = Instant::now();
     let cost_before = ProcessCost::of_self();
-    let payload = payload_for(&hello, &shared.payload);
-    let (reason, tcpext_delta, wakeups) = match session.connect_flows(data_rx).await {
-        Ok(flows) => {
+    let expected = shared.admission.expect(peer.ip(), hello.flows as usize);
+    let connected = session.connect_flows(data_rx).await;
+    drop(expected);
+    let connected = connected.and_then(|flows| Ok((flows, payload_for(&hello, &shared.payload)?)));
+    let (reason, tcpext_delta, wakeups) = match connected {
+        Ok((flows, payload)) => {
             drop(route);
             session.stream(flows, &payload, &shared.proc).await
         }
@@ -121,10 +122,11 @@ pub(crate) async fn serve(
 }
 
 /// The session's write buffer: the daemon's own unless the hello asked for another size.
-fn payload_for(hello: &Hello, shared: &Arc<[u8]>) -> Arc<[u8]> {
+fn payload_for(hello: &Hello, shared: &Payload) -> Result<Payload, String> {
     match hello.write_size_bytes {
-        Some(n) if n as usize != shared.len() => crate::payload(n as usize),
-        _ => shared.clone(),
+        Some(n) if n as usize != shared.len() => Payload::new(n as usize)
+            .map_err(|e| format!("cannot make a write buffer of {n} bytes: {e}")),
+        _ => Ok(shared.clone()),
     }
 }
 
@@ -251,6 +253,7 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
             (Some(p), Some(s)) => Some(p.min(s)),
             (p, s) => p.or(s),
         },
+        zerocopy: asked.zerocopy || default.zerocopy,
     })
 }
 
@@ -411,7 +414,7 @@ impl Session<'_> {
     async fn stream(
         &mut self,
         flows: Vec<Flow>,
-        payload: &Arc<[u8]>,
+        payload: &Payload,
         proc: &Arc<ProcFiles>,
     ) -> (
         String,
@@ -423,14 +426,16 @@ impl Session<'_> {
         let mut writers = JoinSet::new();
         for flow in &flows {
             let (flow, payload) = (flow.clone(), payload.clone());
-            writers.spawn(async move { (flow.index, write_forever(flow, payload).await) });
+            let zerocopy = self.options.zerocopy;
+            writers
+                .spawn(async move { (flow.index, write_forever(flow, payload, zerocopy).await) });
         }
         let interval = Duration::from_micros(self.hello.interval_us);
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)
             .min(self.config.max_session);
         let end_at = start + length;
         let (stop_sampling, mut samples) =
-            spawn_sampler(flows.clone(), proc.clone(), start.into_std(), interval);
+            crate::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
         let reason = loop {
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => RunEvent::Control(m),
@@ -481,59 +486,6 @@ impl Session<'_> {
         };
         (reason, delta, wakeups)
     }
-}
-
-/// Samples every flow and the host at `t_s`.
-fn sample(flows: &[Flow], proc: &ProcFiles, t_s: f64) -> Result<DaemonMessage, String> {
-    let host = proc
-        .sockstat
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .read()
-        .map_err(|e| e.to_string())?;
-    Ok(DaemonMessage::Samples {
-        host: HostSample::from_sockstat(t_s, Side::Sender, &host),
-        flows: flows.iter().filter_map(|f| f.sample(t_s)).collect(),
-    })
-}
-
-/// Samples on its own OS thread on the shared `Ticker` until the returned sender sends or
-/// is dropped, then samples the partial interval once more. A tick that wakes late covers
-/// every interval it slept through in one sample; a slow control connection holds the
-/// thread back (the channel is small) rather than piling samples up in memory.
-fn spawn_sampler(
-    flows: Vec<Flow>,
-    proc: Arc<ProcFiles>,
-    start: std::time::Instant,
-    interval: Duration,
-) -> (
-    std::sync::mpsc::Sender<()>,
-    mpsc::Receiver<Result<DaemonMessage, String>>,
-) {
-    let t_s_of = move |at: std::time::Instant| at.duration_since(start).as_secs_f64();
-    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-    let (tx, rx) = mpsc::channel(4);
-    let report = tx.clone();
-    let spawned = std::thread::Builder::new()
-        .name("sampler".into())
-        .spawn(move || {
-            let mut ticker = Ticker::new(start, interval);
-            while let Some((_, now)) = ticker.wait(&stop_rx) {
-                if tx
-                    .blocking_send(sample(&flows, &proc, t_s_of(now)))
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            if let Some((_, now)) = ticker.partial() {
-                let _ = tx.blocking_send(sample(&flows, &proc, t_s_of(now)));
-            }
-        });
-    if let Err(e) = spawned {
-        let _ = report.try_send(Err(format!("cannot start the sampler thread: {e}")));
-    }
-    (stop_tx, rx)
 }
 
 /// Why a session ends on what came (or did not come) over the control connection.

@@ -335,3 +335,26 @@ async fn stop_before_start_ends_setup() {
         other => panic!("expected ended, got {other:?}"),
     }
 }
+
+/// The zero-copy mode sends the same bytes as the copying one: the payload's pattern, from
+/// its start, on every flow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zerocopy_sessions_stream_the_payload_pattern() {
+    let daemon = Daemon::start(DaemonConfig::default()).await;
+    let mut client = Client::connect(daemon.addr).await;
+    let options = SocketOptions {
+        zerocopy: true,
+        ..Default::default()
+    };
+    let (_, streams) = client
+        .start_session(hello(2, options, INTERVAL, LONG))
+        .await;
+    let pattern = b"oscil-daemon payload ";
+    for mut stream in streams {
+        let mut first = vec![0u8; 3 * pattern.len()];
+        stream.read_exact(&mut first).await.unwrap();
+        assert_eq!(first, pattern.repeat(3));
+    }
+    client.stop().await;
+    daemon.shutdown().await;
+}

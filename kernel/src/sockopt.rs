@@ -20,6 +20,11 @@ pub struct SocketOptions {
     pub congestion: Option<String>,
     /// `SO_MAX_PACING_RATE`, in bits per second (the kernel takes bytes per second).
     pub max_pacing_rate_bps: Option<u64>,
+    /// Send with `sendfile` from a memfd instead of copying with `write` (see
+    /// [`crate::sendfile`]). Not a socket option: the sender's way of writing, asked with
+    /// the options so that `run.json` records it. Absent in older hellos, hence the default.
+    #[serde(default)]
+    pub zerocopy: bool,
 }
 
 /// One line for logs: `notsent_lowat=16384 congestion=cubic`, or `kernel defaults`.
@@ -40,6 +45,9 @@ impl std::fmt::Display for SocketOptions {
         }
         if let Some(v) = self.max_pacing_rate_bps {
             parts.push(format!("max_pacing_rate={v}bit"));
+        }
+        if self.zerocopy {
+            parts.push("zerocopy".into());
         }
         if parts.is_empty() {
             f.write_str("kernel defaults")

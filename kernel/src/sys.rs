@@ -239,6 +239,19 @@ pub fn page_size_bytes() -> u64 {
     u64::try_from(v).unwrap_or(4096)
 }
 
+/// Gives the calling thread the nice value `nice` (lower runs sooner); lowering it below 0
+/// needs `CAP_SYS_NICE`, so an unprivileged caller gets `PermissionDenied`.
+pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: setpriority takes plain integers; on Linux PRIO_PROCESS with a thread id
+    // applies to that thread alone.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the (soft, hard) limits now in
 /// force.
 pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
@@ -260,9 +273,51 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
     Ok((limit.rlim_cur, limit.rlim_max))
 }
 
+/// `memfd_create(name, MFD_CLOEXEC)`: an anonymous file in memory.
+pub fn memfd_create(name: &std::ffi::CStr) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `name` is a NUL-terminated string valid for the call.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by the kernel and is owned by no one else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// `sendfile(out, file, &offset, len)`: returns the bytes the kernel took.
+pub fn sendfile(
+    out: BorrowedFd<'_>,
+    file: BorrowedFd<'_>,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let mut off = offset as libc::off_t;
+    // SAFETY: both fds are borrowed for the call; `off` is a valid, writable off_t.
+    let rc = unsafe { libc::sendfile(out.as_raw_fd(), file.as_raw_fd(), &mut off, len) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_can_lower_its_own_priority() {
+        // Raising the nice value needs no privilege; it applies to this thread alone.
+        let thread = std::thread::spawn(|| {
+            set_thread_nice(5).unwrap();
+            // SAFETY: getpriority takes plain integers.
+            unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+        });
+        assert_eq!(thread.join().unwrap(), 5);
+        // SAFETY: as above.
+        let mine = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+        assert_ne!(mine, 5, "the test thread's own priority is untouched");
+    }
 
     #[test]
     fn nofile_soft_limit_reaches_the_hard_limit() {

@@ -54,8 +54,32 @@ fn namespace_sum_agrees_with_sockstat() {
         .status()
         .expect("sysctl");
     assert!(sysctl.success());
+    // sockstat's count is global: other processes' TCP traffic during the few milliseconds
+    // between the two readings moves it too. That noise only ever adds, so up to three
+    // attempts are made and the closest one must agree.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
+    let mut attempts = Vec::new();
+    for _ in 0..3 {
+        let (sum, delta) = measure_in(&ns.0);
+        eprintln!("namespace sum {sum} bytes; sockstat fell by {delta} bytes when they closed");
+        // The kernel caches up to 1 MiB of reserve per CPU before it touches the global
+        // count. A writer that queued little met global memory pressure: try again.
+        let tolerance = cpus * (1 << 20) + sum / 20;
+        if sum > 4 << 20 && (sum - delta).abs() <= tolerance {
+            return;
+        }
+        attempts.push((sum, delta, tolerance));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    panic!(
+        "namespace sum against sockstat's fall, with the tolerance, in 3 attempts: {attempts:?}"
+    );
+}
+
+/// Runs the measuring child in the namespace: (namespace sum, sockstat's fall), bytes.
+fn measure_in(ns: &str) -> (i64, i64) {
     let output = Command::new("ip")
-        .args(["netns", "exec", &ns.0])
+        .args(["netns", "exec", ns])
         .arg(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -80,19 +104,10 @@ fn namespace_sum_agrees_with_sockstat() {
             .parse()
             .unwrap()
     };
-    let (sum, delta) = (
+    (
         figure("namespace_sum_bytes"),
         figure("sockstat_delta_bytes"),
-    );
-    eprintln!("namespace sum {sum} bytes; sockstat fell by {delta} bytes when they closed");
-    assert!(sum > 4 << 20, "the writer queued only {sum} bytes");
-    // The kernel caches up to 1 MiB of reserve per CPU before it touches the global count.
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
-    let tolerance = cpus * (1 << 20) + sum / 20;
-    assert!(
-        (sum - delta).abs() <= tolerance,
-        "namespace sum {sum} bytes, sockstat fell by {delta} bytes when they closed (tolerance {tolerance})"
-    );
+    )
 }
 
 /// Inside the fresh namespace: queue megabytes that nobody reads, sum them from the dump,
@@ -116,11 +131,8 @@ fn measure_inside() {
             Err(e) => panic!("write: {e}"),
         }
     }
-    let mut sum = 0u64;
-    Diag::open()
-        .unwrap()
-        .dump_tcp(|s| sum += s.charged_bytes())
-        .unwrap();
+    // What the samplers record as host.csv tcp_mem_ns_bytes.
+    let sum = Diag::open().unwrap().namespace_charged_bytes().unwrap();
     let held = oscil_kernel::sockstat::read().unwrap().tcp_mem_pages as i64;
     // Closing the unread end with data queued resets the connection: both queues go.
     drop(_unread);

@@ -95,7 +95,7 @@ pub struct Cli {
     /// Sampling interval [default: 100ms].
     #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
     pub interval: Option<String>,
-    /// Bytes the daemon offers the kernel per write [default: the daemon's, 64k]; the
+    /// Bytes the daemon offers the kernel per write [default: the daemon's, 256k]; the
     /// seed's lab wrote 16k.
     #[arg(long, value_name = "BYTES", help_heading = "Reading pattern")]
     pub write_size: Option<String>,

@@ -125,6 +125,13 @@ pub fn outcome(
         {
             (CampaignRunStatus::Complete, None)
         }
+        // The pattern ran and no byte was lost; a sampler merged some intervals, and the
+        // reason says which side and how many.
+        Ok(meta)
+            if meta.ending.status == oscil_protocol::RunStatus::Holes && end.code == Some(0) =>
+        {
+            (CampaignRunStatus::Complete, Some(meta.ending.reason))
+        }
         Ok(meta) => {
             let why = if end.stopped {
                 "the lab was asked to stop: "

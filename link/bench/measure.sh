@@ -6,28 +6,13 @@
 # OSCIL_LINK: the oscil-link binary (default: target/release/oscil-link); OSCIL_LINK_ARGS: more flags.
 set -euo pipefail
 rate=${1:?rate, e.g. 100mbit}; rtt=${2:?rtt, e.g. 100ms}; secs=${3:-20}; cc=${4:-bbr}; flows=${5:-1}
-bin=${OSCIL_LINK:-$(dirname "$0")/../../target/release/oscil-link}
 [[ $(id -u) == 0 ]] || { echo "measure.sh: needs root (network namespaces, TUN)" >&2; exit 1; }
 rtt_ms=${rtt%ms}; delay_us=$((rtt_ms * 500))
-a=olbA$$; b=olbB$$; dir=$(mktemp -d)
-link_pid=
-cleanup() {
-  [[ -n $link_pid ]] && kill "$link_pid" 2>/dev/null && wait "$link_pid" 2>/dev/null
-  ip netns pids "$b" 2>/dev/null | xargs -r kill 2>/dev/null || true
-  ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
-for n in "$a" "$b"; do
-  ip netns add "$n"; ip -n "$n" link set lo up
-  ip -n "$n" tuntap add dev osl0 mode tun vnet_hdr
-  ip -n "$n" link set osl0 up txqueuelen 10000
-  ip netns exec "$n" sysctl -qw net.ipv4.tcp_rmem="8192 262144 536870912" \
-    net.ipv4.tcp_wmem="4096 16384 536870912"
-done
-ip -n "$a" addr add 10.77.0.1/24 dev osl0; ip -n "$b" addr add 10.77.0.2/24 dev osl0
-"$bin" --a-netns "$a" --b-netns "$b" --rate "$rate" --delay "${delay_us}us" --stats "$dir/link.json" ${OSCIL_LINK_ARGS:-} &
-link_pid=$!
-sleep 0.5
+dir=$(mktemp -d)
+source "$(dirname "$0")/netns.sh"
+trap link_down EXIT INT TERM
+# shellcheck disable=SC2086
+link_up "$rate" "$delay_us" "$dir/link.json" ${OSCIL_LINK_ARGS:-}
 echo "== $rate, RTT $rtt (one-way ${delay_us}us each direction), ${flows} flow(s) of ${secs}s with $cc"
 ip netns exec "$a" ping -q -c 10 -i 0.2 10.77.0.2 | tail -1 | sed 's/^/idle ping: /'
 ip netns exec "$b" iperf3 -s -1 -D; sleep 0.3
@@ -69,7 +54,7 @@ print(f"TCP_INFO srtt of a paced 0.2 Mbit/s flow on the idle link: min {paced['m
       f" mean {paced['mean_rtt']/1e3:.2f} ms")
 for k in ("a_to_b", "b_to_a"):
     l, e = link[k]["link"], link[k]["emulator"]
-    print(f"{k}: in {l['packets_in']} pkts/{l['segments_in']} segs, dropped at queue {l['packets_dropped_queue']} pkts/"
+    print(f"{k}: in {l['packets_in']} pkts/{l['segments_in']} segs, dropped at queue {l['packets_dropped_queue']} pkts + cut {l['packets_truncated_queue']} pkts/"
           f"{l['segments_dropped_queue']} segs, max queue {l['max_queue_segments']}/{link['queue_limit']} segs;"
           f" emulator: tun tx_dropped {e['tun_tx_dropped']}, late>1ms {e['packets_late_over_1ms']},"
           f" max late {e['max_late_us']} us, max write {e['max_write_us']} us, ring full {e['ring_full_waits']}, realtime {e['realtime']}")

@@ -28,11 +28,16 @@ pub struct DelayLine {
 }
 
 impl DelayLine {
-    /// A ring of `capacity_bytes` (at least two frames). The memory is touched only as it
-    /// fills, so a generous capacity costs nothing on a slow link.
+    /// A ring of `capacity_bytes` (at least two frames), every page written once here:
+    /// faulting pages in on first use, at up to 1.25 GB/s, made deliveries late while the
+    /// ring filled for the first time on long, fast links.
     pub fn new(capacity_bytes: usize) -> Self {
+        let mut buf = vec![0u8; capacity_bytes.max(2 * MAX_FRAME)];
+        for page in buf.chunks_mut(4096) {
+            page[0] = std::hint::black_box(0);
+        }
         DelayLine {
-            buf: vec![0; capacity_bytes.max(2 * MAX_FRAME)],
+            buf,
             entries: VecDeque::new(),
             tail: 0,
             reserved_at: 0,

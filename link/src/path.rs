@@ -45,6 +45,9 @@ pub fn default_queue_limit(rate_bps: u64) -> u32 {
 pub enum Verdict {
     /// Deliver at this time (nanoseconds on the caller's clock).
     Deliver { at_ns: u64 },
+    /// The queue had room for only the first `segments` segments of a GSO packet: cut it
+    /// to those (`wire::truncate_tcp_gso`) and deliver them at `at_ns`; the rest are dropped.
+    DeliverFirst { segments: u32, at_ns: u64 },
     /// The bottleneck queue was full.
     DropQueue,
     /// Random loss.
@@ -60,8 +63,12 @@ pub struct PathStats {
     pub packets_forwarded: u64,
     pub segments_forwarded: u64,
     pub wire_bytes_forwarded: u64,
+    /// Packets dropped whole at the queue; `segments_dropped_queue` also counts the
+    /// segments cut from truncated packets.
     pub packets_dropped_queue: u64,
     pub segments_dropped_queue: u64,
+    /// GSO packets of which the queue took only the first segments.
+    pub packets_truncated_queue: u64,
     pub packets_dropped_loss: u64,
     pub segments_dropped_loss: u64,
     pub max_queue_segments: u32,
@@ -121,15 +128,36 @@ impl Path {
             return Verdict::DropLoss;
         }
         self.drain(now_ns);
-        // An empty queue takes even a packet larger than the limit, or a GSO packet of more
-        // segments than the limit could never pass.
-        if self.queued_segments > 0
-            && self.queued_segments as u64 + segments as u64 > self.config.queue_limit as u64
-        {
+        let room = (self.config.queue_limit as u64).saturating_sub(self.queued_segments as u64);
+        let kept = if segments as u64 <= room {
+            size
+        } else if size.truncatable && room > 0 {
+            // A router's drop-tail queue takes the segments that fit and drops the rest.
+            size.first(room as u32)
+        } else if self.queued_segments == 0 {
+            // An empty queue takes even a packet larger than the limit, or a packet that
+            // cannot be cut and is larger than the limit could never pass.
+            size
+        } else {
             self.stats.packets_dropped_queue += 1;
             self.stats.segments_dropped_queue += segments as u64;
             return Verdict::DropQueue;
+        };
+        let at_ns = self.enqueue(now_ns, kept);
+        if kept.segments < segments {
+            self.stats.packets_truncated_queue += 1;
+            self.stats.segments_dropped_queue += (segments - kept.segments) as u64;
+            return Verdict::DeliverFirst {
+                segments: kept.segments,
+                at_ns,
+            };
         }
+        Verdict::Deliver { at_ns }
+    }
+
+    /// Queues a packet behind the serializer; returns its delivery time.
+    fn enqueue(&mut self, now_ns: u64, size: WireSize) -> u64 {
+        let segments = size.segments.max(1);
         if self.last_departure_ns < now_ns {
             self.last_departure_ns = now_ns;
             self.departure_remainder = 0;
@@ -145,9 +173,7 @@ impl Path {
         self.stats.packets_forwarded += 1;
         self.stats.segments_forwarded += segments as u64;
         self.stats.wire_bytes_forwarded += size.bytes;
-        Verdict::Deliver {
-            at_ns: departure_ns + self.config.delay.as_nanos() as u64,
-        }
+        departure_ns + self.config.delay.as_nanos() as u64
     }
 
     /// Removes from the queue the packets whose serialization ended by `now_ns`.
@@ -198,7 +224,22 @@ mod tests {
     }
 
     fn packet(bytes: u64) -> WireSize {
-        WireSize { segments: 1, bytes }
+        WireSize {
+            segments: 1,
+            bytes,
+            segment_bytes: bytes,
+            truncatable: false,
+        }
+    }
+
+    /// A GSO packet of full 1514-byte segments, which the link can cut or not.
+    fn gso(segments: u32, truncatable: bool) -> WireSize {
+        WireSize {
+            segments,
+            bytes: segments as u64 * 1514,
+            segment_bytes: 1514,
+            truncatable,
+        }
     }
 
     #[test]
@@ -272,35 +313,57 @@ mod tests {
     #[test]
     fn gso_packets_occupy_one_slot_per_segment() {
         let mut path = Path::new(config(1_000_000_000, 0, 50));
-        let big = WireSize {
-            segments: 44,
-            bytes: 44 * 1514,
-        };
-        assert!(matches!(path.admit(0, big), Verdict::Deliver { .. }));
-        // 44 queued: a further 7-segment packet would exceed 50.
-        assert_eq!(
-            path.admit(
-                0,
-                WireSize {
-                    segments: 7,
-                    bytes: 7 * 1514
-                }
-            ),
-            Verdict::DropQueue
-        );
         assert!(matches!(
-            path.admit(
-                0,
-                WireSize {
-                    segments: 6,
-                    bytes: 6 * 1514
-                }
-            ),
+            path.admit(0, gso(44, false)),
             Verdict::Deliver { .. }
         ));
-        // A packet larger than the whole limit still passes an empty queue.
+        // 44 queued: a further 7-segment packet that cannot be cut would exceed 50.
+        assert_eq!(path.admit(0, gso(7, false)), Verdict::DropQueue);
+        assert!(matches!(
+            path.admit(0, gso(6, false)),
+            Verdict::Deliver { .. }
+        ));
+        // A packet larger than the whole limit that cannot be cut passes an empty queue.
         let mut path = Path::new(config(1_000_000_000, 0, 10));
-        assert!(matches!(path.admit(0, big), Verdict::Deliver { .. }));
+        assert!(matches!(
+            path.admit(0, gso(44, false)),
+            Verdict::Deliver { .. }
+        ));
+    }
+
+    #[test]
+    fn a_gso_packet_that_does_not_fit_keeps_the_segments_that_do() {
+        // 1 Gbit/s: a 1514-byte segment takes 12.112 us; 1 ms of delay.
+        let mut path = Path::new(config(1_000_000_000, 1, 50));
+        assert!(matches!(
+            path.admit(0, gso(44, true)),
+            Verdict::Deliver { .. }
+        ));
+        // 6 places left: the first 6 of 44 segments go, leaving after the 50th segment.
+        assert_eq!(
+            path.admit(0, gso(44, true)),
+            Verdict::DeliverFirst {
+                segments: 6,
+                at_ns: 50 * 12_112 + MS
+            }
+        );
+        assert_eq!(
+            path.admit(0, gso(2, true)),
+            Verdict::DropQueue,
+            "queue full"
+        );
+        let stats = path.stats();
+        assert_eq!(stats.packets_truncated_queue, 1);
+        assert_eq!(stats.packets_dropped_queue, 1);
+        assert_eq!(stats.segments_dropped_queue, 38 + 2);
+        assert_eq!(stats.segments_forwarded, 50);
+        assert_eq!(stats.wire_bytes_forwarded, 50 * 1514);
+        // An empty queue takes the first `queue_limit` segments of a longer packet.
+        let mut path = Path::new(config(1_000_000_000, 0, 10));
+        assert!(matches!(
+            path.admit(0, gso(44, true)),
+            Verdict::DeliverFirst { segments: 10, .. }
+        ));
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub struct CampaignRun {
     pub dir: PathBuf,
     pub settings: RunSettings,
     pub status: CampaignRunStatus,
-    /// Why a run is partial or failed.
+    /// Why a run is partial or failed, or what holes a complete run has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }

@@ -12,6 +12,7 @@ pub mod pattern;
 pub mod phase_figures;
 pub mod records;
 pub mod rundir;
+pub mod sampling;
 pub mod text;
 pub mod ticker;
 pub mod units;

@@ -48,6 +48,10 @@ pub struct Totals {
     /// Send-queue residence of the tagged writes (`residence_us`), mergeable; `None` where
     /// no tagged write completed.
     pub residence_us: Option<Histogram<u64>>,
+    /// Peak TCP memory of each side's own network namespace (host.csv `tcp_mem_ns_bytes`);
+    /// none in runs recorded before it was.
+    pub sender_tcp_mem_ns_peak_bytes: Option<u64>,
+    pub reader_tcp_mem_ns_peak_bytes: Option<u64>,
 }
 
 fn max_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -87,6 +91,14 @@ impl Totals {
         self.reader_tcp_mem_peak_pages = max_opt(
             self.reader_tcp_mem_peak_pages,
             other.reader_tcp_mem_peak_pages,
+        );
+        self.sender_tcp_mem_ns_peak_bytes = max_opt(
+            self.sender_tcp_mem_ns_peak_bytes,
+            other.sender_tcp_mem_ns_peak_bytes,
+        );
+        self.reader_tcp_mem_ns_peak_bytes = max_opt(
+            self.reader_tcp_mem_ns_peak_bytes,
+            other.reader_tcp_mem_ns_peak_bytes,
         );
         if let Some(theirs) = &other.residence_us {
             match &mut self.residence_us {
@@ -250,11 +262,18 @@ impl PhaseFigures {
             return;
         };
         let totals = &mut self.totals[i];
-        let peak = match row.side {
-            Side::Sender => &mut totals.sender_tcp_mem_peak_pages,
-            Side::Reader => &mut totals.reader_tcp_mem_peak_pages,
+        let (peak, ns_peak) = match row.side {
+            Side::Sender => (
+                &mut totals.sender_tcp_mem_peak_pages,
+                &mut totals.sender_tcp_mem_ns_peak_bytes,
+            ),
+            Side::Reader => (
+                &mut totals.reader_tcp_mem_peak_pages,
+                &mut totals.reader_tcp_mem_ns_peak_bytes,
+            ),
         };
         *peak = max_opt(*peak, Some(row.tcp_mem_pages));
+        *ns_peak = max_opt(*ns_peak, row.tcp_mem_ns_bytes);
     }
 
     /// Every span's totals, with each span's length cut at `end_s` (the run's end).
@@ -339,6 +358,7 @@ mod tests {
             inflight_bytes: 0,
             total_retrans: 0,
             pacing_rate_bps: 0,
+            span_s: 0.1,
             residence_us: None,
             write_to_ack_us: None,
         }
@@ -353,6 +373,7 @@ mod tests {
             tcp_tw: 0,
             tcp_alloc: 0,
             tcp_mem_pages: pages,
+            tcp_mem_ns_bytes: None,
         }
     }
 

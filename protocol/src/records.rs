@@ -71,11 +71,7 @@ impl ReaderSample {
     /// The seconds this row's bytes were read over: `span_s`, or the sampling interval in
     /// a run recorded before the column existed.
     pub fn span_or(&self, interval_s: f64) -> f64 {
-        if self.span_s > 0.0 {
-            self.span_s
-        } else {
-            interval_s
-        }
+        span_or(self.span_s, interval_s)
     }
 }
 
@@ -106,6 +102,11 @@ pub struct SenderSample {
     pub inflight_bytes: u64,
     pub total_retrans: u32,
     pub pacing_rate_bps: u64,
+    /// Seconds that `bytes` covers: one interval, several when the daemon's sampler woke
+    /// late, less for the last sample. Added after format 1 with a default of 0, "not
+    /// recorded", so older run directories load (readers then assume one interval).
+    #[serde(default)]
+    pub span_s: f64,
     /// Microseconds the interval's tagged write waited in the send queue (from the write
     /// to its TX timestamp at the device); empty when none completed in this interval or
     /// the kernel gives no TX timestamps.
@@ -114,6 +115,14 @@ pub struct SenderSample {
     /// Microseconds from the tagged write to its acknowledgement; empty likewise.
     #[serde(default)]
     pub write_to_ack_us: Option<u64>,
+}
+
+fn span_or(span_s: f64, interval_s: f64) -> f64 {
+    if span_s > 0.0 {
+        span_s
+    } else {
+        interval_s
+    }
 }
 
 /// `host.csv`: one host's `/proc/net/sockstat` TCP line at one interval.
@@ -127,10 +136,23 @@ pub struct HostSample {
     pub tcp_alloc: u64,
     /// TCP memory in pages; global across network namespaces on this kernel.
     pub tcp_mem_pages: u64,
+    /// TCP memory charged to every TCP socket of this side's own network namespace
+    /// (send queue, receive queue, forward allocation), bytes, from the sampler's
+    /// sock_diag dump: unlike `tcp_mem_pages` it tells sender from receiver on one host.
+    /// Summed at most every 100 ms (the dump walks the kernel's whole socket table), so
+    /// empty on the ticks between at shorter intervals; empty in runs before format 1.1.
+    #[serde(default)]
+    pub tcp_mem_ns_bytes: Option<u64>,
 }
 
 impl HostSample {
-    pub fn from_sockstat(t_s: f64, side: Side, s: &oscil_kernel::Sockstat) -> Self {
+    /// A row from sockstat and, when summed at this tick, the namespace's charged TCP memory.
+    pub fn from_kernel(
+        t_s: f64,
+        side: Side,
+        s: &oscil_kernel::Sockstat,
+        tcp_mem_ns_bytes: Option<u64>,
+    ) -> Self {
         HostSample {
             t_s,
             side,
@@ -139,16 +161,23 @@ impl HostSample {
             tcp_tw: s.tcp_tw,
             tcp_alloc: s.tcp_alloc,
             tcp_mem_pages: s.tcp_mem_pages,
+            tcp_mem_ns_bytes,
         }
     }
 }
 
 impl SenderSample {
+    /// The seconds this row's bytes were written over: `span_s`, or the sampling interval
+    /// in a run recorded before the column existed.
+    pub fn span_or(&self, interval_s: f64) -> f64 {
+        span_or(self.span_s, interval_s)
+    }
+
     /// Builds a row from what the kernel said of the socket at `t_s`.
     pub fn from_kernel(
         t_s: f64,
         flow: u32,
-        bytes: u64,
+        (bytes, span_s): (u64, f64),
         info: &oscil_kernel::TcpInfo,
         mem: &oscil_kernel::SkMemInfo,
     ) -> Self {
@@ -168,6 +197,7 @@ impl SenderSample {
             inflight_bytes: info.inflight_bytes_est(),
             total_retrans: info.total_retrans,
             pacing_rate_bps: info.pacing_rate_bps,
+            span_s,
             residence_us: None,
             write_to_ack_us: None,
         }

@@ -22,6 +22,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::control::WakeupFigures;
 use crate::pattern::{PatternConfig, PhaseSpan};
 use crate::records::{HostSample, ReaderSample, SenderSample};
+use crate::sampling::Sampling;
 
 /// Bumped when a reader of an older directory would misread a newer one.
 pub const FORMAT_VERSION: u32 = 1;
@@ -79,10 +80,11 @@ impl Columns for SenderSample {
         "inflight_bytes",
         "total_retrans",
         "pacing_rate_bps",
+        "span_s",
         "residence_us",
         "write_to_ack_us",
     ];
-    const ADDED_LATER: &'static [&'static str] = &["residence_us", "write_to_ack_us"];
+    const ADDED_LATER: &'static [&'static str] = &["span_s", "residence_us", "write_to_ack_us"];
 }
 
 impl Columns for HostSample {
@@ -95,7 +97,9 @@ impl Columns for HostSample {
         "tcp_tw",
         "tcp_alloc",
         "tcp_mem_pages",
+        "tcp_mem_ns_bytes",
     ];
+    const ADDED_LATER: &'static [&'static str] = &["tcp_mem_ns_bytes"];
 }
 
 /// `run.json`: everything needed to know what a run measured.
@@ -130,6 +134,9 @@ pub struct RunMeta {
     /// Per flow, the daemon's POLLOUT wake-ups; empty when the daemon did not say.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wakeups: Vec<WakeupFigures>,
+    /// How well each side's sampler kept its clock; absent in runs recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
 }
 
 /// CPU and context switches of both ends over the session; a side is `None` where `/proc`
@@ -165,6 +172,9 @@ pub enum RunStatus {
     Complete,
     /// The run was cut short; `Ending::reason` says why.
     Partial,
+    /// The whole pattern ran but a sampler fell behind: some intervals have no row of their
+    /// own (`RunMeta::sampling` counts them, `Ending::reason` says which side).
+    Holes,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -456,6 +466,7 @@ mod tests {
             lab: None,
             cost: None,
             wakeups: Vec::new(),
+            sampling: None,
         }
     }
 
@@ -491,6 +502,7 @@ mod tests {
             tcp_tw: 1,
             tcp_alloc: 5,
             tcp_mem_pages: 12,
+            tcp_mem_ns_bytes: Some(49152),
         };
         writer.host_row(&host_row).unwrap();
         let ending = Ending {

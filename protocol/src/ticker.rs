@@ -51,9 +51,26 @@ impl Ticker {
     }
 }
 
+/// The seconds a sample at `t_s` holds: the intervals it was handed, cut at `t_s` for the
+/// last, partial one (work is filed under the interval it completed in). Both samplers
+/// record it, so a tick that woke late says how much it covers instead of hiding a hole.
+pub fn covered_s(t_s: f64, intervals: &Range<u64>, interval_s: f64) -> f64 {
+    let end_s = (intervals.end as f64 * interval_s).min(t_s);
+    (end_s - intervals.start as f64 * interval_s).max(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_tick_covers_every_interval_it_slept_through() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(covered_s(0.1003, &(0..1), 0.1), 0.1));
+        assert!(close(covered_s(0.4501, &(1..4), 0.1), 0.3));
+        // The last sample of a run, taken 30 ms into its interval.
+        assert!(close(covered_s(0.53, &(5..6), 0.1), 0.03));
+    }
 
     #[test]
     fn ticks_hand_out_every_interval_once_on_absolute_deadlines() {

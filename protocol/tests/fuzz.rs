@@ -64,6 +64,7 @@ fn corpus() -> Vec<Vec<u8>> {
         tcp_tw: 0,
         tcp_alloc: 3,
         tcp_mem_pages: 12,
+        tcp_mem_ns_bytes: Some(49152),
     };
     let welcome = DaemonMessage::Welcome(Welcome {
         version: PROTOCOL_VERSION,

@@ -63,6 +63,12 @@ impl SampleCheck {
         if host.tcp_mem_pages > MAX_TCP_MEM_PAGES {
             return Err(format!("{} pages of TCP memory", host.tcp_mem_pages));
         }
+        if let Some(bytes) = host
+            .tcp_mem_ns_bytes
+            .filter(|&b| b > MAX_TCP_MEM_PAGES << 12)
+        {
+            return Err(format!("{bytes} bytes of namespace TCP memory"));
+        }
         if !(0.0..=elapsed_s + CLOCK_SLACK_S).contains(&t_s) {
             return Err(format!(
                 "t_s {t_s} is outside the session (0 to {elapsed_s:.3} s so far)"
@@ -105,6 +111,12 @@ impl SampleCheck {
             };
             if std::mem::replace(slot, true) {
                 return Err(format!("two rows for flow {} at t_s {t_s}", row.flow));
+            }
+            if !(0.0..=t_s).contains(&row.span_s) {
+                return Err(format!(
+                    "a row of flow {} covering {} s at t_s {t_s}",
+                    row.flow, row.span_s
+                ));
             }
             if row.t_s != t_s {
                 return Err(format!(
@@ -157,6 +169,7 @@ mod tests {
             tcp_tw: 0,
             tcp_alloc: 1,
             tcp_mem_pages: 1,
+            tcp_mem_ns_bytes: Some(4096),
         }
     }
 
@@ -220,6 +233,22 @@ mod tests {
                 "two rows for flow 1",
             ),
             (host(0.1, Side::Sender), vec![row(0.7, 1)], "at t_s 0.7"),
+            (
+                HostSample {
+                    tcp_mem_ns_bytes: Some(u64::MAX),
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "bytes of namespace TCP memory",
+            ),
+            (
+                host(0.1, Side::Sender),
+                vec![SenderSample {
+                    span_s: f64::NAN,
+                    ..row(0.1, 0)
+                }],
+                "covering NaN s",
+            ),
         ];
         for (h, rows, expected) in cases {
             let reason = check().check(&h, &rows, 1.0).unwrap_err();

@@ -11,9 +11,12 @@ use tokio::time::{sleep_until, timeout_at, Instant};
 
 use crate::pacer::{Pacer, Step};
 
-/// Reads of up to this size. Larger buffers fall out of the CPU cache: on loopback 256 KiB
-/// reads and writes gave 10 Gbit/s where 64 KiB gave 20 (scripts/bench-loopback).
-const READ_BUF_BYTES: usize = 64 << 10;
+/// Reads of up to this size. Each read that empties the receive queue sends the task back
+/// through the runtime's poller (epoll, a wake-up, a context switch: 17% of the reader's
+/// time with 64 KiB reads under perf), so fewer, larger reads matter more than the cache:
+/// on loopback 256 KiB reads and writes gave 58-69 Gbit/s where 64 KiB gave 41-42
+/// (cubic; docs/PERFORMANCE.md). iperf3 reads 128 KiB.
+const READ_BUF_BYTES: usize = 256 << 10;
 
 /// Sample intervals the byte counters remember; the sampler is never this far behind.
 const SLOTS: usize = 64;

@@ -187,15 +187,18 @@ pub async fn run(
         lab: config.lab_meta.clone(),
         cost: None,
         wakeups: Vec::new(),
+        sampling: None,
     };
-    let recorder = SharedRecorder::new(Recorder {
-        writer: RunWriter::create(&config.out, config.force, meta)?,
-        summary: SummaryBuilder::new(
+    let recorder = SharedRecorder::new(Recorder::new(
+        RunWriter::create(&config.out, config.force, meta)?,
+        SummaryBuilder::new(
             schedule.clone(),
             config.interval.as_secs_f64(),
             page_size_bytes,
         ),
-    });
+        config.flows,
+        config.interval.as_secs_f64(),
+    ));
     let tcpext_before = netstat::read().ok();
 
     let session::Session {
@@ -328,13 +331,17 @@ pub async fn run(
         .is_none()
         .then(|| "the daemon did not confirm the end of the session".to_string());
     let reason = cut_short.or(sample_error).or(unconfirmed);
+    let sampling = recorder.sampling();
+    let holes = sampling.holes();
+    recorder.writer.meta_mut().sampling = Some(sampling);
+    let (status, reason) = match (reason, holes) {
+        (Some(reason), _) => (RunStatus::Partial, reason),
+        (None, Some(holes)) => (RunStatus::Holes, holes),
+        (None, None) => (RunStatus::Complete, "pattern complete".into()),
+    };
     let ending = Ending {
-        status: if reason.is_none() {
-            RunStatus::Complete
-        } else {
-            RunStatus::Partial
-        },
-        reason: reason.unwrap_or_else(|| "pattern complete".into()),
+        status,
+        reason,
         duration_s: end_s,
         ended_unix_ms: unix_ms(),
     };

@@ -96,6 +96,9 @@ struct Args {
     /// write, so large writes hide what small ones show.
     #[arg(long, default_value_t = DEFAULT_WRITE_BYTES, value_parser = parse_write_size, value_name = "BYTES")]
     write_size: u32,
+    /// The daemon sends with sendfile from an in-memory file instead of write, as iperf3 -Z.
+    #[arg(long)]
+    zerocopy: bool,
     /// SO_RCVBUF for the reader's own sockets (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     rcvbuf: Option<u32>,
@@ -222,6 +225,7 @@ impl Args {
                 rcvbuf_bytes: None,
                 congestion: self.congestion,
                 max_pacing_rate_bps: self.pacing_rate,
+                zerocopy: self.zerocopy,
             },
             reader_request: SocketOptions {
                 rcvbuf_bytes: self.rcvbuf,
@@ -266,7 +270,27 @@ fn fail(code: u8, error: &anyhow::Error, json: bool) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Descriptors the reader holds beside its data connections: the control connection, the
+/// run files, the runtime's epoll and wakers, the sampler's netlink socket, stdio.
+const FILES_BESIDE_FLOWS: u64 = 64;
+
+/// Raises the open files limit as far as the hard limit allows, and refuses before
+/// connecting when `flows` still cannot fit.
+fn make_room_for(flows: u32) -> anyhow::Result<()> {
+    let needed = u64::from(flows) + FILES_BESIDE_FLOWS;
+    let (soft, hard) = oscil_kernel::raise_nofile_limit()
+        .context("cannot raise the open files limit (RLIMIT_NOFILE)")?;
+    if needed > soft {
+        anyhow::bail!(
+            "--flows {flows} needs about {needed} open files, but this process may open {soft} \
+             (hard limit {hard}): raise it (ulimit -Hn as root, or LimitNOFILE=) or ask fewer flows"
+        );
+    }
+    Ok(())
+}
+
 fn run(config: ReaderConfig) -> anyhow::Result<Outcome> {
+    make_room_for(config.flows)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -301,7 +325,9 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
     let meta = &outcome.meta;
     let ending = &meta.ending;
     let code = match ending.status {
-        RunStatus::Complete => cli::exit::OK,
+        // Holes lose no bytes, only time resolution, and the rows say which span each
+        // covers: the run is usable, so it exits 0 with a line and a status that say so.
+        RunStatus::Complete | RunStatus::Holes => cli::exit::OK,
         RunStatus::Partial => cli::exit::CUT_SHORT,
     };
     if json {
@@ -317,6 +343,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
             "versions": { "reader": meta.reader_software, "daemon": meta.daemon_software },
             "sender_options": meta.sender_options,
             "phases": outcome.summary.phases,
+            "cycles": outcome.summary.cycles,
         });
         println!(
             "{}",
@@ -325,11 +352,16 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
     } else if !quiet {
         print!("{}", outcome.summary);
     }
-    if ending.status == RunStatus::Partial {
-        eprintln!(
+    match ending.status {
+        RunStatus::Partial => eprintln!(
             "oscil-reader: run cut short after {:.1} s: {} (the run directory holds everything up to then)",
             ending.duration_s, ending.reason
-        );
+        ),
+        RunStatus::Holes => eprintln!(
+            "oscil-reader: run has holes: {} (run.json \"sampling\" counts them)",
+            ending.reason
+        ),
+        RunStatus::Complete => {}
     }
     ExitCode::from(code)
 }

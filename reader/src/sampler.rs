@@ -1,4 +1,5 @@
-//! Samples the reader's side of every flow at the interval, on absolute deadlines.
+//! Samples the reader's side of every flow at the interval, on absolute deadlines, through
+//! sock_diag (one netlink round trip for every flow, and the namespace's TCP memory).
 //!
 //! It runs on its own OS thread: when the reading tasks keep the async workers busy, their
 //! timers fire late, and a sample 100 ms late is a wrong throughput figure.
@@ -8,9 +9,10 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oscil_kernel::{meminfo, sockstat, tcp_info};
+use oscil_kernel::diag::{Probe, Watched};
+use oscil_kernel::{sockstat, ProcFile, Sockstat};
 use oscil_protocol::pattern::phase_of_sample;
-use oscil_protocol::ticker::Ticker;
+use oscil_protocol::ticker::{covered_s, Ticker};
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, RunDirError, Side};
 
 use crate::flow::Flow;
@@ -31,43 +33,60 @@ pub struct Sampler {
 pub enum SampleError {
     #[error("recording the run: {0}")]
     Record(#[from] RunDirError),
-    #[error("flow {flow}: reading TCP_INFO or SO_MEMINFO: {source}")]
-    Socket { flow: u32, source: std::io::Error },
+    #[error("flow {flow}: the kernel no longer lists its socket")]
+    Socket { flow: u32 },
+    #[error("sampling the sockets with sock_diag: {0}")]
+    Diag(#[from] std::io::Error),
     #[error("reading /proc/net/sockstat: {0}")]
     Sockstat(#[from] oscil_kernel::ReadError),
+}
+
+/// What a running sampler reads: opened once, so a tick reads and parses, nothing more.
+struct Sources {
+    probe: Probe,
+    sockstat: ProcFile<Sockstat>,
 }
 
 impl Sampler {
     /// Samples until `stop` receives (or its sender is dropped), then takes a last sample so
     /// that the bytes read since the last tick are not lost.
     pub fn run(self, stop: Receiver<()>) -> Result<(), SampleError> {
+        // Without the privilege it runs at the default priority; lateness shows in run.json.
+        let _ = oscil_kernel::prioritise_this_thread();
+        let mut sources = Sources {
+            probe: Probe::new(Watched::new(self.flows.iter().map(|f| &f.stream))?)?,
+            sockstat: sockstat::open()?,
+        };
         let mut ticker = Ticker::new(self.start, self.interval);
         while let Some((intervals, now)) = ticker.wait(&stop) {
-            self.sample(now, intervals)?;
+            self.sample(&mut sources, now, intervals)?;
         }
         if let Some((intervals, now)) = ticker.partial() {
-            self.sample(now, intervals)?;
+            self.sample(&mut sources, now, intervals)?;
         }
         self.progress.finish();
         Ok(())
     }
 
     /// One row per flow at `now`, with the bytes read in `intervals`.
-    fn sample(&self, now: Instant, intervals: Range<u64>) -> Result<(), SampleError> {
+    fn sample(
+        &self,
+        sources: &mut Sources,
+        now: Instant,
+        intervals: Range<u64>,
+    ) -> Result<(), SampleError> {
         let t_s = now.duration_since(self.start).as_secs_f64();
         let phase = phase_of_sample(&self.schedule, t_s, self.interval.as_secs_f64())
             .or_else(|| self.schedule.last().map(|s| s.phase))
             .unwrap_or(Phase::Fast);
         let span_s = covered_s(t_s, &intervals, self.interval.as_secs_f64());
+        let snapshot = sources.probe.snapshot(now)?;
         let mut total_bytes = 0;
         let mut rows = Vec::with_capacity(self.flows.len());
-        for flow in &self.flows {
-            let socket_error = |source| SampleError::Socket {
-                flow: flow.index,
-                source,
-            };
-            let info = tcp_info::read(&flow.stream).map_err(socket_error)?;
-            let mem = meminfo::read(&flow.stream).map_err(socket_error)?;
+        for (flow, socket) in self.flows.iter().zip(&snapshot.sockets) {
+            let (info, mem) = socket
+                .as_ref()
+                .ok_or(SampleError::Socket { flow: flow.index })?;
             let bytes = flow.take_bytes_read(intervals.clone());
             total_bytes += bytes;
             rows.push(ReaderSample::from_kernel(
@@ -76,34 +95,18 @@ impl Sampler {
                 phase,
                 (bytes, span_s),
                 flow.budget_bytes(),
-                &info,
-                &mem,
+                info,
+                mem,
             ));
         }
-        let host = HostSample::from_sockstat(t_s, Side::Reader, &sockstat::read()?);
+        let host = HostSample::from_kernel(
+            t_s,
+            Side::Reader,
+            &sources.sockstat.read()?,
+            snapshot.namespace_charged_bytes,
+        );
         self.recorder.record(|r| r.reader(&rows, &host))?;
         self.progress.update(t_s, total_bytes);
         Ok(())
-    }
-}
-
-/// The seconds of reading a sample at `t_s` holds: the bytes of `intervals`, cut at `t_s`
-/// for the last, partial one (reads are filed under the interval they completed in).
-fn covered_s(t_s: f64, intervals: &Range<u64>, interval_s: f64) -> f64 {
-    let end_s = (intervals.end as f64 * interval_s).min(t_s);
-    (end_s - intervals.start as f64 * interval_s).max(0.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_late_tick_covers_every_interval_it_slept_through() {
-        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        assert!(close(covered_s(0.1003, &(0..1), 0.1), 0.1));
-        assert!(close(covered_s(0.4501, &(1..4), 0.1), 0.3));
-        // The last sample of a run, taken 30 ms into its interval.
-        assert!(close(covered_s(0.53, &(5..6), 0.1), 0.03));
     }
 }

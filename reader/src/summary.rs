@@ -55,6 +55,17 @@ impl PhaseSummary {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
     pub phases: BTreeMap<Phase, PhaseSummary>,
+    /// The same figures for each phase of each cycle, in the order they ran.
+    pub cycles: Vec<CycleSummary>,
+}
+
+/// One phase of one cycle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CycleSummary {
+    pub cycle: u32,
+    pub phase: Phase,
+    #[serde(flatten)]
+    pub figures: PhaseSummary,
 }
 
 /// Running totals per span of the schedule.
@@ -91,7 +102,19 @@ impl SummaryBuilder {
     /// The summary of what ran until `end_s`.
     pub fn finish(self, end_s: f64) -> Summary {
         let phases = self.figures.finish(end_s);
-        let mut summary = Summary::default();
+        let mut summary = Summary {
+            cycles: phases
+                .spans
+                .iter()
+                .filter(|s| s.totals.seconds > 0.0)
+                .map(|s| CycleSummary {
+                    cycle: s.span.cycle,
+                    phase: s.span.phase,
+                    figures: PhaseSummary::new(&s.totals, self.page_size_bytes),
+                })
+                .collect(),
+            ..Summary::default()
+        };
         for phase in [Phase::Fast, Phase::Slow] {
             if self.schedule.iter().any(|s| s.phase == phase) {
                 let totals = phases.merged(phase, |_| true);
@@ -104,42 +127,106 @@ impl SummaryBuilder {
     }
 }
 
+/// Fits 80 columns: units go in the two header lines, not beside every number; the
+/// residence of the tagged writes gets a small table of its own below, when any was timed.
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<6} {:>8} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}  residence p50/p90/p99/max",
-            "phase",
-            "seconds",
-            "goodput",
-            "notsent peak",
-            "notsent mean",
-            "wmem_queued pk",
-            "rtt mean",
-            "tcp mem peak",
+            "{:<5} {:>6} {:>9} {:>16} {:>10} {:>7} {:>9}",
+            "", "", "goodput", "not sent (MiB)", "queued", "rtt", "tcp mem"
+        )?;
+        writeln!(
+            f,
+            "{:<5} {:>6} {:>9} {:>8} {:>7} {:>10} {:>7} {:>9}",
+            "phase", "secs", "Mbit/s", "peak", "mean", "peak MiB", "ms", "peak MiB"
         )?;
         for (phase, s) in &self.phases {
             writeln!(
                 f,
-                "{:<6} {:>8.1} {:>16} {:>14} {:>14} {:>16} {:>10} {:>14}  {}",
+                "{:<5} {:>6.1} {:>9.1} {:>8.2} {:>7.2} {:>10.2} {:>7.1} {:>9.2}",
                 phase.as_str(),
                 s.seconds,
-                format!("{:.1} Mbit/s", s.goodput_bps / 1e6),
+                s.goodput_bps / 1e6,
                 mib(s.notsent_peak_bytes as f64),
                 mib(s.notsent_mean_bytes),
                 mib(s.wmem_queued_peak_bytes as f64),
-                format!("{:.1} ms", s.sender_rtt_mean_us / 1000.0),
+                s.sender_rtt_mean_us / 1000.0,
                 mib(s.sender_tcp_mem_peak_bytes as f64),
-                s.residence_ms.map_or("n/a".into(), |q| format!(
-                    "{:.1}/{:.1}/{:.1}/{:.1} ms",
-                    q[0], q[1], q[2], q[3]
-                )),
             )?;
+        }
+        if self.phases.values().any(|s| s.residence_ms.is_some()) {
+            writeln!(f)?;
+            writeln!(f, "{:<5} {:>35}", "", "send-queue residence (ms)")?;
+            writeln!(
+                f,
+                "{:<5} {:>8} {:>8} {:>8} {:>8}",
+                "phase", "p50", "p90", "p99", "max"
+            )?;
+            for (phase, s) in &self.phases {
+                match s.residence_ms {
+                    Some([p50, p90, p99, max]) => writeln!(
+                        f,
+                        "{:<5} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+                        phase.as_str(),
+                        p50,
+                        p90,
+                        p99,
+                        max
+                    )?,
+                    None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
+                }
+            }
         }
         Ok(())
     }
 }
 
-fn mib(bytes: f64) -> String {
-    format!("{:.2} MiB", bytes / (1024.0 * 1024.0))
+fn mib(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printed_summary_with_residence_fits_80_columns() {
+        let wide = PhaseSummary {
+            seconds: 12345.6,
+            bytes_read: u64::MAX,
+            goodput_bps: 99_999e6,
+            notsent_peak_bytes: 9_999 << 20,
+            notsent_mean_bytes: 999.0 * 1048576.0,
+            wmem_queued_peak_bytes: 99_999 << 20,
+            wmem_queued_mean_bytes: 0.0,
+            sender_rtt_mean_us: 9_999_000.0,
+            sender_tcp_mem_peak_bytes: 99_999 << 20,
+            residence_ms: Some([1.5, 20.25, 999.0, 99_999.0]),
+        };
+        let summary = Summary {
+            phases: [
+                (Phase::Fast, wide.clone()),
+                (
+                    Phase::Slow,
+                    PhaseSummary {
+                        residence_ms: None,
+                        ..wide
+                    },
+                ),
+            ]
+            .into(),
+            cycles: Vec::new(),
+        };
+        let text = summary.to_string();
+        assert!(text.contains("residence"), "{text}");
+        assert!(text.contains("99999.00"), "{text}");
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "{} columns: {line:?}",
+                line.len()
+            );
+        }
+    }
 }

@@ -4,7 +4,7 @@ mod util;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use oscil_testkit::{free_port, Daemon};
 use util::{reader, run_reader};
@@ -30,15 +30,24 @@ fn only_line(stderr: &str) -> &str {
     lines[0]
 }
 
-#[test]
-fn unreachable_daemon() {
+/// Runs `command` (the reader, or a shell that runs it) against a port where nothing
+/// listens, with `extra` arguments: the address, the output, and the directory it had.
+fn to_nowhere(mut command: Command, extra: &[&str]) -> (String, Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let addr = format!("127.0.0.1:{}", free_port());
-    let output = reader()
-        .args(["--connect", &addr, "--quiet", "--out"])
+    let output = command
+        .args(["--connect", &addr, "--quiet"])
+        .args(extra)
+        .arg("--out")
         .arg(dir.path().join("run"))
         .output()
         .unwrap();
+    (addr, output, dir)
+}
+
+#[test]
+fn unreachable_daemon() {
+    let (addr, output, _dir) = to_nowhere(reader(), &[]);
     let stderr = failure(&output);
     let line = only_line(&stderr);
     assert!(
@@ -163,4 +172,23 @@ fn output_directory_problems() {
     std::fs::write(&file, "").unwrap();
     let stderr = failure(&run_reader(&daemon, &file.join("run"), &[]));
     assert!(only_line(&stderr).contains("a-file"), "{stderr}");
+}
+
+#[test]
+fn flows_that_cannot_fit_the_open_files_limit_are_refused_before_connecting() {
+    // A hard limit of 256 descriptors (lowering it needs no privilege), 1,000 flows asked;
+    // nothing listens on the port: the refusal must come before any connection.
+    let mut shell = Command::new("bash");
+    shell
+        .args(["-c", "ulimit -n 256 && exec \"$0\" \"$@\""])
+        .arg(oscil_testkit::workspace_bin("oscil-reader"));
+    let (_, output, dir) = to_nowhere(shell, &["--flows", "1000"]);
+    let stderr = failure(&output);
+    let line = only_line(&stderr);
+    assert!(
+        line.contains("--flows 1000 needs about 1064 open files") && line.contains("may open 256"),
+        "{line}"
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!dir.path().join("run").exists(), "nothing written");
 }

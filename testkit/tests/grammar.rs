@@ -201,6 +201,31 @@ fn reader_takes_iperf3_habits() {
         .as_str()
         .unwrap()
         .contains("oscil"));
+    assert_eq!(json["cycles"][0]["cycle"], 1);
+    assert_eq!(json["cycles"][0]["phase"], "fast");
+
+    // Without -J, the summary fits an 80-column terminal.
+    let output = run(
+        "oscil-reader",
+        &[
+            "-c",
+            &daemon.addr.to_string(),
+            "-o",
+            dir.path().join("plain").to_str().unwrap(),
+            "--fast",
+            "1s",
+            "--slow",
+            "1s",
+            "--cycles",
+            "1",
+        ],
+    );
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.contains("slow"), "{summary}");
+    assert!(
+        summary.lines().all(|l| l.chars().count() <= 80),
+        "{summary}"
+    );
 }
 
 #[test]

@@ -55,13 +55,15 @@ pub fn png_size(path: &Path) -> (u32, u32) {
 /// middle of the interval that ends at it (a reader row after the end, to the last span);
 /// goodput of a phase = 8 x the bytes read in its rows / its length in the schedule;
 /// queued = wmem_queued summed over the flows of each sampling tick; RTT over sender rows
-/// with an estimate; TCP memory = peak sender-side sockstat pages x page size.
+/// with an estimate; TCP memory = peak sender-side sockstat pages x page size, and the peak
+/// of the sender namespace's `tcp_mem_ns_bytes`.
 pub struct Expected {
     pub goodput_fast_mbps: f64,
     pub goodput_slow_mbps: f64,
     pub slow_queued_peak_mib: f64,
     pub slow_queued_mean_mib: f64,
     pub tcp_mem_peak_sender_mib: f64,
+    pub tcp_mem_ns_peak_sender_mib: f64,
     pub rtt_slow_mean_ms: f64,
     pub rtt_min_ms: f64,
 }
@@ -121,11 +123,13 @@ pub fn expected(dir: &Path, cycles: impl Fn(u32) -> bool) -> Expected {
     };
 
     let sender = Csv::read(&dir.join("sender.csv")).rows;
+    // The rows of one sampling pass carry the same time, as written; a late pass is a pass
+    // of its own even when it rounds to its neighbour's tick.
     let mut queued_by_tick: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
     for row in &sender {
-        let tick = (number(row, "t_s") / interval_s).round() as i64;
+        let pass = (number(row, "t_s") * 1e6).round() as i64;
         let entry = queued_by_tick
-            .entry(tick)
+            .entry(pass)
             .or_insert((number(row, "t_s"), 0.0));
         entry.1 += number(row, "wmem_queued");
     }
@@ -157,11 +161,17 @@ pub fn expected(dir: &Path, cycles: impl Fn(u32) -> bool) -> Expected {
     let slow_rtts = rtts_ms(true);
 
     let page_bytes = meta["sender_host"]["page_size_bytes"].as_f64().unwrap();
-    let peak_pages = Csv::read(&dir.join("host.csv"))
-        .rows
-        .iter()
-        .filter(|r| r["side"] == "sender" && in_kept(number(r, "t_s")))
+    let host = Csv::read(&dir.join("host.csv")).rows;
+    let sender_host = || {
+        host.iter()
+            .filter(|r| r["side"] == "sender" && in_kept(number(r, "t_s")))
+    };
+    let peak_pages = sender_host()
         .map(|r| number(r, "tcp_mem_pages"))
+        .fold(0.0, f64::max);
+    let peak_ns_bytes = sender_host()
+        .filter(|r| !r["tcp_mem_ns_bytes"].is_empty())
+        .map(|r| number(r, "tcp_mem_ns_bytes"))
         .fold(0.0, f64::max);
 
     Expected {
@@ -170,6 +180,7 @@ pub fn expected(dir: &Path, cycles: impl Fn(u32) -> bool) -> Expected {
         slow_queued_peak_mib: slow_queued.iter().copied().fold(0.0, f64::max) / MIB,
         slow_queued_mean_mib: slow_queued.iter().sum::<f64>() / slow_queued.len() as f64 / MIB,
         tcp_mem_peak_sender_mib: peak_pages * page_bytes / MIB,
+        tcp_mem_ns_peak_sender_mib: peak_ns_bytes / MIB,
         rtt_slow_mean_ms: slow_rtts.iter().sum::<f64>() / slow_rtts.len() as f64,
         rtt_min_ms: rtts_ms(false).into_iter().fold(f64::INFINITY, f64::min),
     }

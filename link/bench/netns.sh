@@ -1,0 +1,33 @@
+# Sourced by the link benchmarks: two namespaces $a and $b joined by oscil-link.
+#   link_up RATE ONE_WAY_US STATS_FILE [more oscil-link flags]   then   link_down
+# Needs root; sets $a, $b (unique by PID), $link_pid; A is 10.77.0.1, B is 10.77.0.2.
+a=olbA$$ b=olbB$$ link_pid=
+link_bin=${OSCIL_LINK:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/target/release/oscil-link}
+
+link_up() {
+  local rate=$1 delay_us=$2 stats=$3; shift 3
+  local n
+  for n in "$a" "$b"; do
+    ip netns add "$n"; ip -n "$n" link set lo up
+    ip -n "$n" tuntap add dev osl0 mode tun vnet_hdr
+    ip -n "$n" link set osl0 up txqueuelen 10000
+    ip netns exec "$n" sysctl -qw net.ipv4.tcp_rmem="8192 262144 536870912" \
+      net.ipv4.tcp_wmem="4096 16384 536870912"
+  done
+  ip -n "$a" addr add 10.77.0.1/24 dev osl0; ip -n "$b" addr add 10.77.0.2/24 dev osl0
+  "$link_bin" --a-netns "$a" --b-netns "$b" --a-dev osl0 --b-dev osl0 --rate "$rate" \
+    --delay "${delay_us}us" --stats "$stats" "$@" &
+  link_pid=$!
+  sleep 0.5
+}
+
+# Ends the link and every process left in the namespaces, then removes them.
+link_down() {
+  [[ -n $link_pid ]] && kill "$link_pid" 2>/dev/null && wait "$link_pid" 2>/dev/null
+  link_pid=
+  local n
+  for n in "$a" "$b"; do
+    ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null || true
+    ip netns del "$n" 2>/dev/null || true
+  done
+}
