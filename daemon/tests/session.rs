@@ -346,11 +346,13 @@ async fn zerocopy_sessions_stream_the_payload_pattern() {
         zerocopy: true,
         ..Default::default()
     };
-    let (_, streams) = client
+    let (_, mut streams) = client
         .start_session(hello(2, options, INTERVAL, LONG))
         .await;
     let pattern = b"oscil-daemon payload ";
-    for mut stream in streams {
+    // Borrowed, not consumed: a stream dropped with unread data resets its connection, and
+    // the daemon would end the session before the next flow is read.
+    for stream in &mut streams {
         let mut first = vec![0u8; 3 * pattern.len()];
         stream.read_exact(&mut first).await.unwrap();
         assert_eq!(first, pattern.repeat(3));
