@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Parser;
 use oscil_daemon::{DaemonConfig, StartupLimits};
 use oscil_kernel::SocketOptions;
-use oscil_protocol::address::{self, Endpoint};
+use oscil_protocol::address::{self, Endpoint, IpFamily};
 use oscil_protocol::cli::{self, placeholder};
 use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration, parse_rate_bps};
 
@@ -28,15 +28,8 @@ struct Cli {
     /// address), HOST, HOST:PORT, [IPV6]:PORT. Port 5250 unless given.
     #[arg(long, short = 'l', default_value = "127.0.0.1:5250", value_parser = address::parse_listen, value_name = placeholder::ADDR)]
     listen: Endpoint,
-    /// Port to listen on (overrides the port in --listen).
-    #[arg(long, short = 'p', value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
-    port: Option<u16>,
-    /// Listen on IPv4 only (with a host name or every address).
-    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
-    ipv4: bool,
-    /// Listen on IPv6 only.
-    #[arg(short = '6', long = "ipv6")]
-    ipv6: bool,
+    #[command(flatten)]
+    address: cli::AddressFlags,
     /// TCP_NOTSENT_LOWAT for sessions that do not ask (e.g. 128k); unset: the sysctl applies.
     #[arg(long, value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
     notsent_lowat: Option<u32>,
@@ -110,14 +103,12 @@ fn renamed(
 impl Cli {
     /// The socket address to bind: the listen endpoint, resolved, with -p/-4/-6 applied.
     fn listen_addr(&self) -> anyhow::Result<SocketAddr> {
-        let mut endpoint = self.listen.clone();
-        if let Some(port) = self.port {
-            endpoint.port = port;
-        }
-        if self.ipv4 && endpoint.ip() == Some(Ipv6Addr::UNSPECIFIED.into()) {
+        let mut endpoint = self.address.with_port(&self.listen);
+        let family = self.address.family();
+        if family == IpFamily::V4 && endpoint.ip() == Some(Ipv6Addr::UNSPECIFIED.into()) {
             endpoint.host = Ipv4Addr::UNSPECIFIED.to_string();
         }
-        let family_ok = |a: &SocketAddr| (!self.ipv4 || a.is_ipv4()) && (!self.ipv6 || a.is_ipv6());
+        let family_ok = |a: &SocketAddr| family.allows(a.ip());
         endpoint
             .lookup_form()
             .to_socket_addrs()

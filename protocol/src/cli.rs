@@ -16,6 +16,41 @@ pub mod exit {
     pub const CUT_SHORT: u8 = 3;
 }
 
+/// `-p`, `-4` and `-6`, the same in every binary that takes an address.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AddressFlags {
+    /// Port (overrides the one in the address).
+    #[arg(long, short = 'p', value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
+    pub port: Option<u16>,
+    /// IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+}
+
+impl AddressFlags {
+    /// The address family asked for.
+    pub fn family(&self) -> crate::address::IpFamily {
+        use crate::address::IpFamily;
+        match (self.ipv4, self.ipv6) {
+            (true, _) => IpFamily::V4,
+            (_, true) => IpFamily::V6,
+            _ => IpFamily::Any,
+        }
+    }
+
+    /// `endpoint` with the port `-p` names, if it names one.
+    pub fn with_port(&self, endpoint: &crate::address::Endpoint) -> crate::address::Endpoint {
+        let mut endpoint = endpoint.clone();
+        if let Some(port) = self.port {
+            endpoint.port = port;
+        }
+        endpoint
+    }
+}
+
 /// Placeholders the help texts use, so every binary names a value the same way.
 pub mod placeholder {
     pub const ADDR: &str = "ADDR";

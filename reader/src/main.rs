@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use oscil_kernel::SocketOptions;
-use oscil_protocol::address::{self, Endpoint, IpFamily};
+use oscil_protocol::address::{self, Endpoint};
 use oscil_protocol::cli::{self, placeholder};
 use oscil_protocol::control::{DEFAULT_WRITE_BYTES, MAX_WRITE_BYTES};
 use oscil_protocol::units::{
@@ -35,15 +35,8 @@ struct Args {
     /// The daemon: HOST, HOST:PORT, [IPV6]:PORT or a bare IPv6 address; port 5250 unless given.
     #[arg(long, short = 'c', value_parser = address::parse_connect, value_name = placeholder::ADDR)]
     connect: Endpoint,
-    /// The daemon's port (overrides the port in --connect).
-    #[arg(long, short = 'p', value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
-    port: Option<u16>,
-    /// Use IPv4 only.
-    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
-    ipv4: bool,
-    /// Use IPv6 only.
-    #[arg(short = '6', long = "ipv6")]
-    ipv6: bool,
+    #[command(flatten)]
+    address: cli::AddressFlags,
     /// Local address to connect from (a multi-homed host's WAN address).
     #[arg(long, short = 'B', value_name = placeholder::ADDR)]
     bind: Option<IpAddr>,
@@ -196,15 +189,8 @@ impl Args {
             }
         };
         let pattern = self.pattern()?;
-        let mut connect = self.connect;
-        if let Some(port) = self.port {
-            connect.port = port;
-        }
-        let family = match (self.ipv4, self.ipv6) {
-            (true, _) => IpFamily::V4,
-            (_, true) => IpFamily::V6,
-            _ => IpFamily::Any,
-        };
+        let connect = self.address.with_port(&self.connect);
+        let family = self.address.family();
         if let Some(bind) = self.bind {
             if !family.allows(bind) {
                 anyhow::bail!("--bind {bind} is not of the address family asked (-4/-6)");
