@@ -57,6 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
             reader_request: SocketOptions::default(),
             write_size_bytes: None,
+            marker_every_us: None,
         },
         schedule: pattern.schedule(),
         reader_host: host("lab"),

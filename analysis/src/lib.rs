@@ -273,6 +273,7 @@ fn run_label(dir: &Path, meta: RunMeta) -> String {
         reader: Vec::new(),
         sender: Vec::new(),
         host: Vec::new(),
+        markers: Vec::new(),
     }
     .label()
 }

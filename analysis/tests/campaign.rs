@@ -45,6 +45,7 @@ fn settings(lowat: Option<u32>) -> RunSettings {
         flows: 1,
         interval_us: 100_000,
         write_size_bytes: None,
+        marker_every_us: None,
         pattern: PatternConfig {
             fast_ms: 1000,
             slow_ms: 1000,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use oscil_kernel::sendfile::PayloadFile;
 use tokio::net::TcpStream;
 
-use crate::latency::{TxProbe, Writer};
+use crate::latency::{MarkerTap, TxProbe, Writer};
 
 /// A data connection of a running session.
 #[derive(Clone)]
@@ -82,15 +82,21 @@ impl Payload {
 
 /// Offers `payload` again and again for as long as the kernel accepts it. It writes only
 /// when the socket polls writable, which is when `TCP_NOTSENT_LOWAT` (if set) lets it, and
-/// queues nothing in user space. Returns only on error.
+/// queues nothing in user space; with `markers`, notes the marker writes. Returns only on
+/// error.
 ///
 /// Speed: the payload is 256 KiB unless the session asks for another write size
 /// (`DaemonConfig::write_chunk_bytes`), so one system call fills a fair part of the send
 /// queue and the task goes back to the runtime's poller less often; on loopback 256 KiB
 /// writes against 256 KiB reads gave 58-69 Gbit/s where 64 KiB gave 41-42 (cubic, 3 s
 /// runs, same machine, see docs/PERFORMANCE.md).
-pub(crate) async fn write_forever(flow: Flow, payload: Payload, zerocopy: bool) -> io::Error {
-    let mut writer = match Writer::new(&flow.probe, &flow.stream) {
+pub(crate) async fn write_forever(
+    flow: Flow,
+    payload: Payload,
+    zerocopy: bool,
+    markers: Option<MarkerTap>,
+) -> io::Error {
+    let mut writer = match Writer::new(&flow.probe, &flow.stream, markers) {
         Ok(writer) => writer,
         Err(e) => return e,
     };

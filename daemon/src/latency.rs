@@ -1,7 +1,8 @@
 //! The writer's view of latency on one flow: TX timestamps of one tagged write per sampling
 //! interval (how long that write waited in the send queue, and until it was acknowledged),
-//! and the POLLOUT wake-ups (not-sent bytes when the kernel woke the writer). Called from
-//! the data loop and the sampler, so the loop itself stays a loop.
+//! the POLLOUT wake-ups (not-sent bytes when the kernel woke the writer), and the markers
+//! (`oscil_protocol::markers`). Called from the data loop and the sampler, so the loop
+//! itself stays a loop.
 
 use std::collections::VecDeque;
 use std::io;
@@ -13,10 +14,12 @@ use hdrhistogram::Histogram;
 use oscil_kernel::tcp_info;
 use oscil_kernel::timestamping::{self, TxPoint, TxStamp};
 use oscil_protocol::control::WakeupFigures;
+use oscil_protocol::markers::{Marker, MarkerSchedule};
 use std::os::fd::{AsFd, OwnedFd};
 
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
+use tokio::sync::mpsc::UnboundedSender;
 
 use crate::flow::Payload;
 
@@ -146,6 +149,13 @@ impl TxProbe {
     }
 }
 
+/// Where a flow's writer sets its markers and tells the session about them.
+pub(crate) struct MarkerTap {
+    pub(crate) flow: u32,
+    pub(crate) schedule: MarkerSchedule,
+    pub(crate) tx: UnboundedSender<Marker>,
+}
+
 /// One flow's writer: what it needs to remember between writes.
 pub(crate) struct Writer<'a> {
     probe: &'a TxProbe,
@@ -157,10 +167,15 @@ pub(crate) struct Writer<'a> {
     offset_bytes: u64,
     /// The last write found the socket full, so the next readiness is a POLLOUT wake-up.
     blocked: bool,
+    markers: Option<MarkerTap>,
 }
 
 impl<'a> Writer<'a> {
-    pub(crate) fn new(probe: &'a TxProbe, stream: &TcpStream) -> io::Result<Self> {
+    pub(crate) fn new(
+        probe: &'a TxProbe,
+        stream: &TcpStream,
+        markers: Option<MarkerTap>,
+    ) -> io::Result<Self> {
         Ok(Writer {
             probe,
             fd: Some(crate::sys::register_writable(
@@ -168,6 +183,7 @@ impl<'a> Writer<'a> {
             )?),
             offset_bytes: 0,
             blocked: false,
+            markers,
         })
     }
 
@@ -205,6 +221,9 @@ impl<'a> Writer<'a> {
                 if let (Some(woke), Some(notsent)) = (woke, notsent_bytes) {
                     self.probe.record_wakeup(u64::from(notsent), woke.elapsed());
                 }
+                if n > 0 {
+                    self.mark(written_at);
+                }
                 self.offset_bytes += n as u64;
                 self.blocked = false;
                 Ok(n)
@@ -216,6 +235,22 @@ impl<'a> Writer<'a> {
                 Ok(0)
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Sets the marker due, if one is, on the write that began at `written_at` and has not
+    /// yet been counted: one comparison on every other write.
+    fn mark(&mut self, written_at: Duration) {
+        let Some(tap) = &mut self.markers else { return };
+        let sent_unix_ns = written_at.as_nanos().try_into().unwrap_or(u64::MAX);
+        if let Some(k) = tap.schedule.due(sent_unix_ns) {
+            // The session is gone when nobody receives: its end stops this writer too.
+            let _ = tap.tx.send(Marker {
+                flow: tap.flow,
+                k,
+                offset_bytes: self.offset_bytes,
+                sent_unix_ns,
+            });
         }
     }
 

@@ -8,10 +8,12 @@ use oscil_kernel::{
     host, netstat, sockopt, timestamping, OptionsInForce, ProcessCost, SocketOptions,
 };
 use oscil_protocol::auth::{Authenticated, SessionId};
+use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{
     Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, WakeupFigures, Welcome,
     MAX_READER_FRAME_BYTES, MAX_WRITE_BYTES, PROTOCOL_VERSION,
 };
+use oscil_protocol::markers::{Marker, MarkerSchedule};
 use oscil_protocol::text::escape_peer;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
@@ -19,6 +21,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout, Instant};
 
 use crate::flow::{write_forever, Flow, Payload};
+use crate::latency::MarkerTap;
 use crate::{DaemonConfig, DataConn, ProcFiles, Route, Shared};
 
 pub(crate) type Control = Connection<TcpStream>;
@@ -238,6 +241,14 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
             ));
         }
     }
+    if let Some(us) = hello.marker_every_us {
+        if us < hello.interval_us {
+            return Err(format!(
+                "marker interval {:?} asked: shorter than the sampling interval {interval:?}",
+                Duration::from_micros(us)
+            ));
+        }
+    }
     check_congestion_name(&hello.options)?;
     let (asked, default) = (&hello.options, &config.default_options);
     let share = config
@@ -356,6 +367,8 @@ enum RunEvent {
     Control(Result<Option<ReaderMessage>, FrameError>),
     /// The sampler thread's latest samples, or why it could not take them.
     Sample(Result<DaemonMessage, String>),
+    /// A writer set a marker (others may have too).
+    Markers(Marker),
     /// Ends the session for the reason given.
     End(String),
 }
@@ -379,6 +392,17 @@ impl Session<'_> {
                 _ = self.stop.changed() => SetupEvent::Shutdown,
             };
             match event {
+                SetupEvent::Control(Ok(Some(ReaderMessage::ClockProbe { t1_unix_ns })))
+                    if !started =>
+                {
+                    let t2_unix_ns = realtime_unix_ns();
+                    let echo = DaemonMessage::ClockEcho {
+                        t1_unix_ns,
+                        t2_unix_ns,
+                        t3_unix_ns: realtime_unix_ns(),
+                    };
+                    send(self.conn, self.config, &echo).await?;
+                }
                 SetupEvent::Control(Ok(Some(ReaderMessage::Start))) if !started => started = true,
                 SetupEvent::Control(m) => return Err(control_ending(m)),
                 SetupEvent::Data(DataConn { flow, stream }) => {
@@ -422,14 +446,27 @@ impl Session<'_> {
         Vec<WakeupFigures>,
     ) {
         let start = Instant::now();
+        let start_unix_ns = realtime_unix_ns();
         let tcpext_before = proc.tcpext().ok();
+        let (marker_tx, mut markers) = mpsc::unbounded_channel();
         let mut writers = JoinSet::new();
         for flow in &flows {
+            let tap = self.hello.marker_every_us.map(|us| MarkerTap {
+                flow: flow.index,
+                schedule: MarkerSchedule::new(start_unix_ns, us.saturating_mul(1000)),
+                tx: marker_tx.clone(),
+            });
             let (flow, payload) = (flow.clone(), payload.clone());
             let zerocopy = self.options.zerocopy;
-            writers
-                .spawn(async move { (flow.index, write_forever(flow, payload, zerocopy).await) });
+            writers.spawn(async move {
+                (
+                    flow.index,
+                    write_forever(flow, payload, zerocopy, tap).await,
+                )
+            });
         }
+        // Only the writers hold senders: the channel closes when they end.
+        drop(marker_tx);
         let interval = Duration::from_micros(self.hello.interval_us);
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)
             .min(self.config.max_session);
@@ -440,6 +477,7 @@ impl Session<'_> {
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => RunEvent::Control(m),
                 Some(sampled) = samples.recv() => RunEvent::Sample(sampled),
+                Some(first) = markers.recv() => RunEvent::Markers(first),
                 Some(done) = writers.join_next() => RunEvent::End(match done {
                     Ok((flow, e)) => format!("data connection of flow {flow} failed: {e}"),
                     Err(e) => format!("a writer task failed: {e}"),
@@ -456,6 +494,12 @@ impl Session<'_> {
                     }
                 }
                 RunEvent::Sample(Err(e)) => break e,
+                RunEvent::Markers(first) => {
+                    if let Err(e) = send_markers(self.conn, self.config, first, &mut markers).await
+                    {
+                        break e;
+                    }
+                }
                 RunEvent::Control(m) => break control_ending(m),
                 RunEvent::End(reason) => break reason,
             }
@@ -473,6 +517,9 @@ impl Session<'_> {
         // its handles on the sockets.
         drop(samples);
         writers.shutdown().await;
+        if let Ok(first) = markers.try_recv() {
+            let _ = send_markers(self.conn, self.config, first, &mut markers).await;
+        }
         let wakeups = flows
             .iter()
             .map(|f| f.probe.wakeup_figures(f.index))
@@ -486,6 +533,20 @@ impl Session<'_> {
         };
         (reason, delta, wakeups)
     }
+}
+
+/// Sends `first` and every other marker already set, in one message.
+async fn send_markers(
+    conn: &mut Control,
+    config: &DaemonConfig,
+    first: Marker,
+    more: &mut mpsc::UnboundedReceiver<Marker>,
+) -> Result<(), String> {
+    let mut markers = vec![first];
+    while let Ok(marker) = more.try_recv() {
+        markers.push(marker);
+    }
+    send(conn, config, &DaemonMessage::Markers { markers }).await
 }
 
 /// Why a session ends on what came (or did not come) over the control connection.
@@ -518,6 +579,7 @@ mod tests {
             interval_us: 100_000,
             duration_us: 60_000_000,
             write_size_bytes: None,
+            marker_every_us: None,
         }
     }
 
@@ -603,5 +665,11 @@ mod tests {
         assert!(check_hello(&h, &config).unwrap_err().contains("interval"));
         h.interval_us = u64::MAX;
         assert!(check_hello(&h, &config).unwrap_err().contains("interval"));
+        h.interval_us = 100_000;
+        h.marker_every_us = Some(99_999);
+        let reason = check_hello(&h, &config).unwrap_err();
+        assert!(reason.contains("marker interval"), "{reason}");
+        h.marker_every_us = Some(100_000);
+        assert!(check_hello(&h, &config).is_ok());
     }
 }

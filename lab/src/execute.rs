@@ -295,6 +295,7 @@ mod tests {
             flows: 1,
             interval_us: 100_000,
             write_size_bytes: None,
+            marker_every_us: None,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);

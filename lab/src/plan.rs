@@ -80,6 +80,7 @@ pub fn unset_settings(flows: u32, interval_us: u64, pattern: PatternConfig) -> R
         flows,
         interval_us,
         write_size_bytes: None,
+        marker_every_us: None,
         pattern,
     }
 }
@@ -235,6 +236,7 @@ mod tests {
             ],
             flows: 1,
             write_size_bytes: None,
+            marker_every_us: None,
             interval_us: 100_000,
             pattern: PatternConfig::CLOUDFLARE,
         }

@@ -276,6 +276,7 @@ mod tests {
             flows: 4,
             interval_us: 50_000,
             write_size_bytes: None,
+            marker_every_us: None,
             pattern: PatternConfig {
                 full_speed: true,
                 ..PatternConfig::CLOUDFLARE

@@ -273,6 +273,7 @@ mod tests {
             flows: 1,
             interval_us: 100_000,
             write_size_bytes: None,
+            marker_every_us: None,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = &plan_runs(&configurations(&matrix), 1, Order::Grouped, 0)[0];

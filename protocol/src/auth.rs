@@ -318,6 +318,7 @@ mod tests {
             interval_us: 100_000,
             duration_us: 1_000_000,
             write_size_bytes: None,
+            marker_every_us: None,
         }
     }
 

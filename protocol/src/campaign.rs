@@ -111,6 +111,9 @@ pub struct RunSettings {
     /// Bytes per write asked of the daemon; `None`: its default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_size_bytes: Option<u32>,
+    /// The marker interval asked of the reader, µs; `None`: no markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker_every_us: Option<u64>,
 }
 
 /// An emulated path, the same in both directions.
@@ -219,6 +222,7 @@ mod tests {
             flows: 1,
             interval_us: 100_000,
             write_size_bytes: None,
+            marker_every_us: None,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = |repetition, status| CampaignRun {

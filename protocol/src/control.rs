@@ -14,6 +14,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::auth::{DataKey, Nonce, SessionId, Tag};
+use crate::markers::Marker;
 use crate::records::{HostSample, SenderSample};
 use crate::text::escape_peer;
 
@@ -48,6 +49,9 @@ pub struct Hello {
     /// Bytes the daemon offers the kernel per write; `None` asks for [`DEFAULT_WRITE_BYTES`].
     #[serde(default)]
     pub write_size_bytes: Option<u32>,
+    /// Mark every flow's stream this often (µs, at least `interval_us`); `None`: no markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker_every_us: Option<u64>,
 }
 
 /// The daemon's write size unless a session asks for another: 256 KiB, the fastest of 64,
@@ -117,6 +121,11 @@ pub enum ReaderMessage {
     Proof {
         mac: Option<Tag>,
     },
+    /// One clock exchange (`crate::clock`), before `Start`: the reader's `CLOCK_REALTIME`
+    /// as it sent this, echoed back.
+    ClockProbe {
+        t1_unix_ns: u64,
+    },
     /// All data connections are open: the daemon starts streaming and its clock.
     Start,
     Stop {
@@ -136,6 +145,17 @@ pub enum DaemonMessage {
     Samples {
         host: HostSample,
         flows: Vec<SenderSample>,
+    },
+    /// The answer to a `ClockProbe`: its `t1`, and the daemon's `CLOCK_REALTIME` as it took
+    /// the probe (`t2`) and as it answered (`t3`).
+    ClockEcho {
+        t1_unix_ns: u64,
+        t2_unix_ns: u64,
+        t3_unix_ns: u64,
+    },
+    /// Markers the writers set since the last such message (sessions with markers only).
+    Markers {
+        markers: Vec<Marker>,
     },
     Ended(Ended),
 }
@@ -344,6 +364,7 @@ mod tests {
             interval_us: 1,
             duration_us: 1,
             write_size_bytes: None,
+            marker_every_us: None,
         };
         let (reader, first) = ReaderHandshake::new(None, hello);
         let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))

@@ -16,7 +16,10 @@
 //! - TCP memory: the peak of sockstat `tcp_mem_pages` per side (pages; times the side's
 //!   page size for bytes);
 //! - residence: the `residence_us` of the rows in the span, in one histogram per span
-//!   (all flows), so percentiles over merged spans are percentiles of the writes.
+//!   (all flows), so percentiles over merged spans are percentiles of the writes;
+//! - marker latency: the `latency_us` of the markers (`markers.csv`) sent in the span, one
+//!   histogram per span likewise; a latency below zero (within the clock's uncertainty)
+//!   counts as zero.
 //!
 //! All arithmetic saturates: a hostile or broken peer's rows cannot overflow a total.
 
@@ -26,6 +29,7 @@ use crate::pattern::{span_of_sample, PhaseSpan};
 
 /// The histograms' top: an hour; a longer wait is counted there.
 const MAX_RESIDENCE_US: u64 = 3_600_000_000;
+use crate::markers::MarkerRow;
 use crate::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
 
 /// Running totals of one span, or of several merged.
@@ -48,6 +52,8 @@ pub struct Totals {
     /// Send-queue residence of the tagged writes (`residence_us`), mergeable; `None` where
     /// no tagged write completed.
     pub residence_us: Option<Histogram<u64>>,
+    /// End-to-end latency of the markers sent in the span, µs; `None` where none resolved.
+    pub marker_latency_us: Option<Histogram<u64>>,
     /// Peak TCP memory of each side's own network namespace (host.csv `tcp_mem_ns_bytes`);
     /// none in runs recorded before it was.
     pub sender_tcp_mem_ns_peak_bytes: Option<u64>,
@@ -63,6 +69,26 @@ fn min_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+/// Adds `theirs` into `ours`, making it where there was none.
+fn merge_histogram(ours: &mut Option<Histogram<u64>>, theirs: &Option<Histogram<u64>>) {
+    if let Some(theirs) = theirs {
+        match ours {
+            Some(ours) => ours.add(theirs).expect("histograms of one shape"),
+            none => *none = Some(theirs.clone()),
+        }
+    }
+}
+
+/// Records `us` in a histogram of waits up to `MAX_RESIDENCE_US`, making it where there was
+/// none.
+fn record_wait(histogram: &mut Option<Histogram<u64>>, us: u64) {
+    histogram
+        .get_or_insert_with(|| {
+            Histogram::new_with_bounds(1, MAX_RESIDENCE_US, 3).expect("valid bounds")
+        })
+        .saturating_record(us);
 }
 
 fn ratio(sum: u64, count: u64) -> Option<f64> {
@@ -100,12 +126,8 @@ impl Totals {
             self.reader_tcp_mem_ns_peak_bytes,
             other.reader_tcp_mem_ns_peak_bytes,
         );
-        if let Some(theirs) = &other.residence_us {
-            match &mut self.residence_us {
-                Some(ours) => ours.add(theirs).expect("histograms of one shape"),
-                none => *none = Some(theirs.clone()),
-            }
-        }
+        merge_histogram(&mut self.residence_us, &other.residence_us);
+        merge_histogram(&mut self.marker_latency_us, &other.marker_latency_us);
     }
 
     /// The residence below which a share `quantile` (0.5, 0.99) of the tagged writes left.
@@ -114,12 +136,10 @@ impl Totals {
         Some(h.value_at_quantile(quantile))
     }
 
-    fn record_residence(&mut self, us: u64) {
-        self.residence_us
-            .get_or_insert_with(|| {
-                Histogram::new_with_bounds(1, MAX_RESIDENCE_US, 3).expect("valid bounds")
-            })
-            .saturating_record(us);
+    /// The latency below which a share `quantile` (0.5, 0.99, 1.0) of the markers arrived.
+    pub fn marker_quantile_us(&self, quantile: f64) -> Option<u64> {
+        let h = self.marker_latency_us.as_ref()?;
+        Some(h.value_at_quantile(quantile))
     }
 
     /// Bits per second read; none for a span that did not run.
@@ -224,7 +244,7 @@ impl PhaseFigures {
     /// starts a new pass.
     pub fn sender(&mut self, row: &SenderSample) {
         if let (Some(us), Some(i)) = (row.residence_us, self.span_index(row.t_s)) {
-            self.totals[i].record_residence(us);
+            record_wait(&mut self.totals[i].residence_us, us);
         }
         let tick = |t_s: f64| (t_s / self.interval_s).round() as i64;
         let same_pass = self
@@ -254,6 +274,19 @@ impl PhaseFigures {
         let Some(pass) = self.pass.take() else { return };
         if let Some(i) = self.span_index(pass.t_s) {
             self.totals[i].merge(&pass.totals());
+        }
+    }
+
+    /// A marker, in the span in which it was sent; one never read counts for nothing.
+    pub fn marker(&mut self, row: &MarkerRow) {
+        let Some(latency_us) = row.latency_us else {
+            return;
+        };
+        if let Some(i) = self.schedule.iter().position(|s| s.contains(row.sent_t_s)) {
+            record_wait(
+                &mut self.totals[i].marker_latency_us,
+                latency_us.max(0.0).round() as u64,
+            );
         }
     }
 
@@ -490,5 +523,34 @@ mod tests {
         assert!(near(both.residence_quantile_us(0.5), 2000));
         assert!(near(both.residence_quantile_us(0.99), 500_000));
         assert_eq!(Totals::default().residence_quantile_us(0.5), None);
+    }
+
+    #[test]
+    fn marker_latency_is_per_span_of_sending_and_merges_as_markers() {
+        let mut f = figures();
+        let marker = |sent_t_s: f64, latency_us: Option<f64>| MarkerRow {
+            flow: 0,
+            k: 1,
+            offset_bytes: 0,
+            sent_t_s,
+            read_t_s: latency_us.map(|us| sent_t_s + us / 1e6),
+            latency_us,
+        };
+        // Fast spans: 0-1 and 3-4; a marker sent at 0.9 s read at 1.4 s is the fast one's.
+        f.marker(&marker(0.9, Some(500_000.0)));
+        f.marker(&marker(3.5, Some(-20.0)));
+        f.marker(&marker(3.6, Some(1_000.0)));
+        f.marker(&marker(3.7, None));
+        f.marker(&marker(2.0, Some(90_000.0)));
+        let phases = f.finish(6.0);
+        let fast = phases.merged(Phase::Fast, |_| true);
+        assert_eq!(fast.marker_latency_us.as_ref().unwrap().len(), 3);
+        assert_eq!(fast.marker_quantile_us(0.0), Some(0), "below zero counts as 0");
+        let near = |got: Option<u64>, want: u64| got.unwrap().abs_diff(want) * 1000 <= want;
+        assert!(near(fast.marker_quantile_us(0.5), 1_000));
+        assert!(near(fast.marker_quantile_us(1.0), 500_000));
+        let slow = phases.merged(Phase::Slow, |_| true);
+        assert!(near(slow.marker_quantile_us(0.5), 90_000));
+        assert_eq!(phases.merged(Phase::Slow, |c| c >= 2).marker_quantile_us(0.5), None);
     }
 }

@@ -6,6 +6,7 @@
 //! <out>/reader.csv  ReaderSample rows
 //! <out>/sender.csv  SenderSample rows
 //! <out>/host.csv    HostSample rows
+//! <out>/markers.csv MarkerRow rows, only in runs with --marker-every
 //! ```
 //!
 //! `run.json` is written first, saying the run is partial, and rewritten (atomically) when
@@ -19,7 +20,9 @@ use std::path::{Path, PathBuf};
 use oscil_kernel::{HostFacts, OptionsInForce, ProcessCost, SocketOptions};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+use crate::clock::ClockEstimate;
 use crate::control::WakeupFigures;
+use crate::markers::{MarkerCounts, MarkerRow};
 use crate::pattern::{PatternConfig, PhaseSpan};
 use crate::records::{HostSample, ReaderSample, SenderSample};
 use crate::sampling::Sampling;
@@ -31,6 +34,7 @@ pub const RUN_JSON: &str = "run.json";
 pub const READER_CSV: &str = "reader.csv";
 pub const SENDER_CSV: &str = "sender.csv";
 pub const HOST_CSV: &str = "host.csv";
+pub const MARKERS_CSV: &str = "markers.csv";
 
 /// A CSV record type with its header, so files get headers even with no rows and loaders
 /// can name a missing column.
@@ -102,6 +106,18 @@ impl Columns for HostSample {
     const ADDED_LATER: &'static [&'static str] = &["tcp_mem_ns_bytes"];
 }
 
+impl Columns for MarkerRow {
+    const FILE: &'static str = MARKERS_CSV;
+    const COLUMNS: &'static [&'static str] = &[
+        "flow",
+        "k",
+        "offset_bytes",
+        "sent_t_s",
+        "read_t_s",
+        "latency_us",
+    ];
+}
+
 /// `run.json`: everything needed to know what a run measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
@@ -137,6 +153,13 @@ pub struct RunMeta {
     /// How well each side's sampler kept its clock; absent in runs recorded before it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<Sampling>,
+    /// The daemon's clock against the reader's, from the exchanges at session start; only
+    /// in runs with markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockEstimate>,
+    /// What became of the markers (`markers.csv`); only in runs with markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markers: Option<MarkerCounts>,
 }
 
 /// CPU and context switches of both ends over the session; a side is `None` where `/proc`
@@ -163,6 +186,9 @@ pub struct RunConfig {
     /// Bytes the daemon was asked to offer the kernel per write; absent in older runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_size_bytes: Option<u32>,
+    /// The marker interval (`--marker-every`), µs; absent when markers were off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker_every_us: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +266,7 @@ pub struct RunWriter {
     reader: CsvFile,
     sender: CsvFile,
     host: CsvFile,
+    markers: Option<CsvFile>,
 }
 
 struct CsvFile {
@@ -286,12 +313,17 @@ impl RunWriter {
         if !force && entries.next().is_some() {
             return Err(RunDirError::NotEmpty(dir.to_owned()));
         }
+        let markers = match meta.config.marker_every_us {
+            Some(_) => Some(CsvFile::create::<MarkerRow>(dir)?),
+            None => None,
+        };
         let writer = RunWriter {
             dir: dir.to_owned(),
             meta,
             reader: CsvFile::create::<ReaderSample>(dir)?,
             sender: CsvFile::create::<SenderSample>(dir)?,
             host: CsvFile::create::<HostSample>(dir)?,
+            markers,
         };
         writer.write_meta()?;
         Ok(writer)
@@ -322,11 +354,17 @@ impl RunWriter {
         self.host.row(row)
     }
 
+    /// A row of `markers.csv`; nothing in a run without markers.
+    pub fn marker_row(&mut self, row: &MarkerRow) -> Result<(), RunDirError> {
+        self.markers.as_mut().map_or(Ok(()), |file| file.row(row))
+    }
+
     /// Pushes buffered rows to the files.
     pub fn flush(&mut self) -> Result<(), RunDirError> {
         self.reader.flush()?;
         self.sender.flush()?;
-        self.host.flush()
+        self.host.flush()?;
+        self.markers.as_mut().map_or(Ok(()), CsvFile::flush)
     }
 
     /// Rewrites `run.json` through a temporary file and a rename, so it is never half written.
@@ -356,6 +394,8 @@ pub struct Run {
     pub reader: Vec<ReaderSample>,
     pub sender: Vec<SenderSample>,
     pub host: Vec<HostSample>,
+    /// Empty for a run without markers (and for runs recorded before them).
+    pub markers: Vec<MarkerRow>,
 }
 
 impl Run {
@@ -420,6 +460,10 @@ pub fn load(dir: &Path) -> Result<Run, RunDirError> {
         reader: load_csv(dir)?,
         sender: load_csv(dir)?,
         host: load_csv(dir)?,
+        markers: match dir.join(MARKERS_CSV).is_file() {
+            true => load_csv(dir)?,
+            false => Vec::new(),
+        },
     })
 }
 
@@ -455,6 +499,7 @@ mod tests {
                 sender_request: SocketOptions::default(),
                 reader_request: SocketOptions::default(),
                 write_size_bytes: None,
+                marker_every_us: None,
             },
             schedule: PatternConfig::CLOUDFLARE.schedule(),
             reader_host: host(),
@@ -467,6 +512,8 @@ mod tests {
             cost: None,
             wakeups: Vec::new(),
             sampling: None,
+            clock: None,
+            markers: None,
         }
     }
 
@@ -553,6 +600,49 @@ mod tests {
         assert_eq!(run.reader[0].span_s, 0.0, "not recorded");
         assert_eq!(run.reader[0].span_or(0.1), 0.1);
         assert_eq!(run.reader[0].rcv_wnd, None);
+    }
+
+    #[test]
+    fn marker_rows_read_back_and_runs_without_markers_load_without_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut with_markers = meta();
+        with_markers.config.marker_every_us = Some(1_000_000);
+        let mut writer = RunWriter::create(dir.path(), false, with_markers).unwrap();
+        let rows = [
+            MarkerRow {
+                flow: 0,
+                k: 1,
+                offset_bytes: 65536,
+                sent_t_s: 1.0,
+                read_t_s: Some(1.25),
+                latency_us: Some(250_000.0),
+            },
+            MarkerRow {
+                flow: 1,
+                k: 2,
+                offset_bytes: 131072,
+                sent_t_s: 2.0,
+                read_t_s: None,
+                latency_us: None,
+            },
+        ];
+        rows.iter().for_each(|r| writer.marker_row(r).unwrap());
+        writer.flush().unwrap();
+        let text = fs::read_to_string(dir.path().join("markers.csv")).unwrap();
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            [
+                "flow,k,offset_bytes,sent_t_s,read_t_s,latency_us",
+                "0,1,65536,1.0,1.25,250000.0",
+                "1,2,131072,2.0,,"
+            ]
+        );
+        assert_eq!(load(dir.path()).unwrap().markers, rows);
+
+        let without = tempfile::tempdir().unwrap();
+        RunWriter::create(without.path(), false, meta()).unwrap();
+        assert!(!without.path().join("markers.csv").exists());
+        assert!(load(without.path()).unwrap().markers.is_empty());
     }
 
     #[test]

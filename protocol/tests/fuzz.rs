@@ -37,6 +37,7 @@ fn hello() -> Hello {
         interval_us: 100_000,
         duration_us: 60_000_000,
         write_size_bytes: None,
+        marker_every_us: None,
     }
 }
 

@@ -9,6 +9,9 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
+use oscil_protocol::clock::realtime_unix_ns;
+
+use crate::markers::Book;
 use crate::pacer::{Pacer, Step};
 
 /// Reads of up to this size. Each read that empties the receive queue sends the task back
@@ -31,16 +34,19 @@ pub struct Flow {
     bytes_by_interval: [AtomicU64; SLOTS],
     /// The slow budget in force, for the sampler's rows.
     budget_bytes: AtomicU64,
+    /// The flow's markers, in a session with markers.
+    pub markers: Option<Book>,
 }
 
 impl Flow {
-    pub fn new(index: u32, stream: TcpStream, interval: Duration) -> Self {
+    pub fn new(index: u32, stream: TcpStream, interval: Duration, markers: Option<Book>) -> Self {
         Flow {
             index,
             stream,
             interval,
             bytes_by_interval: std::array::from_fn(|_| AtomicU64::new(0)),
             budget_bytes: AtomicU64::new(0),
+            markers,
         }
     }
 
@@ -105,6 +111,9 @@ pub async fn read_pattern(
                         let elapsed = Instant::now().duration_since(start);
                         pacer.record(elapsed.as_secs_f64(), n as u64);
                         flow.add_read(elapsed, n as u64);
+                        if let Some(markers) = &flow.markers {
+                            markers.read(n as u64, realtime_unix_ns());
+                        }
                     }
                     Err(source) => {
                         return Err(FlowError::Io {

@@ -8,6 +8,7 @@
 
 mod checks;
 mod flow;
+mod markers;
 pub mod pacer;
 mod progress;
 mod recorder;
@@ -68,6 +69,8 @@ pub struct ReaderConfig {
     pub reader_request: SocketOptions,
     /// Bytes the daemon offers the kernel per write.
     pub write_size_bytes: u32,
+    /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
+    pub marker_every: Option<Duration>,
     /// The pre-shared key, when the daemon has one.
     pub key: Option<oscil_protocol::key::Key>,
     pub label: Option<String>,
@@ -141,6 +144,9 @@ pub enum ReaderError {
     /// The sampler thread could not start.
     #[error("cannot start the sampler thread: {0}")]
     Thread(std::io::Error),
+    /// Every clock exchange had a negative round trip: a clock stepped meanwhile.
+    #[error("cannot estimate the daemon's clock: every exchange crossed a clock step")]
+    Clock,
 }
 
 /// A finished run: what `run.json` says and the per-phase figures.
@@ -176,6 +182,7 @@ pub async fn run(
             sender_request: config.sender_request.clone(),
             reader_request: config.reader_request.clone(),
             write_size_bytes: Some(config.write_size_bytes),
+            marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
         },
         schedule: schedule.clone(),
         reader_host,
@@ -188,6 +195,8 @@ pub async fn run(
         cost: None,
         wakeups: Vec::new(),
         sampling: None,
+        clock: session.clock,
+        markers: None,
     };
     let recorder = SharedRecorder::new(Recorder::new(
         RunWriter::create(&config.out, config.force, meta)?,
@@ -209,12 +218,16 @@ pub async fn run(
     } = session;
     control_tx.write(&ReaderMessage::Start).await?;
     let start = Instant::now();
+    let start_unix_ns = oscil_protocol::clock::realtime_unix_ns();
     let cost_before = ProcessCost::of_self();
 
     let flows: Vec<Arc<Flow>> = data
         .into_iter()
         .zip(0..)
-        .map(|(stream, index)| Arc::new(Flow::new(index, stream, config.interval)))
+        .map(|(stream, index)| {
+            let book = config.marker_every.map(|_| markers::Book::new(config.flows));
+            Arc::new(Flow::new(index, stream, config.interval, book))
+        })
         .collect();
     let mut readers = JoinSet::new();
     for flow in &flows {
@@ -247,6 +260,7 @@ pub async fn run(
     let mut control = tokio::spawn(collect_daemon_samples(
         control_rx,
         recorder.clone(),
+        flows.clone(),
         SampleCheck::new(config.flows, config.interval),
         (config.interval * 3).max(SILENCE_LIMIT),
         start,
@@ -310,6 +324,10 @@ pub async fn run(
     };
 
     let mut recorder = recorder.close().expect("the recorder is closed only here");
+    if let Some(clock) = &recorder.writer.meta().clock.clone() {
+        let counts = recorder.markers(&flows, start_unix_ns, clock)?;
+        recorder.writer.meta_mut().markers = Some(counts);
+    }
     let meta = recorder.writer.meta_mut();
     if let (Some(before), Ok(after)) = (&tcpext_before, netstat::read()) {
         let delta = netstat::delta(before, &after, netstat::WATCHED);
@@ -355,6 +373,7 @@ pub async fn run(
 async fn collect_daemon_samples(
     mut control_rx: Connection<OwnedReadHalf>,
     recorder: SharedRecorder,
+    flows: Vec<Arc<Flow>>,
     mut check: SampleCheck,
     silence_limit: Duration,
     start: Instant,
@@ -376,6 +395,20 @@ async fn collect_daemon_samples(
                 }
                 if let Err(e) = recorder.record(|r| r.sender(&flows, &host)) {
                     return ControlEnd::Failed(format!("recording the daemon's samples: {e}"));
+                }
+            }
+            Ok(Some(DaemonMessage::Markers { markers })) => {
+                for marker in markers {
+                    let book = flows.get(marker.flow as usize).and_then(|f| f.markers.as_ref());
+                    let Some(book) = book else {
+                        return ControlEnd::Failed(format!(
+                            "the daemon sent a marker for flow {} of a session of {} flows{}",
+                            marker.flow,
+                            flows.len(),
+                            if flows.iter().any(|f| f.markers.is_some()) { "" } else { " without markers" }
+                        ));
+                    };
+                    book.announce(marker);
                 }
             }
             Ok(Some(DaemonMessage::Ended(mut ended))) => {

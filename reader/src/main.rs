@@ -89,6 +89,11 @@ struct Args {
     /// write, so large writes hide what small ones show.
     #[arg(long, default_value_t = DEFAULT_WRITE_BYTES, value_parser = parse_write_size, value_name = "BYTES")]
     write_size: u32,
+    /// Mark every flow's stream this often and record how long each mark takes from the
+    /// daemon's write to this reader's read (markers.csv); at least --interval. Off unless
+    /// given.
+    #[arg(long, value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    marker_every: Option<Duration>,
     /// The daemon sends with sendfile from an in-memory file instead of write, as iperf3 -Z.
     #[arg(long)]
     zerocopy: bool,
@@ -189,6 +194,14 @@ impl Args {
             }
         };
         let pattern = self.pattern()?;
+        if let Some(every) = self.marker_every {
+            if every < self.interval {
+                anyhow::bail!(
+                    "--marker-every {every:?} is shorter than the sampling --interval {:?}",
+                    self.interval
+                );
+            }
+        }
         let connect = self.address.with_port(&self.connect);
         let family = self.address.family();
         if let Some(bind) = self.bind {
@@ -218,6 +231,7 @@ impl Args {
                 ..SocketOptions::default()
             },
             write_size_bytes: self.write_size,
+            marker_every: self.marker_every,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,
             lab_meta,

@@ -3,9 +3,12 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use oscil_protocol::clock::ClockEstimate;
+use oscil_protocol::markers::MarkerCounts;
 use oscil_protocol::sampling::{Sampling, Tally};
 use oscil_protocol::{HostSample, ReaderSample, RunDirError, RunWriter, SenderSample};
 
+use crate::flow::Flow;
 use crate::summary::SummaryBuilder;
 
 /// How often rows are pushed to the files: often enough that a run cut short keeps nearly
@@ -61,6 +64,26 @@ impl Recorder {
             self.writer.flush()?;
         }
         Ok(())
+    }
+
+    /// Every flow's markers, at the end: into `markers.csv` by flow and `k`, and into the
+    /// summary; what became of them, for `run.json`.
+    pub fn markers(
+        &mut self,
+        flows: &[Arc<Flow>],
+        start_unix_ns: u64,
+        clock: &ClockEstimate,
+    ) -> Result<MarkerCounts, RunDirError> {
+        let mut counts = MarkerCounts::default();
+        for book in flows.iter().filter_map(|f| f.markers.as_ref()) {
+            let (rows, flow_counts) = book.take_rows(start_unix_ns, clock);
+            for row in &rows {
+                self.writer.marker_row(row)?;
+                self.summary.marker(row);
+            }
+            counts.add(&flow_counts);
+        }
+        Ok(counts)
     }
 
     /// Both sides' sampling over the run, for `run.json`.

@@ -7,8 +7,10 @@ use oscil_kernel::{sockopt, OptionsInForce, SocketOptions};
 use oscil_protocol::address::IpFamily;
 use oscil_protocol::auth::{AuthError, DataKey, Nonce, ReaderHandshake, SessionId};
 use oscil_protocol::cli;
+use oscil_protocol::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
 use oscil_protocol::control::{
-    Connection, DaemonMessage, DataHello, FrameError, Hello, Welcome, PROTOCOL_VERSION,
+    Connection, DaemonMessage, DataHello, FrameError, Hello, ReaderMessage, Welcome,
+    PROTOCOL_VERSION,
 };
 use oscil_protocol::text::escape_peer;
 use tokio::io::AsyncWriteExt;
@@ -33,6 +35,8 @@ pub struct Session {
     pub welcome: Welcome,
     pub data: Vec<TcpStream>,
     pub reader_options: OptionsInForce,
+    /// The daemon's clock against ours, in a session with markers.
+    pub clock: Option<ClockEstimate>,
 }
 
 pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
@@ -77,13 +81,45 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
             data.push(stream);
         }
     }
+    let clock = match config.marker_every {
+        Some(_) => Some(measure_clock(&mut control_rx, &mut control_tx).await?),
+        None => None,
+    };
     Ok(Session {
         control_rx,
         control_tx,
         welcome,
         data,
         reader_options: reader_options.unwrap_or_default(),
+        clock,
     })
+}
+
+/// The clock exchanges of `oscil_protocol::clock`, one after another while nothing streams
+/// yet, so the quietest is near the path's bare round trip.
+async fn measure_clock(
+    rx: &mut Connection<OwnedReadHalf>,
+    tx: &mut Connection<OwnedWriteHalf>,
+) -> Result<ClockEstimate, ReaderError> {
+    let mut exchanges = Vec::with_capacity(clock::EXCHANGES as usize);
+    for _ in 0..clock::EXCHANGES {
+        let t1_unix_ns = realtime_unix_ns();
+        tx.write(&ReaderMessage::ClockProbe { t1_unix_ns }).await?;
+        match answer(rx, None).await? {
+            DaemonMessage::ClockEcho {
+                t1_unix_ns: echoed,
+                t2_unix_ns,
+                t3_unix_ns,
+            } if echoed == t1_unix_ns => exchanges.push(Exchange {
+                t1_unix_ns,
+                t2_unix_ns,
+                t3_unix_ns,
+                t4_unix_ns: realtime_unix_ns(),
+            }),
+            _ => return Err(ReaderError::Unexpected("the echo of a clock probe")),
+        }
+    }
+    ClockEstimate::from_exchanges(&exchanges).ok_or(ReaderError::Clock)
 }
 
 /// The handshake of [`oscil_protocol::auth`]: hello, the daemon's challenge (its proof
@@ -102,6 +138,7 @@ async fn authenticate(
         interval_us: config.interval.as_micros() as u64,
         duration_us: config.pattern.total().as_micros() as u64,
         write_size_bytes: Some(config.write_size_bytes),
+        marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
     tx.write(&first).await?;

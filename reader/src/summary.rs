@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use oscil_protocol::markers::MarkerRow;
 use oscil_protocol::phase_figures::{PhaseFigures, Totals};
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, SenderSample};
 use serde::Serialize;
@@ -27,6 +28,10 @@ pub struct PhaseSummary {
     /// Send-queue residence of the tagged writes, ms: p50, p90, p99, max; empty when none
     /// completed.
     pub residence_ms: Option<[f64; 4]>,
+    /// End-to-end latency of the markers sent in the phase, ms: p50, p99, max; empty when
+    /// none was read (or the run had no markers). Accurate to run.json's
+    /// `clock.uncertainty_us`.
+    pub marker_ms: Option<[f64; 3]>,
 }
 
 impl PhaseSummary {
@@ -48,6 +53,10 @@ impl PhaseSummary {
                 .residence_us
                 .as_ref()
                 .map(|h| [0.5, 0.9, 0.99, 1.0].map(|q| h.value_at_quantile(q) as f64 / 1000.0)),
+            marker_ms: totals
+                .marker_latency_us
+                .as_ref()
+                .map(|h| [0.5, 0.99, 1.0].map(|q| h.value_at_quantile(q) as f64 / 1000.0)),
         }
     }
 }
@@ -97,6 +106,10 @@ impl SummaryBuilder {
 
     pub fn host(&mut self, row: &HostSample) {
         self.figures.host(row);
+    }
+
+    pub fn marker(&mut self, row: &MarkerRow) {
+        self.figures.marker(row);
     }
 
     /// The summary of what ran until `end_s`.
@@ -178,6 +191,24 @@ impl std::fmt::Display for Summary {
                 }
             }
         }
+        if self.phases.values().any(|s| s.marker_ms.is_some()) {
+            writeln!(f)?;
+            writeln!(f, "{:<5} {:>26}", "", "marker latency (ms)")?;
+            writeln!(f, "{:<5} {:>8} {:>8} {:>8}", "phase", "p50", "p99", "max")?;
+            for (phase, s) in &self.phases {
+                match s.marker_ms {
+                    Some([p50, p99, max]) => writeln!(
+                        f,
+                        "{:<5} {:>8.2} {:>8.2} {:>8.2}",
+                        phase.as_str(),
+                        p50,
+                        p99,
+                        max
+                    )?,
+                    None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -203,6 +234,7 @@ mod tests {
             sender_rtt_mean_us: 9_999_000.0,
             sender_tcp_mem_peak_bytes: 99_999 << 20,
             residence_ms: Some([1.5, 20.25, 999.0, 99_999.0]),
+            marker_ms: Some([2.5, 999.0, 99_999.0]),
         };
         let summary = Summary {
             phases: [
@@ -211,6 +243,7 @@ mod tests {
                     Phase::Slow,
                     PhaseSummary {
                         residence_ms: None,
+                        marker_ms: None,
                         ..wide
                     },
                 ),
@@ -220,6 +253,7 @@ mod tests {
         };
         let text = summary.to_string();
         assert!(text.contains("residence"), "{text}");
+        assert!(text.contains("marker latency"), "{text}");
         assert!(text.contains("99999.00"), "{text}");
         for line in text.lines() {
             assert!(

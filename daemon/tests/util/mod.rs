@@ -69,6 +69,7 @@ pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: D
         interval_us: interval.as_micros() as u64,
         duration_us: duration.as_micros() as u64,
         write_size_bytes: None,
+        marker_every_us: None,
     }
 }
 
