@@ -106,6 +106,9 @@ pub struct RunFacts {
     pub pollout_notsent_max_bytes: Option<u64>,
     /// CPU seconds of the lab's link emulator over the run (its `link.json`).
     pub link_cpu_s: Option<f64>,
+    /// How far the marker latencies may be off: half the best clock exchange's round trip
+    /// (run.json `clock.uncertainty_us`); `None` in a run without markers.
+    pub clock_uncertainty_us: Option<f64>,
 }
 
 impl RunFacts {
@@ -316,6 +319,32 @@ pub const METRICS: &[Metric] = &[
         value: |w| w.both().reader_tcp_mem_ns_peak_bytes.map(|b| b as f64),
         compared: false,
     },
+    // The seed's urgent line: from the daemon's write of a marker to the reader's read of
+    // it (markers.csv), each give or take the clock uncertainty beside them.
+    Metric {
+        column: "marker_p50_ms",
+        title: "Median marker latency, write to read (give or take the clock uncertainty)",
+        unit: MS,
+        better: Better::Lower,
+        value: |w| ms_of_us(w.both().marker_quantile_us(0.5)),
+        compared: true,
+    },
+    Metric {
+        column: "marker_p99_ms",
+        title: "99th percentile marker latency, write to read (give or take the clock uncertainty)",
+        unit: MS,
+        better: Better::Lower,
+        value: |w| ms_of_us(w.both().marker_quantile_us(0.99)),
+        compared: true,
+    },
+    Metric {
+        column: "clock_uncertainty_ms",
+        title: "Clock uncertainty of the marker latencies (half the best exchange's round trip)",
+        unit: MS,
+        better: Better::Neither,
+        value: |w| w.run.clock_uncertainty_us.map(|us| us / 1000.0),
+        compared: false,
+    },
 ];
 
 fn ms_of_us(us: Option<u64>) -> Option<f64> {
@@ -391,6 +420,7 @@ mod tests {
                 }),
                 pollout_notsent_max_bytes: None,
                 link_cpu_s: None,
+                clock_uncertainty_us: None,
             },
             ..Window::default()
         };
@@ -398,5 +428,7 @@ mod tests {
         assert_eq!((metric("sender_ctx_per_gb").value)(&window), Some(500.0));
         assert_eq!((metric("reader_cpu_s_per_gb").value)(&window), None);
         assert_eq!((metric("residence_p50_ms").value)(&window), None);
+        assert_eq!((metric("marker_p50_ms").value)(&window), None);
+        assert_eq!((metric("clock_uncertainty_ms").value)(&window), None);
     }
 }

@@ -30,6 +30,8 @@ struct Quantity {
     label: String,
     color: (u8, u8, u8),
     ticks: Vec<Tick>,
+    /// Drawn as dots joined by a line: a few events rather than a sampled series.
+    dots: bool,
 }
 
 impl Quantity {
@@ -38,23 +40,31 @@ impl Quantity {
             label: label.into(),
             color,
             ticks,
+            dots: false,
         }
+    }
+
+    fn dotted(self) -> Self {
+        Quantity { dots: true, ..self }
     }
 
     /// A line through one figure of every tick (`t.sum`, `t.median`).
     fn line(&self, unit: Unit, figure: fn(&Tick) -> f64) -> Line {
-        Line::new(
-            self.label.clone(),
-            self.color,
-            series::with_gaps(
-                self.ticks
-                    .iter()
-                    .map(|t| (t.t_s, figure(t) / unit.scale))
-                    .collect(),
-                |p| p.0,
-                |x| (x, f64::NAN),
-            ),
-        )
+        Line {
+            markers: self.dots,
+            ..Line::new(
+                self.label.clone(),
+                self.color,
+                series::with_gaps(
+                    self.ticks
+                        .iter()
+                        .map(|t| (t.t_s, figure(t) / unit.scale))
+                        .collect(),
+                    |p| p.0,
+                    |x| (x, f64::NAN),
+                ),
+            )
+        }
     }
 
     fn band(&self, label: String, unit: Unit) -> Band {
@@ -324,7 +334,8 @@ fn rtt_panel(run: &Run, frame: &Frame) -> Panel {
 }
 
 /// How long a byte waits: the tagged writes' time in the send queue and until acknowledged
-/// (kernel TX timestamps); `None` for a run without them.
+/// (kernel TX timestamps), and the markers' from the daemon's write to the reader's read, at
+/// the time each marker was sent; `None` for a run with neither.
 fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
     let us = |v: Option<u64>| v.map(|us| us as f64);
     let residence = Quantity::new(
@@ -337,14 +348,29 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
         BLUE,
         sender_ticks(run, |r| us(r.write_to_ack_us)),
     );
-    (!residence.ticks.is_empty()).then(|| {
+    let marker = Quantity::new(
+        &marker_label(run),
+        GREEN,
+        series::ticks(&run.markers, frame.interval_s, |m| m.sent_t_s, |m| m.latency_us),
+    )
+    .dotted();
+    (!residence.ticks.is_empty() || !marker.ticks.is_empty()).then(|| {
         median_ms_panel(
             "Latency: how long a written byte waits; slow phases shaded",
             "time (ms)",
-            &[&residence, &to_ack],
+            &[&residence, &to_ack, &marker],
             frame,
         )
     })
+}
+
+/// The marker series' name, with how far the clocks may put it off.
+fn marker_label(run: &Run) -> String {
+    let uncertainty = run
+        .meta
+        .clock
+        .map_or(String::new(), |c| format!(", ±{:.3} ms clock", c.uncertainty_us / 1000.0));
+    format!("marker, daemon write to reader read (markers.csv{uncertainty})")
 }
 
 /// Medians over flows of quantities in microseconds, drawn in ms; with several flows, each
@@ -364,7 +390,7 @@ fn median_ms_panel(title: &str, label: &str, quantities: &[&Quantity], frame: &F
                 .push(q.band(format!("{}, p10-p90 over flows", q.label), MS));
             line.label = format!("{}, median over flows", q.label);
         }
-        line.dashed = !axis.lines.is_empty();
+        line.dashed = !axis.lines.is_empty() && !q.dots;
         axis.lines.push(line);
     }
     Panel {
@@ -496,7 +522,7 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
             text("tcp_mem_peak_reader_mib")
         ),
     };
-    let figures = format!(
+    let mut figures = format!(
         "goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {memory}; RTT slow mean {}",
         text("goodput_fast_mbps"),
         text("goodput_slow_mbps"),
@@ -505,5 +531,16 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
         text("slow_notsent_peak_mib"),
         text("rtt_slow_mean_ms"),
     );
+    if summary
+        .value(metric("marker_p50_ms"), Scope::Whole)
+        .is_some()
+    {
+        figures.push_str(&format!(
+            "; marker latency p50 {}, p99 {} (clock uncertainty ±{})",
+            text("marker_p50_ms"),
+            text("marker_p99_ms"),
+            text("clock_uncertainty_ms"),
+        ));
+    }
     vec![first, figures]
 }

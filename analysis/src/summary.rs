@@ -108,6 +108,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
     run.reader.iter().for_each(|r| figures.reader(r));
     run.sender.iter().for_each(|r| figures.sender(r));
     run.host.iter().for_each(|r| figures.host(r));
+    run.markers.iter().for_each(|r| figures.marker(r));
     // A reader that was killed never wrote its duration: its last row is the end.
     let end_s = if meta.ending.duration_s > 0.0 {
         meta.ending.duration_s
@@ -143,6 +144,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
                 .filter_map(|w| w.notsent_max_bytes)
                 .max(),
             link_cpu_s: link_cpu_s(&run.dir),
+            clock_uncertainty_us: meta.clock.map(|c| c.uncertainty_us),
         },
         config_key: configuration_key(meta, campaign.map(|c| &c.settings)),
         campaign_label: campaign

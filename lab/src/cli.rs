@@ -99,6 +99,10 @@ pub struct Cli {
     /// seed's lab wrote 16k.
     #[arg(long, value_name = "BYTES", help_heading = "Reading pattern")]
     pub write_size: Option<String>,
+    /// Mark every flow's stream this often and record each mark's latency from the
+    /// daemon's write to the reader's read (at least --interval) [default: no markers].
+    #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
+    pub marker_every: Option<String>,
 
     /// Runs per configuration [default: 1].
     #[arg(long, value_name = "N", help_heading = "Campaign")]
@@ -357,6 +361,8 @@ impl Cli {
             ("--cycles", self.cycles.is_some()),
             ("--quick", self.quick),
             ("--interval", self.interval.is_some()),
+            ("--write-size", self.write_size.is_some()),
+            ("--marker-every", self.marker_every.is_some()),
             ("--repeat", self.repeat.is_some()),
             ("--order", self.order.is_some()),
             ("--seed", self.seed.is_some()),
@@ -439,6 +445,14 @@ impl Cli {
         let lab = matches!(backend, BackendSpec::Netns { .. });
         let pattern = self.pattern_config()?;
         let interval = opt("interval", &self.interval, parse_positive_duration)?;
+        let interval_us = interval.map_or(100_000, |d| d.as_micros() as u64);
+        let marker_every = opt("marker-every", &self.marker_every, parse_positive_duration)?;
+        if let Some(every) = marker_every.filter(|d| (d.as_micros() as u64) < interval_us) {
+            return Err(invalid("marker-every")(format!(
+                "{every:?} is shorter than the sampling interval ({} ms)",
+                interval_us as f64 / 1000.0
+            )));
+        }
         let mut axes = Vec::new();
         if lab {
             axes.push(self.paths()?);
@@ -448,10 +462,11 @@ impl Cli {
         Ok(Matrix {
             axes,
             flows: opt("flows", &self.flows, |v| parse_count(v, 10_000))?.unwrap_or(1),
-            interval_us: interval.map_or(100_000, |d| d.as_micros() as u64),
+            interval_us,
             write_size_bytes: opt("write-size", &self.write_size, |v| {
                 text_err(parse_bytes_u32(v))
             })?,
+            marker_every_us: marker_every.map(|d| d.as_micros() as u64),
             pattern,
         })
     }

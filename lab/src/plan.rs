@@ -56,6 +56,8 @@ pub struct Matrix {
     pub interval_us: u64,
     pub pattern: PatternConfig,
     pub write_size_bytes: Option<u32>,
+    /// The reader's `--marker-every`, µs; `None`: no markers.
+    pub marker_every_us: Option<u64>,
 }
 
 /// One combination of settings; its repetitions share the label.
@@ -91,6 +93,7 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
         label: String::new(),
         settings: RunSettings {
             write_size_bytes: matrix.write_size_bytes,
+            marker_every_us: matrix.marker_every_us,
             ..unset_settings(matrix.flows, matrix.interval_us, matrix.pattern)
         },
     };

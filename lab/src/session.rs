@@ -119,6 +119,9 @@ pub fn reader_args(run: &CampaignRun, connect: &str, key: &str, files: &RunFiles
     if let Some(bytes) = s.write_size_bytes {
         add("--write-size", bytes.to_string());
     }
+    if let Some(us) = s.marker_every_us {
+        add("--marker-every", format!("{us}us"));
+    }
     if p.full_speed {
         args.push("--full-speed".into());
     }
@@ -275,8 +278,8 @@ mod tests {
             ],
             flows: 4,
             interval_us: 50_000,
-            write_size_bytes: None,
-            marker_every_us: None,
+            write_size_bytes: Some(16384),
+            marker_every_us: Some(1_000_000),
             pattern: PatternConfig {
                 full_speed: true,
                 ..PatternConfig::CLOUDFLARE
@@ -304,6 +307,8 @@ mod tests {
             "--sndbuf 16384",
             "--pacing-rate 50000000bit",
             "--congestion bbr",
+            "--write-size 16384",
+            "--marker-every 1000000us",
             "--full-speed",
         ] {
             assert!(args.contains(expected), "{expected} missing from {args}");

@@ -106,6 +106,35 @@ fn unparsable_duration_and_size() {
 }
 
 #[test]
+fn a_marker_interval_shorter_than_the_sampling_interval_is_refused() {
+    for (args, expected) in [
+        (&["--marker-every", "50ms"][..], "50ms is shorter than the sampling --interval 100ms"),
+        (
+            &["--interval", "1s", "--fast", "2s", "--marker-every", "999ms"],
+            "999ms is shorter than the sampling --interval 1s",
+        ),
+    ] {
+        let output = reader()
+            .args(["--connect", "127.0.0.1:1", "--out", "/nonexistent"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = failure(&output);
+        let line = only_line(&stderr);
+        assert!(line.starts_with("oscil-reader: --marker-every"), "{line}");
+        assert!(line.contains(expected), "{line}");
+    }
+    let zero = reader()
+        .args(["--connect", "127.0.0.1:1", "--out", "/nonexistent"])
+        .args(["--marker-every", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(failure(&zero).contains("above zero"));
+}
+
+#[test]
 fn unusable_meta_file() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such.json");

@@ -173,7 +173,8 @@ impl Client {
         got
     }
 
-    /// Sends stop and returns the daemon's `Ended` reason and TcpExt delta, skipping samples.
+    /// Sends stop and returns the daemon's `Ended` reason and TcpExt delta, skipping samples
+    /// and markers.
     pub async fn stop(&mut self) -> oscil_protocol::control::Ended {
         self.send(&ReaderMessage::Stop {
             reason: "test done".into(),
@@ -181,7 +182,7 @@ impl Client {
         .await;
         loop {
             match self.next().await {
-                Some(DaemonMessage::Samples { .. }) => continue,
+                Some(DaemonMessage::Samples { .. } | DaemonMessage::Markers { .. }) => continue,
                 Some(DaemonMessage::Ended(e)) => return e,
                 other => panic!("expected ended, got {other:?}"),
             }
