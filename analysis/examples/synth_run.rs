@@ -74,6 +74,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cost: None,
         wakeups: Vec::new(),
         sampling: None,
+        clock: None,
+        markers: None,
     };
     let schedule = meta.schedule.clone();
     let mut writer = RunWriter::create(&dir, true, meta)?;

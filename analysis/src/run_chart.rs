@@ -351,7 +351,12 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
     let marker = Quantity::new(
         &marker_label(run),
         GREEN,
-        series::ticks(&run.markers, frame.interval_s, |m| m.sent_t_s, |m| m.latency_us),
+        series::ticks(
+            &run.markers,
+            frame.interval_s,
+            |m| m.sent_t_s,
+            |m| m.latency_us,
+        ),
     )
     .dotted();
     (!residence.ticks.is_empty() || !marker.ticks.is_empty()).then(|| {
@@ -366,10 +371,9 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
 
 /// The marker series' name, with how far the clocks may put it off.
 fn marker_label(run: &Run) -> String {
-    let uncertainty = run
-        .meta
-        .clock
-        .map_or(String::new(), |c| format!(", ±{:.3} ms clock", c.uncertainty_us / 1000.0));
+    let uncertainty = run.meta.clock.map_or(String::new(), |c| {
+        format!(", ±{:.3} ms clock", c.uncertainty_us / 1000.0)
+    });
     format!("marker, daemon write to reader read (markers.csv{uncertainty})")
 }
 

@@ -74,7 +74,9 @@ async fn marker_latencies_us(lowat: Option<u32>, how_long: Duration) -> Vec<i128
 
     let ks: Vec<u64> = markers.iter().map(|m| m.k).collect();
     assert!(ks.windows(2).all(|w| w[0] < w[1]), "{ks:?}");
-    assert!(markers.windows(2).all(|w| w[0].offset_bytes < w[1].offset_bytes));
+    assert!(markers
+        .windows(2)
+        .all(|w| w[0].offset_bytes < w[1].offset_bytes));
     let mut book = book.lock().unwrap().clone();
     markers.iter().for_each(|m| book.announce(*m));
     let (resolved, _) = book.into_resolved();

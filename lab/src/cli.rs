@@ -325,7 +325,7 @@ impl Cli {
             Some(OrderArg::Grouped) => Order::Grouped,
             Some(OrderArg::Shuffled) | None => Order::Shuffled,
         };
-        Ok(Job::New(NewCampaign {
+        Ok(Job::New(Box::new(NewCampaign {
             matrix,
             repeat,
             order,
@@ -334,7 +334,7 @@ impl Cli {
             force: self.force,
             dry_run: self.dry_run,
             backend,
-        }))
+        })))
     }
 
     /// The options that make a plan, by name, when given.
@@ -587,7 +587,7 @@ mod tests {
 
     fn new(args: &[&str]) -> NewCampaign {
         match job(args).unwrap() {
-            Job::New(campaign) => campaign,
+            Job::New(campaign) => *campaign,
             other => panic!("not a new campaign: {other:?}"),
         }
     }

@@ -12,9 +12,15 @@ use crate::plan::Matrix;
 
 #[derive(Debug)]
 pub enum Job {
-    New(NewCampaign),
-    Resume { dir: PathBuf, dry_run: bool },
-    Restore { dir: PathBuf },
+    /// Boxed: the plan is far larger than the other jobs.
+    New(Box<NewCampaign>),
+    Resume {
+        dir: PathBuf,
+        dry_run: bool,
+    },
+    Restore {
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug)]

@@ -225,7 +225,9 @@ pub fn row(resolved: &Resolved, start_unix_ns: u64, offset_ns: i128) -> MarkerRo
         k: m.k,
         offset_bytes: m.offset_bytes,
         sent_t_s: since_start_s(sent_ns),
-        read_t_s: resolved.read_unix_ns.map(|at| since_start_s(i128::from(at))),
+        read_t_s: resolved
+            .read_unix_ns
+            .map(|at| since_start_s(i128::from(at))),
         latency_us: resolved
             .read_unix_ns
             .map(|at| (i128::from(at) - sent_ns) as f64 / 1000.0),
@@ -270,7 +272,10 @@ mod tests {
         let (done, counts) = f.into_resolved();
         let times: Vec<_> = done.iter().map(|r| (r.marker.k, r.read_unix_ns)).collect();
         assert_eq!(times, vec![(1, Some(20)), (2, Some(40))]);
-        assert_eq!((counts.announced, counts.resolved, counts.unread), (2, 2, 0));
+        assert_eq!(
+            (counts.announced, counts.resolved, counts.unread),
+            (2, 2, 0)
+        );
     }
 
     #[test]

@@ -545,12 +545,21 @@ mod tests {
         let phases = f.finish(6.0);
         let fast = phases.merged(Phase::Fast, |_| true);
         assert_eq!(fast.marker_latency_us.as_ref().unwrap().len(), 3);
-        assert_eq!(fast.marker_quantile_us(0.0), Some(0), "below zero counts as 0");
+        assert_eq!(
+            fast.marker_quantile_us(0.0),
+            Some(0),
+            "below zero counts as 0"
+        );
         let near = |got: Option<u64>, want: u64| got.unwrap().abs_diff(want) * 1000 <= want;
         assert!(near(fast.marker_quantile_us(0.5), 1_000));
         assert!(near(fast.marker_quantile_us(1.0), 500_000));
         let slow = phases.merged(Phase::Slow, |_| true);
         assert!(near(slow.marker_quantile_us(0.5), 90_000));
-        assert_eq!(phases.merged(Phase::Slow, |c| c >= 2).marker_quantile_us(0.5), None);
+        assert_eq!(
+            phases
+                .merged(Phase::Slow, |c| c >= 2)
+                .marker_quantile_us(0.5),
+            None
+        );
     }
 }

@@ -78,6 +78,7 @@ fn corpus() -> Vec<Vec<u8>> {
         encode_frame(&first),
         encode_frame(&proof),
         encode_frame(&ReaderMessage::Start),
+        encode_frame(&ReaderMessage::ClockProbe { t1_unix_ns: 1 }),
         encode_frame(&ReaderMessage::Stop {
             reason: "done".into(),
         }),
@@ -89,6 +90,19 @@ fn corpus() -> Vec<Vec<u8>> {
         encode_frame(&DaemonMessage::Samples {
             host,
             flows: vec![],
+        }),
+        encode_frame(&DaemonMessage::ClockEcho {
+            t1_unix_ns: 1,
+            t2_unix_ns: 2,
+            t3_unix_ns: 3,
+        }),
+        encode_frame(&DaemonMessage::Markers {
+            markers: vec![oscil_protocol::markers::Marker {
+                flow: 0,
+                k: 1,
+                offset_bytes: 65536,
+                sent_unix_ns: 4,
+            }],
         }),
         encode_frame(&DaemonMessage::Ended(Ended {
             reason: "x".into(),

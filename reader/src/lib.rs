@@ -225,7 +225,9 @@ pub async fn run(
         .into_iter()
         .zip(0..)
         .map(|(stream, index)| {
-            let book = config.marker_every.map(|_| markers::Book::new(config.flows));
+            let book = config
+                .marker_every
+                .map(|_| markers::Book::new(config.flows));
             Arc::new(Flow::new(index, stream, config.interval, book))
         })
         .collect();
@@ -399,13 +401,19 @@ async fn collect_daemon_samples(
             }
             Ok(Some(DaemonMessage::Markers { markers })) => {
                 for marker in markers {
-                    let book = flows.get(marker.flow as usize).and_then(|f| f.markers.as_ref());
+                    let book = flows
+                        .get(marker.flow as usize)
+                        .and_then(|f| f.markers.as_ref());
                     let Some(book) = book else {
                         return ControlEnd::Failed(format!(
                             "the daemon sent a marker for flow {} of a session of {} flows{}",
                             marker.flow,
                             flows.len(),
-                            if flows.iter().any(|f| f.markers.is_some()) { "" } else { " without markers" }
+                            if flows.iter().any(|f| f.markers.is_some()) {
+                                ""
+                            } else {
+                                " without markers"
+                            }
                         ));
                     };
                     book.announce(marker);

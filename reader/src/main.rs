@@ -344,6 +344,8 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
             "sender_options": meta.sender_options,
             "phases": outcome.summary.phases,
             "cycles": outcome.summary.cycles,
+            "clock": meta.clock,
+            "markers": meta.markers,
         });
         println!(
             "{}",

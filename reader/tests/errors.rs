@@ -108,9 +108,19 @@ fn unparsable_duration_and_size() {
 #[test]
 fn a_marker_interval_shorter_than_the_sampling_interval_is_refused() {
     for (args, expected) in [
-        (&["--marker-every", "50ms"][..], "50ms is shorter than the sampling --interval 100ms"),
         (
-            &["--interval", "1s", "--fast", "2s", "--marker-every", "999ms"],
+            &["--marker-every", "50ms"][..],
+            "50ms is shorter than the sampling --interval 100ms",
+        ),
+        (
+            &[
+                "--interval",
+                "1s",
+                "--fast",
+                "2s",
+                "--marker-every",
+                "999ms",
+            ],
             "999ms is shorter than the sampling --interval 1s",
         ),
     ] {

@@ -82,7 +82,10 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
     // Full speed for a second: every flow writes all along, so nearly every marker time
     // of the fast phase finds a write.
     for flow in 0..2 {
-        assert!(fast_per_flow.get(&flow).copied().unwrap_or(0) >= 7, "{fast_per_flow:?}");
+        assert!(
+            fast_per_flow.get(&flow).copied().unwrap_or(0) >= 7,
+            "{fast_per_flow:?}"
+        );
     }
 
     let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
