@@ -86,8 +86,8 @@ pub struct MarkerCounts {
     pub resolved: u64,
     /// Markers the reader had not read up to when the run ended.
     pub unread: u64,
-    /// Markers announced after the reader had read past them and forgotten when
-    /// (`READ_HISTORY` reads ago): rows without a latency.
+    /// Markers announced after the reader had read past them and forgotten when (it
+    /// remembers a bounded number of reads per flow): rows without a latency.
     pub expired: u64,
     /// Markers not kept, past `max_kept` per flow, or out of order.
     pub dropped: u64,

