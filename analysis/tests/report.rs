@@ -13,7 +13,7 @@ use serde_json::Value;
 use util::{assert_close, expected, one_line_error, png_size, reader_run, report};
 
 /// Two real runs over loopback, made once for all tests: the kernel's default lowat and
-/// lowat 16 KiB.
+/// lowat 16 KiB, the second with markers.
 fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
     static RUNS: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
     RUNS.get_or_init(|| {
@@ -22,7 +22,10 @@ fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
         let mut dirs = Vec::new();
         for (label, extra) in [
             ("default", &[][..]),
-            ("lowat16k", &["--notsent-lowat", "16384"][..]),
+            (
+                "lowat16k",
+                &["--notsent-lowat", "16384", "--marker-every", "200ms"][..],
+            ),
         ] {
             let dir = scratch.path().join(label);
             let mut args = vec!["--fast", "1s", "--slow", "2s", "--cycles", "1"];
@@ -106,6 +109,39 @@ fn reports_real_runs_with_figures_matching_the_csvs() {
     }
     assert_eq!(rows[1]["lowat"], "lowat 16 KiB");
     assert_eq!(rows[1]["lowat_bytes"], "16384");
+
+    // Marker figures only where markers were set, each a latency of markers.csv; the
+    // clock's uncertainty beside them is run.json's.
+    assert_eq!(
+        rows[0]["marker_p50_ms"], "",
+        "no markers in the default run"
+    );
+    let mut latencies_ms: Vec<f64> = Csv::read(&dirs[1].join("markers.csv"))
+        .rows
+        .iter()
+        .filter(|r| !r["latency_us"].is_empty())
+        .map(|r| number(r, "latency_us").max(0.0) / 1000.0)
+        .collect();
+    latencies_ms.sort_by(f64::total_cmp);
+    assert!(latencies_ms.len() >= 3, "{latencies_ms:?}");
+    let n = latencies_ms.len();
+    let p50 = number(&rows[1], "marker_p50_ms");
+    let (low, high) = (latencies_ms[(n - 1) / 2], latencies_ms[n / 2]);
+    assert!(
+        p50 >= low * 0.998 - 0.002 && p50 <= high * 1.002 + 0.002,
+        "marker_p50_ms {p50} against {latencies_ms:?}"
+    );
+    assert!(number(&rows[1], "marker_p99_ms") <= latencies_ms[n - 1] * 1.002 + 0.002);
+    let meta: Value =
+        serde_json::from_str(&fs::read_to_string(dirs[1].join("run.json")).unwrap()).unwrap();
+    let uncertainty_ms = meta["clock"]["uncertainty_us"].as_f64().unwrap() / 1000.0;
+    assert_close(
+        "lowat16k",
+        "clock_uncertainty_ms",
+        number(&rows[1], "clock_uncertainty_ms"),
+        uncertainty_ms,
+        3,
+    );
 
     let md = fs::read_to_string(out.path().join("summary.md")).unwrap();
     assert!(md.contains("| default | complete |"), "{md}");
