@@ -3,7 +3,10 @@
 //! Control messages are JSON objects in frames of a 4-byte big-endian length followed by
 //! that many bytes. Decoding is pure (`decode_frame` tells "need more bytes" from
 //! "invalid"); `Connection` only moves bytes. A session opens with the handshake of
-//! [`crate::auth`] (hello, challenge, proof), then a welcome. Data connections open with a
+//! [`crate::auth`] (hello, challenge, proof), then a welcome; a session with markers then
+//! makes its clock exchanges (`clock_probe`, `clock_echo`, see [`crate::clock`]) before the
+//! reader's start, and the daemon sends `markers` as its writers set them. Data connections
+//! open with a
 //! fixed 60-byte `DataHello` that names the session and the flow and carries a tag made with
 //! the session's data key, then carry only payload.
 

@@ -146,26 +146,45 @@ fn a_reader_with_a_key_sends_no_proof_to_a_daemon_that_cannot_prove_it() {
     );
 }
 
+/// Plays a keyless daemon up to the reader's start, echoing clock probes on one clock;
+/// returns the data connections.
+fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> {
+    let hello = fake.read().unwrap();
+    let (awaiting, challenge) = DaemonHandshake::new(None, Nonce::random().unwrap())
+        .on_hello(hello)
+        .unwrap();
+    fake.send(&challenge);
+    let auth = awaiting.on_proof(fake.read().unwrap()).unwrap();
+    fake.send(&DaemonMessage::Welcome(Welcome {
+        version: PROTOCOL_VERSION,
+        software: "stand-in".into(),
+        session_id: SessionId::random().unwrap(),
+        host: oscil_kernel::host::collect(),
+        options_in_force: Default::default(),
+    }));
+    let flows = (0..auth.hello.flows)
+        .map(|_| listener.accept().unwrap().0)
+        .collect();
+    loop {
+        match fake.read() {
+            Some(ReaderMessage::ClockProbe { t1_unix_ns }) => {
+                let now = oscil_protocol::clock::realtime_unix_ns();
+                fake.send(&DaemonMessage::ClockEcho {
+                    t1_unix_ns,
+                    t2_unix_ns: now,
+                    t3_unix_ns: now,
+                });
+            }
+            Some(ReaderMessage::Start) => return flows,
+            other => panic!("expected a clock probe or start, got {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn absurd_samples_end_the_run_partial_and_are_not_written() {
     let (addr, daemon) = stand_in(|listener, mut fake| {
-        let hello = fake.read().unwrap();
-        let (awaiting, challenge) = DaemonHandshake::new(None, Nonce::random().unwrap())
-            .on_hello(hello)
-            .unwrap();
-        fake.send(&challenge);
-        let auth = awaiting.on_proof(fake.read().unwrap()).unwrap();
-        fake.send(&DaemonMessage::Welcome(Welcome {
-            version: PROTOCOL_VERSION,
-            software: "stand-in".into(),
-            session_id: SessionId::random().unwrap(),
-            host: oscil_kernel::host::collect(),
-            options_in_force: Default::default(),
-        }));
-        let _flows: Vec<TcpStream> = (0..auth.hello.flows)
-            .map(|_| listener.accept().unwrap().0)
-            .collect();
-        assert!(matches!(fake.read(), Some(ReaderMessage::Start)));
+        let _flows = welcome_and_start(listener, &mut fake);
         fake.send(&samples(0.1, vec![sender_row(0.1, 0)]));
         fake.send(&samples(0.2, vec![sender_row(0.2, 4_294_967_295)]));
         while fake.read::<ReaderMessage>().is_some() {}
@@ -191,4 +210,40 @@ fn absurd_samples_end_the_run_partial_and_are_not_written() {
         "header and the one good row: {sender}"
     );
     assert!(!sender.contains("4294967295"), "{sender}");
+}
+
+#[test]
+fn a_marker_for_a_flow_the_session_lacks_ends_the_run_partial() {
+    let (addr, daemon) = stand_in(|listener, mut fake| {
+        let _flows = welcome_and_start(listener, &mut fake);
+        fake.send(&DaemonMessage::Markers {
+            markers: vec![oscil_protocol::markers::Marker {
+                flow: 7,
+                k: 1,
+                offset_bytes: 0,
+                sent_unix_ns: 0,
+            }],
+        });
+        while fake.read::<ReaderMessage>().is_some() {}
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run_against(addr, &out, &["--marker-every", "100ms"]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let reason = run["ending"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("marker for flow 7 of a session of 1 flows"),
+        "{reason}"
+    );
+    // The stand-in shares the reader's clock.
+    let clock = &run["clock"];
+    let offset_us = clock["offset_us"].as_f64().unwrap();
+    assert!(
+        offset_us.abs() <= clock["uncertainty_us"].as_f64().unwrap(),
+        "{clock}"
+    );
 }
