@@ -326,8 +326,8 @@ pub async fn run(
     };
 
     let mut recorder = recorder.close().expect("the recorder is closed only here");
-    if let Some(clock) = &recorder.writer.meta().clock.clone() {
-        let counts = recorder.markers(&flows, start_unix_ns, clock)?;
+    if let Some(clock) = recorder.writer.meta().clock {
+        let counts = recorder.markers(&flows, start_unix_ns, &clock)?;
         recorder.writer.meta_mut().markers = Some(counts);
     }
     let meta = recorder.writer.meta_mut();
@@ -400,23 +400,8 @@ async fn collect_daemon_samples(
                 }
             }
             Ok(Some(DaemonMessage::Markers { markers })) => {
-                for marker in markers {
-                    let book = flows
-                        .get(marker.flow as usize)
-                        .and_then(|f| f.markers.as_ref());
-                    let Some(book) = book else {
-                        return ControlEnd::Failed(format!(
-                            "the daemon sent a marker for flow {} of a session of {} flows{}",
-                            marker.flow,
-                            flows.len(),
-                            if flows.iter().any(|f| f.markers.is_some()) {
-                                ""
-                            } else {
-                                " without markers"
-                            }
-                        ));
-                    };
-                    book.announce(marker);
+                if let Err(e) = markers::announce(&flows, markers) {
+                    return ControlEnd::Failed(e);
                 }
             }
             Ok(Some(DaemonMessage::Ended(mut ended))) => {
