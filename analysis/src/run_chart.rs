@@ -100,8 +100,7 @@ fn sum_axis(
     let axis = Axis {
         label: format!("{quantity}, sum over flows ({})", unit.name),
         lines: sums.iter().map(|q| q.line(unit, |t| t.sum)).collect(),
-        bands: Vec::new(),
-        cap: None,
+        ..Axis::default()
     };
     (axis, unit)
 }
@@ -126,7 +125,7 @@ fn spread_axis(
             .iter()
             .map(|q| q.band(format!("{}, per flow p10-p90 (right axis)", q.label), unit))
             .collect(),
-        cap: None,
+        ..Axis::default()
     };
     (axis, unit)
 }
@@ -324,7 +323,8 @@ fn rtt_panel(run: &Run, frame: &Frame) -> Panel {
 }
 
 /// How long a byte waits: the tagged writes' time in the send queue and until acknowledged
-/// (kernel TX timestamps); `None` for a run without them.
+/// (kernel TX timestamps), on a log scale when they span decades (a slow phase's queue
+/// holds seconds, a fast phase's milliseconds); `None` for a run without them.
 fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
     let us = |v: Option<u64>| v.map(|us| us as f64);
     let residence = Quantity::new(
@@ -338,12 +338,14 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
         sender_ticks(run, |r| us(r.write_to_ack_us)),
     );
     (!residence.ticks.is_empty()).then(|| {
-        median_ms_panel(
+        let mut panel = median_ms_panel(
             "Latency: how long a written byte waits; slow phases shaded",
             "time (ms)",
             &[&residence, &to_ack],
             frame,
-        )
+        );
+        panel.left.fit_scale();
+        panel
     })
 }
 

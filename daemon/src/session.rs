@@ -475,7 +475,7 @@ impl Session<'_> {
         writers.shutdown().await;
         let wakeups = flows
             .iter()
-            .map(|f| f.probe.wakeup_figures(f.index))
+            .map(|f| f.probe.session_wakeups(f.index))
             .collect();
         for flow in flows {
             flow.reset();

@@ -83,8 +83,22 @@ impl Columns for SenderSample {
         "span_s",
         "residence_us",
         "write_to_ack_us",
+        "wakeups",
+        "wake_notsent_p50_bytes",
+        "wake_notsent_max_bytes",
+        "wake_to_write_p50_us",
+        "wake_to_write_max_us",
     ];
-    const ADDED_LATER: &'static [&'static str] = &["span_s", "residence_us", "write_to_ack_us"];
+    const ADDED_LATER: &'static [&'static str] = &[
+        "span_s",
+        "residence_us",
+        "write_to_ack_us",
+        "wakeups",
+        "wake_notsent_p50_bytes",
+        "wake_notsent_max_bytes",
+        "wake_to_write_p50_us",
+        "wake_to_write_max_us",
+    ];
 }
 
 impl Columns for HostSample {

@@ -330,6 +330,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
             "sender_options": meta.sender_options,
             "phases": outcome.summary.phases,
             "cycles": outcome.summary.cycles,
+            "safe_lowat_bytes": outcome.summary.safe_lowat_bytes,
         });
         println!(
             "{}",
