@@ -216,10 +216,10 @@ fn axis_top(axis: &Axis, legend_rows: usize) -> f64 {
 /// above the highest as `axis_top` leaves, in decades instead of units.
 fn log_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
     let max = axis.max();
-    let min = axis.min_positive().unwrap_or(max).min(max);
-    if !(min > 0.0) {
+    let Some(min) = axis.min_positive().filter(|_| max > 0.0) else {
         return (0.1, 1.0);
-    }
+    };
+    let min = min.min(max);
     let decades = (max / min).log10().max(1.0);
     let bottom = min / 10f64.powf(0.05 * decades);
     (
@@ -297,14 +297,14 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
 
 /// The mesh, the shaded slow phases, every series and the legend, on a frame whose left
 /// axis runs from `bottom` to `top` (the right from 0 to `right_top`).
-fn fill_panel<'a, DB: 'a, Y>(
+fn fill_panel<'a, DB, Y>(
     mut chart: Dual<'a, DB, Y>,
     panel: &Panel,
     (bottom, top, right_top): (f64, f64, f64),
     y_tick: &dyn Fn(&f64) -> String,
 ) -> Result<()>
 where
-    DB: DrawingBackend,
+    DB: DrawingBackend + 'a,
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();

@@ -84,15 +84,17 @@ impl Tally {
         self.wake_to_write_max_us = self.wake_to_write_max_us.max(wake_to_write_us);
     }
 
+    /// The medians are their buckets' tops, never above the exact largest value.
     fn figures(&self, flow: u32) -> WakeupFigures {
         let (n, t) = (&self.notsent_bytes, &self.wake_to_write_us);
         let some = |v: u64| (!n.is_empty()).then_some(v);
+        let median = |h: &Histogram<u64>, max: u64| some(h.value_at_quantile(0.5).min(max));
         WakeupFigures {
             flow,
             wakeups: n.len(),
-            notsent_p50_bytes: some(n.value_at_quantile(0.5)),
+            notsent_p50_bytes: median(n, self.notsent_max_bytes),
             notsent_max_bytes: some(self.notsent_max_bytes),
-            wake_to_write_p50_us: some(t.value_at_quantile(0.5)),
+            wake_to_write_p50_us: median(t, self.wake_to_write_max_us),
             wake_to_write_max_us: some(self.wake_to_write_max_us),
         }
     }
@@ -322,6 +324,12 @@ mod tests {
         assert_eq!(first.notsent_max_bytes, Some(32_760));
         assert_eq!(first.wake_to_write_max_us, Some(3276));
 
+        // One wake-up: its median is itself, not its bucket's top.
+        probe.record_wakeup(15_796, Duration::from_micros(1001));
+        let one = probe.take_interval_wakeups(3);
+        assert_eq!(one.notsent_p50_bytes, Some(15_796));
+        assert_eq!(one.wake_to_write_p50_us, Some(1001));
+
         let quiet = probe.take_interval_wakeups(3);
         assert_eq!(quiet.wakeups, 0);
         assert_eq!(quiet.notsent_max_bytes, None);
@@ -329,7 +337,7 @@ mod tests {
 
         probe.record_wakeup(40_000, Duration::from_millis(5));
         let session = probe.session_wakeups(3);
-        assert_eq!(session.wakeups, 4);
+        assert_eq!(session.wakeups, 5);
         assert_eq!(session.notsent_max_bytes, Some(40_000));
         assert_eq!(session.wake_to_write_max_us, Some(5000));
         // What the session already counted is no interval's any more.

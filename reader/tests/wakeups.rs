@@ -8,8 +8,7 @@ mod util;
 use std::collections::HashMap;
 
 use oscil_testkit::{number, Csv};
-use serde_json::Value;
-use util::fresh_run;
+use util::{fresh_run, json_and_meta, phase_of_1s_each};
 
 const LOWAT: f64 = 16384.0;
 
@@ -38,16 +37,10 @@ fn wakeups_sit_below_half_the_lowat_in_every_interval_and_phase() {
         "16k",
         "--json",
     ]);
-    let summary: Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let (summary, meta) = json_and_meta(&out, &output);
     let end_s = meta["ending"]["duration_s"].as_f64().unwrap();
-    // A sample belongs to the phase holding the middle of its 100 ms interval.
-    let phase_of = |t_s: f64| match t_s - 0.05 {
-        m if (0.0..1.0).contains(&m) => Some("fast"),
-        m if (1.0..2.0).contains(&m) => Some("slow"),
-        _ => None,
-    };
+    // Fast is 0-1 s, slow 1-2 s (cut at the run's end).
+    let phase_of = phase_of_1s_each;
 
     let sender = Csv::read(&out.join("sender.csv")).rows;
     for row in &sender {
