@@ -133,6 +133,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 span_s: 0.1,
                 residence_us: None,
                 write_to_ack_us: None,
+                wakeups: None,
+                wake_notsent_p50_bytes: None,
+                wake_notsent_max_bytes: None,
+                wake_to_write_p50_us: None,
+                wake_to_write_max_us: None,
             })?;
         }
         for side in [Side::Reader, Side::Sender] {

@@ -53,6 +53,15 @@ pub struct Band {
     pub points: Vec<(f64, f64, f64)>,
 }
 
+/// How an axis spaces its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scale {
+    #[default]
+    Linear,
+    /// Each power of ten takes the same height: for values that span decades.
+    Log,
+}
+
 /// One y axis and what is drawn against it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Axis {
@@ -62,9 +71,61 @@ pub struct Axis {
     pub bands: Vec<Band>,
     /// Values above this run off the top, so one wild series does not flatten the rest.
     pub cap: Option<f64>,
+    pub scale: Scale,
 }
 
 impl Axis {
+    /// Every value drawn against this axis (NaN gaps included).
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        let lines = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+        let bands = self
+            .bands
+            .iter()
+            .flat_map(|b| b.points.iter().flat_map(|p| [p.1, p.2]));
+        lines.chain(bands)
+    }
+
+    /// The smallest value above zero, where a log axis starts.
+    pub fn min_positive(&self) -> Option<f64> {
+        self.values().filter(|v| *v > 0.0).min_by(f64::total_cmp)
+    }
+
+    /// Log when the values above zero span more than a decade (the largest over ten times
+    /// the smallest), so a slow phase's seconds do not flatten a fast phase's milliseconds;
+    /// linear otherwise.
+    pub fn fitting_scale(&self) -> Scale {
+        match self.min_positive() {
+            Some(min) if self.max() > 10.0 * min => Scale::Log,
+            _ => Scale::Linear,
+        }
+    }
+
+    /// Takes the scale that fits and says which in the label; on a log scale a value of
+    /// zero or less, which it cannot show, becomes a gap.
+    pub fn fit_scale(&mut self) {
+        self.scale = self.fitting_scale();
+        let name = match self.scale {
+            Scale::Linear => "linear scale",
+            Scale::Log => "log scale",
+        };
+        self.label = format!("{}, {name}", self.label);
+        if self.scale == Scale::Log {
+            let gap = |v: &mut f64| {
+                if *v <= 0.0 {
+                    *v = f64::NAN;
+                }
+            };
+            self.lines
+                .iter_mut()
+                .flat_map(|l| l.points.iter_mut())
+                .for_each(|p| gap(&mut p.1));
+            for p in self.bands.iter_mut().flat_map(|b| b.points.iter_mut()) {
+                gap(&mut p.1);
+                gap(&mut p.2);
+            }
+        }
+    }
+
     /// The largest value to fit on this axis.
     pub fn max(&self) -> f64 {
         let lines = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
@@ -134,3 +195,56 @@ pub const MS: Unit = Unit {
     scale: 1000.0,
     name: "ms",
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axis(values: &[f64]) -> Axis {
+        let points = values.iter().enumerate().map(|(i, &v)| (i as f64, v));
+        Axis {
+            label: "time (ms)".into(),
+            lines: vec![Line::new("residence", BLUE, points.collect())],
+            ..Axis::default()
+        }
+    }
+
+    #[test]
+    fn a_log_scale_only_for_values_spanning_more_than_a_decade() {
+        assert_eq!(axis(&[0.5, 3.0, 4.9]).fitting_scale(), Scale::Linear);
+        assert_eq!(axis(&[0.5, 3.0, 5.1]).fitting_scale(), Scale::Log);
+        assert_eq!(axis(&[2.0, 490.0]).fitting_scale(), Scale::Log);
+        // Zero and gaps have no place on a log axis and do not count.
+        assert_eq!(
+            axis(&[0.0, 1.0, f64::NAN, 9.0]).fitting_scale(),
+            Scale::Linear
+        );
+        assert_eq!(axis(&[]).fitting_scale(), Scale::Linear);
+        // A band's low edge counts as much as a line.
+        let mut banded = axis(&[1.0, 2.0]);
+        banded.bands.push(Band {
+            label: "p10-p90".into(),
+            color: BLUE,
+            points: vec![(0.0, 0.05, 1.5)],
+        });
+        assert_eq!(banded.fitting_scale(), Scale::Log);
+    }
+
+    #[test]
+    fn the_label_names_the_scale_and_a_log_axis_leaves_zero_out() {
+        let mut linear = axis(&[1.0, 2.0]);
+        linear.fit_scale();
+        assert_eq!(
+            (linear.scale, linear.label.as_str()),
+            (Scale::Linear, "time (ms), linear scale")
+        );
+        let mut log = axis(&[0.0, 0.2, 90.0]);
+        log.fit_scale();
+        assert_eq!(
+            (log.scale, log.label.as_str()),
+            (Scale::Log, "time (ms), log scale")
+        );
+        assert!(log.lines[0].points[0].1.is_nan());
+        assert_eq!(log.lines[0].points[2].1, 90.0);
+    }
+}

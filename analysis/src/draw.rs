@@ -4,12 +4,13 @@ use std::path::Path;
 use std::sync::Once;
 
 use plotters::chart::DualCoordChartContext;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use crate::chart::{Axis, Figure, Line, Panel};
+use crate::chart::{Axis, Figure, Line, Panel, Scale};
 use crate::comparison::{IntervalFigure, IntervalPanel, IntervalRow};
 
 /// Width of every picture, in pixels.
@@ -211,6 +212,22 @@ fn axis_top(axis: &Axis, legend_rows: usize) -> f64 {
     }
 }
 
+/// A log axis's range: from a little below the smallest value to the same share of room
+/// above the highest as `axis_top` leaves, in decades instead of units.
+fn log_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
+    let max = axis.max();
+    let Some(min) = axis.min_positive().filter(|_| max > 0.0) else {
+        return (0.1, 1.0);
+    };
+    let min = min.min(max);
+    let decades = (max / min).log10().max(1.0);
+    let bottom = min / 10f64.powf(0.05 * decades);
+    (
+        bottom,
+        max * 10f64.powf(decades * (0.1 + 0.085 * legend_rows as f64)),
+    )
+}
+
 /// Tick labels with as many decimals as the axis needs.
 fn tick(value: f64, top: f64) -> String {
     if top >= 20.0 {
@@ -222,8 +239,14 @@ fn tick(value: f64, top: f64) -> String {
     }
 }
 
-type Cartesian = Cartesian2d<RangedCoordf64, RangedCoordf64>;
-type Dual<'a, DB> = DualCoordChartContext<'a, DB, Cartesian, Cartesian>;
+/// Tick labels on a log axis, where each label needs its own decimals: 0.05, 2, 300.
+fn log_tick(value: f64) -> String {
+    let decimals = (-value.log10().floor()).clamp(0.0, 6.0) as usize;
+    format!("{value:.decimals$}")
+}
+
+type Cartesian<Y = RangedCoordf64> = Cartesian2d<RangedCoordf64, Y>;
+type Dual<'a, DB, Y = RangedCoordf64> = DualCoordChartContext<'a, DB, Cartesian<Y>, Cartesian>;
 
 fn legend_rows(panel: &Panel) -> usize {
     [Some(&panel.left), panel.right.as_ref()]
@@ -234,26 +257,58 @@ fn legend_rows(panel: &Panel) -> usize {
         + usize::from(!panel.shade.is_empty())
 }
 
+/// The panel's frame on `area`, with its left axis linear or log as it asks.
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<()> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (x0, x1) = panel.x_range;
     let legend_rows = legend_rows(panel);
-    let top = axis_top(&panel.left, legend_rows);
     let right_top = panel
         .right
         .as_ref()
         .map_or(1.0, |axis| axis_top(axis, legend_rows));
-    let mut chart = ChartBuilder::on(area)
+    let mut builder = ChartBuilder::on(area);
+    builder
         .caption(&panel.title, (FONT, 19).into_font().style(FontStyle::Bold))
         .margin(12)
         .margin_right(20)
         .x_label_area_size(46)
         .y_label_area_size(90)
         // Always, so stacked panels share the same time axis pixel for pixel.
-        .right_y_label_area_size(90)
-        .build_cartesian_2d(x0..x1, 0.0..top)
-        .map_err(err)?
-        .set_secondary_coord(x0..x1, 0.0..right_top);
+        .right_y_label_area_size(90);
+    match panel.left.scale {
+        Scale::Linear => {
+            let top = axis_top(&panel.left, legend_rows);
+            let chart = builder
+                .build_cartesian_2d(x0..x1, 0.0..top)
+                .map_err(err)?
+                .set_secondary_coord(x0..x1, 0.0..right_top);
+            fill_panel(chart, panel, (0.0, top, right_top), &|y| tick(*y, top))
+        }
+        Scale::Log => {
+            let (bottom, top) = log_range(&panel.left, legend_rows);
+            let chart = builder
+                .build_cartesian_2d(x0..x1, (bottom..top).log_scale())
+                .map_err(err)?
+                .set_secondary_coord(x0..x1, 0.0..right_top);
+            fill_panel(chart, panel, (bottom, top, right_top), &|y| log_tick(*y))
+        }
+    }
+}
+
+/// The mesh, the shaded slow phases, every series and the legend, on a frame whose left
+/// axis runs from `bottom` to `top` (the right from 0 to `right_top`).
+fn fill_panel<'a, DB, Y>(
+    mut chart: Dual<'a, DB, Y>,
+    panel: &Panel,
+    (bottom, top, right_top): (f64, f64, f64),
+    y_tick: &dyn Fn(&f64) -> String,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let (x0, x1) = panel.x_range;
     chart
         .configure_mesh()
         .x_desc(panel.x_label.as_str())
@@ -261,7 +316,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
         .axis_desc_style((FONT, 16))
         .label_style((FONT, 14))
         .x_label_formatter(&|x| tick(*x, x1 - x0))
-        .y_label_formatter(&|y| tick(*y, top))
+        .y_label_formatter(y_tick)
         .light_line_style(RGBColor(246, 246, 246))
         .bold_line_style(RGBColor(215, 215, 215))
         .draw()
@@ -283,7 +338,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
                 panel
                     .shade
                     .iter()
-                    .map(|&(a, b)| Rectangle::new([(a, 0.0), (b, top)], shade.filled())),
+                    .map(|&(a, b)| Rectangle::new([(a, bottom), (b, top)], shade.filled())),
             )
             .map_err(err)?
             .label("slow phase")
@@ -307,8 +362,8 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
 
 /// An axis's bands, then its lines (with their markers and intervals), on the primary or
 /// the secondary coordinates.
-fn draw_axis_series<DB: DrawingBackend>(
-    chart: &mut Dual<'_, DB>,
+fn draw_axis_series<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    chart: &mut Dual<'_, DB, Y>,
     axis: &Axis,
     secondary: bool,
 ) -> Result<()> {
@@ -367,7 +422,10 @@ fn unbroken<P>(points: &[P], is_gap: impl Fn(&P) -> bool) -> impl Iterator<Item 
 }
 
 /// A line's dots and vertical intervals (primary coordinates: charts across runs).
-fn draw_marks<DB: DrawingBackend>(chart: &mut Dual<'_, DB>, line: &Line) -> Result<()> {
+fn draw_marks<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    chart: &mut Dual<'_, DB, Y>,
+    line: &Line,
+) -> Result<()> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let color = rgb(line.color);
     if line.markers {

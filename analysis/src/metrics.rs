@@ -15,7 +15,7 @@
 //! end, so `summary.csv`'s existing columns keep their order.
 
 use oscil_kernel::ProcessCost;
-use oscil_protocol::phase_figures::Totals;
+use oscil_protocol::phase_figures::{Totals, WakeSpread};
 use oscil_protocol::rundir::RunCost;
 
 use crate::human::{MBIT, MIB};
@@ -102,7 +102,9 @@ pub struct RunFacts {
     /// Bytes the reader read over the whole run.
     pub bytes_read: u64,
     pub cost: Option<RunCost>,
-    /// The most not-sent bytes any flow's writer found at a POLLOUT wake-up.
+    /// The most not-sent bytes any flow's writer found at a POLLOUT wake-up over the
+    /// session (run.json `wakeups`): the figure of runs recorded before sender.csv's
+    /// wake-up columns.
     pub pollout_notsent_max_bytes: Option<u64>,
     /// CPU seconds of the lab's link emulator over the run (its `link.json`).
     pub link_cpu_s: Option<f64>,
@@ -251,12 +253,17 @@ pub const METRICS: &[Metric] = &[
         value: |w| ms_of_us(w.both().residence_quantile_us(0.99)),
         compared: true,
     },
+    // From sender.csv's per-interval wake-up columns; a run recorded before them has only
+    // run.json's whole-session figure, which stands in whatever the window.
     Metric {
         column: "pollout_notsent_max_bytes",
-        title: "Most not-sent bytes at a POLLOUT wake-up (whole run)",
+        title: "Most not-sent bytes at a POLLOUT wake-up",
         unit: BYTES,
         better: Better::Neither,
-        value: |w| w.run.pollout_notsent_max_bytes.map(|b| b as f64),
+        value: |w| {
+            let rows = w.both().wake_notsent_bytes.map(|n| n.max());
+            rows.or(w.run.pollout_notsent_max_bytes).map(|b| b as f64)
+        },
         compared: false,
     },
     // What each setting costs: over the whole session, per GB read.
@@ -343,6 +350,24 @@ pub const METRICS: &[Metric] = &[
         unit: MS,
         better: Better::Neither,
         value: |w| w.run.clock_uncertainty_us.map(|us| us / 1000.0),
+        compared: false,
+    },
+    // The seed's yardstick for the smallest TCP_NOTSENT_LOWAT that does not starve the
+    // link (`Totals::safe_lowat_bytes`): at the slowest wake-up, and at the median one.
+    Metric {
+        column: "safe_lowat_bytes",
+        title: "Smallest safe lowat: 2 x fast goodput x slowest POLLOUT wake-to-write",
+        unit: BYTES,
+        better: Better::Neither,
+        value: |w| w.fast.safe_lowat_bytes(WakeSpread::max),
+        compared: true,
+    },
+    Metric {
+        column: "safe_lowat_p50_bytes",
+        title: "Lowat for the median wake-up: 2 x fast goodput x median wake-to-write",
+        unit: BYTES,
+        better: Better::Neither,
+        value: |w| w.fast.safe_lowat_bytes(WakeSpread::p50),
         compared: false,
     },
 ];

@@ -110,8 +110,7 @@ fn sum_axis(
     let axis = Axis {
         label: format!("{quantity}, sum over flows ({})", unit.name),
         lines: sums.iter().map(|q| q.line(unit, |t| t.sum)).collect(),
-        bands: Vec::new(),
-        cap: None,
+        ..Axis::default()
     };
     (axis, unit)
 }
@@ -136,7 +135,7 @@ fn spread_axis(
             .iter()
             .map(|q| q.band(format!("{}, per flow p10-p90 (right axis)", q.label), unit))
             .collect(),
-        cap: None,
+        ..Axis::default()
     };
     (axis, unit)
 }
@@ -335,7 +334,8 @@ fn rtt_panel(run: &Run, frame: &Frame) -> Panel {
 
 /// How long a byte waits: the tagged writes' time in the send queue and until acknowledged
 /// (kernel TX timestamps), and the markers' from the daemon's write to the reader's read, at
-/// the time each marker was sent; `None` for a run with neither.
+/// the time each marker was sent, on a log scale when they span decades (a slow phase's
+/// queue holds seconds, a fast phase's milliseconds); `None` for a run with neither.
 fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
     let us = |v: Option<u64>| v.map(|us| us as f64);
     let residence = Quantity::new(
@@ -360,12 +360,14 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
     )
     .dotted();
     (!residence.ticks.is_empty() || !marker.ticks.is_empty()).then(|| {
-        median_ms_panel(
+        let mut panel = median_ms_panel(
             "Latency: how long a written byte waits; slow phases shaded",
             "time (ms)",
             &[&residence, &to_ack, &marker],
             frame,
-        )
+        );
+        panel.left.fit_scale();
+        panel
     })
 }
 

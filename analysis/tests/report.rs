@@ -97,6 +97,14 @@ fn reports_real_runs_with_figures_matching_the_csvs() {
         ] {
             assert_close(label, column, number(row, column), value, decimals);
         }
+        // The daemon's writer waits on a full socket, lowat or not: both runs woke it.
+        for (column, value) in [
+            ("safe_lowat_bytes", want.safe_lowat_bytes),
+            ("pollout_notsent_max_bytes", want.pollout_notsent_max_bytes),
+        ] {
+            let value = value.unwrap_or_else(|| panic!("{label}: no wake-up in sender.csv"));
+            assert_close(label, column, number(row, column), value, 0);
+        }
     }
     // The run without --notsent-lowat has the kernel's default only where the host's
     // sysctl sets no threshold; then it is every run's baseline.
@@ -223,4 +231,77 @@ fn an_unknown_baseline_lists_the_labels() {
     ));
     assert!(stderr.contains("\"nope\""), "{stderr}");
     assert!(stderr.contains("default, lowat16k"), "{stderr}");
+}
+
+/// The real default run with every sender row's residence set to `fast_us` in the fast
+/// phase (the first second) and `slow_us` after it, and its time to acknowledgement half
+/// as long again.
+fn with_residence(run: &Path, fast_us: u64, slow_us: u64) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    for file in ["run.json", "reader.csv", "host.csv"] {
+        fs::copy(run.join(file), copy.path().join(file)).unwrap();
+    }
+    let text = fs::read_to_string(run.join("sender.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let column = |name: &str| header.split(',').position(|c| c == name).unwrap();
+    let (t_s, residence, to_ack) = (
+        column("t_s"),
+        column("residence_us"),
+        column("write_to_ack_us"),
+    );
+    let mut out = vec![header.to_string()];
+    for line in lines {
+        let mut fields: Vec<String> = line.split(',').map(str::to_string).collect();
+        let fast = fields[t_s].parse::<f64>().unwrap() - 0.05 < 1.0;
+        let us = if fast { fast_us } else { slow_us };
+        fields[residence] = us.to_string();
+        fields[to_ack] = (us * 3 / 2).to_string();
+        out.push(fields.join(","));
+    }
+    fs::write(copy.path().join("sender.csv"), out.join("\n") + "\n").unwrap();
+    copy
+}
+
+#[test]
+fn a_latency_spanning_decades_is_drawn_on_a_log_scale() {
+    use oscil_report::chart::Scale;
+    let (_scratch, dirs) = runs();
+    // 0.3 ms to 900 ms spans more than three decades; 0.3 ms to 2.25 ms less than one.
+    for (fast_us, slow_us, scale, label) in [
+        (300, 900_000, Scale::Log, "time (ms), log scale"),
+        (300, 1_500, Scale::Linear, "time (ms), linear scale"),
+    ] {
+        let copy = with_residence(&dirs[0], fast_us, slow_us);
+        let run = oscil_protocol::rundir::load(copy.path()).unwrap();
+        let input = oscil_report::input::RunInput {
+            dir: copy.path().to_owned(),
+            campaign: None,
+        };
+        let summary = oscil_report::summary::summarize(&run, &input);
+        let figure = oscil_report::run_chart::run_figure(&run, &summary);
+        let latency = figure
+            .panels
+            .iter()
+            .find(|p| p.title.starts_with("Latency"))
+            .expect("a latency panel");
+        assert_eq!(
+            (latency.left.scale, latency.left.label.as_str()),
+            (scale, label),
+            "{fast_us} to {slow_us} us"
+        );
+        // Drawn, log or not, as the sixth panel of the picture.
+        let out = tempfile::tempdir().unwrap();
+        let result = report(&[copy.path()], out.path(), &[]);
+        assert!(result.status.success(), "{result:?}");
+        let picture = fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with("run-") && name.ends_with(".png")
+            })
+            .expect("a run picture");
+        assert_tall_run_picture(&picture);
+    }
 }

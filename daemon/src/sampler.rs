@@ -70,11 +70,15 @@ impl Sampler {
                 let bytes = flow.written.swap(0, Ordering::Relaxed);
                 // Also asks the writer for the next interval's tagged write.
                 let completed = flow.probe.collect();
-                Some(SenderSample {
-                    residence_us: completed.residence_us,
-                    write_to_ack_us: completed.write_to_ack_us,
-                    ..SenderSample::from_kernel(t_s, flow.index, (bytes, span_s), info, mem)
-                })
+                let wakeups = flow.probe.take_interval_wakeups(flow.index);
+                Some(
+                    SenderSample {
+                        residence_us: completed.residence_us,
+                        write_to_ack_us: completed.write_to_ack_us,
+                        ..SenderSample::from_kernel(t_s, flow.index, (bytes, span_s), info, mem)
+                    }
+                    .with_wakeups(&wakeups),
+                )
             })
             .collect();
         Ok(DaemonMessage::Samples {

@@ -522,7 +522,7 @@ impl Session<'_> {
         }
         let wakeups = flows
             .iter()
-            .map(|f| f.probe.wakeup_figures(f.index))
+            .map(|f| f.probe.session_wakeups(f.index))
             .collect();
         for flow in flows {
             flow.reset();

@@ -62,6 +62,24 @@ async fn pollout_wakes_the_writer_below_half_the_lowat() {
         // measured at most 32,760 at 65,536 and 8,184 at 16,384).
         let woke_max = w.notsent_max_bytes.unwrap();
         assert!(woke_max < u64::from(lowat) / 2, "lowat {lowat}: {w:?}");
+        // So does every interval's row, and the session's figures are the rows' (and
+        // those of wake-ups after the last sample, if any).
+        let mut woke_rows = 0;
+        for r in &rows {
+            let woke = r.wakeups.expect("a wake-up count on every row");
+            woke_rows += woke;
+            assert_eq!(woke > 0, r.wake_notsent_max_bytes.is_some(), "{r:?}");
+            if let Some(max) = r.wake_notsent_max_bytes {
+                assert!(max < u64::from(lowat) / 2, "lowat {lowat}: {r:?}");
+                assert!(r.wake_notsent_p50_bytes.unwrap() <= max, "{r:?}");
+            }
+        }
+        assert!(
+            woke_rows > 10 && woke_rows <= w.wakeups,
+            "{woke_rows}: {w:?}"
+        );
+        let rows_max = rows.iter().filter_map(|r| r.wake_notsent_max_bytes).max();
+        assert!(rows_max <= w.notsent_max_bytes, "{rows_max:?}: {w:?}");
     }
 }
 

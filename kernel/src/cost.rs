@@ -54,11 +54,20 @@ mod tests {
 
     #[test]
     fn spinning_costs_cpu_and_sleeping_costs_switches() {
+        // The scheduler's own count of this thread's time on a CPU (`schedstat`, in ns) is
+        // the yardstick: a spin timed by the wall clock gets less CPU on a busy machine.
+        let on_cpu_ns = || -> u64 {
+            let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+            text.split_whitespace().next().unwrap().parse().unwrap()
+        };
         let before = ProcessCost::of_self().unwrap();
-        let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        let spin_from_ns = on_cpu_ns();
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
         let mut x = 0u64;
-        while std::time::Instant::now() < until {
-            x = std::hint::black_box(x.wrapping_add(1));
+        while on_cpu_ns() - spin_from_ns < 300_000_000 && std::time::Instant::now() < give_up {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
         }
         // Sleeps in a thread that ends before the second reading still count.
         std::thread::spawn(|| {

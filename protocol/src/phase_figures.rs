@@ -20,6 +20,10 @@
 //! - marker latency: the `latency_us` of the markers (`markers.csv`) sent in the span, one
 //!   histogram per span likewise; a latency below zero (within the clock's uncertainty)
 //!   counts as zero.
+//! - POLLOUT wake-ups: the rows' `wakeups` summed; of not-sent bytes at a wake-up and of
+//!   wake-to-write time, the largest of the rows' maxima, and the median of the rows'
+//!   medians each counted once per wake-up of its row (see [`WakeSpread`]);
+//! - the smallest safe lowat: see [`Totals::safe_lowat_bytes`].
 //!
 //! All arithmetic saturates: a hostile or broken peer's rows cannot overflow a total.
 
@@ -27,10 +31,11 @@ use hdrhistogram::Histogram;
 
 use crate::pattern::{span_of_sample, PhaseSpan};
 
+use crate::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
+
 /// The histograms' top: an hour; a longer wait is counted there.
 const MAX_RESIDENCE_US: u64 = 3_600_000_000;
 use crate::markers::MarkerRow;
-use crate::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
 
 /// Running totals of one span, or of several merged.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -58,6 +63,64 @@ pub struct Totals {
     /// none in runs recorded before it was.
     pub sender_tcp_mem_ns_peak_bytes: Option<u64>,
     pub reader_tcp_mem_ns_peak_bytes: Option<u64>,
+    /// POLLOUT wake-ups of the daemon's writers (sender.csv `wakeups`).
+    pub wakeups: u64,
+    /// Not-sent bytes at a wake-up (`wake_notsent_p50_bytes`, `wake_notsent_max_bytes`);
+    /// `None` where no row had a wake-up (or the run predates the columns).
+    pub wake_notsent_bytes: Option<WakeSpread>,
+    /// Microseconds from a wake-up to the end of the write (`wake_to_write_p50_us`,
+    /// `wake_to_write_max_us`); `None` likewise.
+    pub wake_to_write_us: Option<WakeSpread>,
+}
+
+/// One wake-up figure over the rows of some spans. A row carries its interval's median and
+/// largest value, not each wake-up, so the median here is the median of the rows' medians,
+/// each counted as many times as its row had wake-ups: the median of the wake-ups
+/// themselves when the intervals' values do not overlap, an estimate when they do (all
+/// medians to 1%). The largest is exact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WakeSpread {
+    medians: Histogram<u64>,
+    max: u64,
+}
+
+impl WakeSpread {
+    fn new() -> Self {
+        WakeSpread {
+            medians: Histogram::new_with_bounds(1, 1 << 40, 2).expect("valid bounds"),
+            max: 0,
+        }
+    }
+
+    fn record(&mut self, p50: u64, max: u64, wakeups: u64) {
+        self.medians.saturating_record_n(p50, wakeups);
+        self.max = self.max.max(max);
+    }
+
+    fn merge(&mut self, other: &WakeSpread) {
+        self.medians
+            .add(&other.medians)
+            .expect("histograms of one shape");
+        self.max = self.max.max(other.max);
+    }
+
+    /// The median (see the type's note): its bucket's top, never above the largest.
+    pub fn p50(&self) -> u64 {
+        self.medians.value_at_quantile(0.5).min(self.max)
+    }
+
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+}
+
+/// Adds `theirs` into `ours`, taking it whole where `ours` has nothing yet.
+fn merge_into<T: Clone>(ours: &mut Option<T>, theirs: &Option<T>, add: impl FnOnce(&mut T, &T)) {
+    match (ours.as_mut(), theirs) {
+        (Some(ours), Some(theirs)) => add(ours, theirs),
+        (None, Some(theirs)) => *ours = Some(theirs.clone()),
+        (_, None) => {}
+    }
 }
 
 fn max_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -73,12 +136,9 @@ fn min_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
 
 /// Adds `theirs` into `ours`, making it where there was none.
 fn merge_histogram(ours: &mut Option<Histogram<u64>>, theirs: &Option<Histogram<u64>>) {
-    if let Some(theirs) = theirs {
-        match ours {
-            Some(ours) => ours.add(theirs).expect("histograms of one shape"),
-            none => *none = Some(theirs.clone()),
-        }
-    }
+    merge_into(ours, theirs, |ours, theirs| {
+        ours.add(theirs).expect("histograms of one shape")
+    });
 }
 
 /// Records `us` in a histogram of waits up to `MAX_RESIDENCE_US`, making it where there was
@@ -128,12 +188,65 @@ impl Totals {
         );
         merge_histogram(&mut self.residence_us, &other.residence_us);
         merge_histogram(&mut self.marker_latency_us, &other.marker_latency_us);
+        self.wakeups = self.wakeups.saturating_add(other.wakeups);
+        merge_into(
+            &mut self.wake_notsent_bytes,
+            &other.wake_notsent_bytes,
+            WakeSpread::merge,
+        );
+        merge_into(
+            &mut self.wake_to_write_us,
+            &other.wake_to_write_us,
+            WakeSpread::merge,
+        );
+    }
+
+    /// The smallest `TCP_NOTSENT_LOWAT` that keeps the not-sent queue from running dry at
+    /// these totals' goodput when the writer answers POLLOUT in the wake-to-write time
+    /// `figure` picks (`WakeSpread::max`, `WakeSpread::p50`), in bytes. The seed's yardstick
+    /// is the link's rate times the time the writer takes to answer; the kernel wakes the
+    /// writer only once fewer than L/2 bytes are left to send, which last L/2 / rate
+    /// seconds, hence L = 2 x goodput (bytes/s) x wake-to-write. At the largest wake-to-write
+    /// no wake-up of the run would have let the link idle; at the median, the slower half
+    /// would have. Callers take the fast phases' totals (the full-speed rate); `None`
+    /// without goodput or wake-ups.
+    pub fn safe_lowat_bytes(&self, figure: fn(&WakeSpread) -> u64) -> Option<f64> {
+        let rate_bytes_per_s = self.goodput_bps()? / 8.0;
+        let answer_s = figure(self.wake_to_write_us.as_ref()?) as f64 / 1e6;
+        Some(2.0 * rate_bytes_per_s * answer_s)
     }
 
     /// The residence below which a share `quantile` (0.5, 0.99) of the tagged writes left.
     pub fn residence_quantile_us(&self, quantile: f64) -> Option<u64> {
         let h = self.residence_us.as_ref()?;
         Some(h.value_at_quantile(quantile))
+    }
+
+    /// A sender row's wake-ups, when it had any.
+    fn record_wakeups(&mut self, row: &SenderSample) {
+        let wakeups = row.wakeups.unwrap_or(0);
+        if wakeups == 0 {
+            return;
+        }
+        self.wakeups = self.wakeups.saturating_add(wakeups);
+        for (spread, p50, max) in [
+            (
+                &mut self.wake_notsent_bytes,
+                row.wake_notsent_p50_bytes,
+                row.wake_notsent_max_bytes,
+            ),
+            (
+                &mut self.wake_to_write_us,
+                row.wake_to_write_p50_us,
+                row.wake_to_write_max_us,
+            ),
+        ] {
+            if let (Some(p50), Some(max)) = (p50, max) {
+                spread
+                    .get_or_insert_with(WakeSpread::new)
+                    .record(p50, max, wakeups);
+            }
+        }
     }
 
     /// The latency below which a share `quantile` (0.5, 0.99, 1.0) of the markers arrived.
@@ -243,8 +356,11 @@ impl PhaseFigures {
     /// A sender row; a row of a flow not after the previous row's, or of another tick,
     /// starts a new pass.
     pub fn sender(&mut self, row: &SenderSample) {
-        if let (Some(us), Some(i)) = (row.residence_us, self.span_index(row.t_s)) {
-            record_wait(&mut self.totals[i].residence_us, us);
+        if let Some(i) = self.span_index(row.t_s) {
+            if let Some(us) = row.residence_us {
+                record_wait(&mut self.totals[i].residence_us, us);
+            }
+            self.totals[i].record_wakeups(row);
         }
         let tick = |t_s: f64| (t_s / self.interval_s).round() as i64;
         let same_pass = self
@@ -394,6 +510,11 @@ mod tests {
             span_s: 0.1,
             residence_us: None,
             write_to_ack_us: None,
+            wakeups: None,
+            wake_notsent_p50_bytes: None,
+            wake_notsent_max_bytes: None,
+            wake_to_write_p50_us: None,
+            wake_to_write_max_us: None,
         }
     }
 
@@ -490,8 +611,8 @@ mod tests {
         assert_eq!(slow.notsent_peak(), Some(3 * u64::from(u32::MAX)));
     }
 
-    #[test]
-    fn residence_percentiles_are_over_the_writes_of_merged_spans() {
+    /// 1 s fast, 1 s slow, one cycle.
+    fn one_cycle() -> PhaseFigures {
         let pattern = PatternConfig {
             fast_ms: 1000,
             slow_ms: 1000,
@@ -499,7 +620,12 @@ mod tests {
             cycles: 1,
             full_speed: false,
         };
-        let mut figures = PhaseFigures::new(&pattern.schedule(), 0.1);
+        PhaseFigures::new(&pattern.schedule(), 0.1)
+    }
+
+    #[test]
+    fn residence_percentiles_are_over_the_writes_of_merged_spans() {
+        let mut figures = one_cycle();
         // Flow 0 completes a write every interval, flow 1 in the first nine; two writes of
         // the slow phase waited 500 ms, the rest 2 ms. Rows without one count for nothing.
         for k in 1..=20 {
@@ -561,5 +687,47 @@ mod tests {
                 .marker_quantile_us(0.5),
             None
         );
+    }
+
+    #[test]
+    fn wakeups_add_up_per_phase_and_give_the_smallest_safe_lowat() {
+        let mut figures = one_cycle();
+        figures.reader(&reader_row(0.5, 1_000_000)); // 1 MB in the 1 s fast phase
+        let woke = |t_s: f64, n: u64, notsent: (u64, u64), us: (u64, u64)| SenderSample {
+            wakeups: Some(n),
+            wake_notsent_p50_bytes: (n > 0).then_some(notsent.0),
+            wake_notsent_max_bytes: (n > 0).then_some(notsent.1),
+            wake_to_write_p50_us: (n > 0).then_some(us.0),
+            wake_to_write_max_us: (n > 0).then_some(us.1),
+            ..sender_row(t_s, 0, 0, 0)
+        };
+        figures.sender(&woke(0.2, 3, (30_000, 32_000), (50, 400)));
+        figures.sender(&woke(0.3, 1, (10_000, 10_000), (20, 20)));
+        figures.sender(&woke(0.4, 0, (0, 0), (0, 0)));
+        figures.sender(&sender_row(0.5, 0, 0, 0)); // a run before the columns: nothing
+        figures.sender(&woke(1.5, 2, (8_000, 8_100), (30, 5_000)));
+        let phases = figures.finish(2.0);
+
+        let fast = phases.merged(Phase::Fast, |_| true);
+        assert_eq!(fast.wakeups, 4);
+        let notsent = fast.wake_notsent_bytes.as_ref().unwrap();
+        assert_eq!(notsent.max(), 32_000);
+        // Three wake-ups around 30,000 and one at 10,000: the median is the former's.
+        assert!(notsent.p50().abs_diff(30_000) <= 300, "{}", notsent.p50());
+        assert_eq!(fast.wake_to_write_us.as_ref().unwrap().max(), 400);
+        // 1,000,000 bytes/s for 400 us, twice (the wake-up comes at half the lowat); at the
+        // median, 50 us (three wake-ups' interval) to 1%.
+        assert_eq!(fast.safe_lowat_bytes(WakeSpread::max), Some(800.0));
+        let typical = fast.safe_lowat_bytes(WakeSpread::p50).unwrap();
+        assert!((99.0..=101.0).contains(&typical), "{typical}");
+
+        let slow = phases.merged(Phase::Slow, |_| true);
+        assert_eq!(slow.wakeups, 2);
+        assert_eq!(slow.wake_notsent_bytes.as_ref().unwrap().max(), 8_100);
+        let mut both = fast.clone();
+        both.merge(&slow);
+        assert_eq!(both.wakeups, 6);
+        assert_eq!(both.wake_to_write_us.unwrap().max(), 5_000);
+        assert_eq!(Totals::default().safe_lowat_bytes(WakeSpread::max), None);
     }
 }

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::control::WakeupFigures;
+
 /// What the reader was doing when a sample was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -115,6 +117,24 @@ pub struct SenderSample {
     /// Microseconds from the tagged write to its acknowledgement; empty likewise.
     #[serde(default)]
     pub write_to_ack_us: Option<u64>,
+    /// POLLOUT wake-ups of the flow's writer in this interval (a write after one that
+    /// found the socket full): 0 when it never waited; empty in runs recorded before the
+    /// column existed.
+    #[serde(default)]
+    pub wakeups: Option<u64>,
+    /// Not-sent bytes (`tcpi_notsent_bytes`) when the writer woke, before it wrote: the
+    /// median of the interval's wake-ups (to 1%) and the exact largest; empty when there
+    /// was none. With `TCP_NOTSENT_LOWAT` L the kernel wakes the writer below L/2.
+    #[serde(default)]
+    pub wake_notsent_p50_bytes: Option<u64>,
+    #[serde(default)]
+    pub wake_notsent_max_bytes: Option<u64>,
+    /// Microseconds from the writer resuming on a wake-up to the end of its write: median
+    /// (to 1%) and largest; empty when there was no wake-up.
+    #[serde(default)]
+    pub wake_to_write_p50_us: Option<u64>,
+    #[serde(default)]
+    pub wake_to_write_max_us: Option<u64>,
 }
 
 fn span_or(span_s: f64, interval_s: f64) -> f64 {
@@ -200,6 +220,23 @@ impl SenderSample {
             span_s,
             residence_us: None,
             write_to_ack_us: None,
+            wakeups: None,
+            wake_notsent_p50_bytes: None,
+            wake_notsent_max_bytes: None,
+            wake_to_write_p50_us: None,
+            wake_to_write_max_us: None,
+        }
+    }
+
+    /// The row with one interval's wake-ups of its flow.
+    pub fn with_wakeups(self, w: &WakeupFigures) -> Self {
+        SenderSample {
+            wakeups: Some(w.wakeups),
+            wake_notsent_p50_bytes: w.notsent_p50_bytes,
+            wake_notsent_max_bytes: w.notsent_max_bytes,
+            wake_to_write_p50_us: w.wake_to_write_p50_us,
+            wake_to_write_max_us: w.wake_to_write_max_us,
+            ..self
         }
     }
 }

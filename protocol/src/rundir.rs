@@ -87,8 +87,14 @@ impl Columns for SenderSample {
         "span_s",
         "residence_us",
         "write_to_ack_us",
+        "wakeups",
+        "wake_notsent_p50_bytes",
+        "wake_notsent_max_bytes",
+        "wake_to_write_p50_us",
+        "wake_to_write_max_us",
     ];
-    const ADDED_LATER: &'static [&'static str] = &["span_s", "residence_us", "write_to_ack_us"];
+    /// All after format 1's first 15, from `span_s` on.
+    const ADDED_LATER: &'static [&'static str] = Self::COLUMNS.split_at(15).1;
 }
 
 impl Columns for HostSample {

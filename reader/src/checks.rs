@@ -124,9 +124,23 @@ impl SampleCheck {
                     row.flow, row.t_s
                 ));
             }
-            let waits = [row.residence_us, row.write_to_ack_us];
+            let waits = [
+                row.residence_us,
+                row.write_to_ack_us,
+                row.wake_to_write_max_us,
+            ];
             if let Some(us) = waits.into_iter().flatten().find(|&us| us > MAX_WAIT_US) {
                 return Err(format!("flow {} waited {us} us for one write", row.flow));
+            }
+            let medians = [
+                (row.wake_notsent_p50_bytes, row.wake_notsent_max_bytes),
+                (row.wake_to_write_p50_us, row.wake_to_write_max_us),
+            ];
+            if medians.iter().any(|&(p50, max)| p50 > max) {
+                return Err(format!(
+                    "flow {}'s wake-ups with a median above their largest value",
+                    row.flow
+                ));
             }
         }
         Ok(())
@@ -248,6 +262,22 @@ mod tests {
                     ..row(0.1, 0)
                 }],
                 "covering NaN s",
+            ),
+            (
+                host(0.1, Side::Sender),
+                vec![SenderSample {
+                    wake_to_write_max_us: Some(u64::MAX),
+                    ..row(0.1, 0)
+                }],
+                "waited 18446744073709551615 us",
+            ),
+            (
+                host(0.1, Side::Sender),
+                vec![SenderSample {
+                    wake_notsent_p50_bytes: Some(10),
+                    ..row(0.1, 0)
+                }],
+                "median above",
             ),
         ];
         for (h, rows, expected) in cases {

@@ -346,6 +346,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
             "cycles": outcome.summary.cycles,
             "clock": meta.clock,
             "markers": meta.markers,
+            "safe_lowat_bytes": outcome.summary.safe_lowat_bytes,
         });
         println!(
             "{}",

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use oscil_protocol::markers::MarkerRow;
-use oscil_protocol::phase_figures::{PhaseFigures, Totals};
+use oscil_protocol::phase_figures::{PhaseFigures, Totals, WakeSpread};
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, SenderSample};
 use serde::Serialize;
 
@@ -32,6 +32,12 @@ pub struct PhaseSummary {
     /// none was read (or the run had no markers). Accurate to run.json's
     /// `clock.uncertainty_us`.
     pub marker_ms: Option<[f64; 3]>,
+    /// The daemon writers' POLLOUT wake-ups.
+    pub wakeups: u64,
+    /// Not-sent bytes at a wake-up, `[p50, max]`; empty without wake-ups.
+    pub wake_notsent_bytes: Option<[u64; 2]>,
+    /// From a wake-up to the end of the write, us, `[p50, max]`; empty likewise.
+    pub wake_to_write_us: Option<[u64; 2]>,
 }
 
 impl PhaseSummary {
@@ -57,6 +63,12 @@ impl PhaseSummary {
                 .marker_latency_us
                 .as_ref()
                 .map(|h| [0.5, 0.99, 1.0].map(|q| h.value_at_quantile(q) as f64 / 1000.0)),
+            wakeups: totals.wakeups,
+            wake_notsent_bytes: totals
+                .wake_notsent_bytes
+                .as_ref()
+                .map(|w| [w.p50(), w.max()]),
+            wake_to_write_us: totals.wake_to_write_us.as_ref().map(|w| [w.p50(), w.max()]),
         }
     }
 }
@@ -66,6 +78,9 @@ pub struct Summary {
     pub phases: BTreeMap<Phase, PhaseSummary>,
     /// The same figures for each phase of each cycle, in the order they ran.
     pub cycles: Vec<CycleSummary>,
+    /// The fast phases' smallest safe lowat (`Totals::safe_lowat_bytes`), `[at the median
+    /// wake-to-write, at the largest]`; empty without wake-ups in them.
+    pub safe_lowat_bytes: Option<[f64; 2]>,
 }
 
 /// One phase of one cycle.
@@ -128,6 +143,11 @@ impl SummaryBuilder {
                 .collect(),
             ..Summary::default()
         };
+        let fast = phases.merged(Phase::Fast, |_| true);
+        summary.safe_lowat_bytes = fast
+            .safe_lowat_bytes(WakeSpread::p50)
+            .zip(fast.safe_lowat_bytes(WakeSpread::max))
+            .map(|(p50, max)| [p50, max]);
         for phase in [Phase::Fast, Phase::Slow] {
             if self.schedule.iter().any(|s| s.phase == phase) {
                 let totals = phases.merged(phase, |_| true);
@@ -141,7 +161,8 @@ impl SummaryBuilder {
 }
 
 /// Fits 80 columns: units go in the two header lines, not beside every number; the
-/// residence of the tagged writes gets a small table of its own below, when any was timed.
+/// residence of the tagged writes and the writer's wake-ups get small tables of their own
+/// below, when there were any.
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
@@ -209,6 +230,49 @@ impl std::fmt::Display for Summary {
                 }
             }
         }
+        self.write_wakeups(f)
+    }
+}
+
+impl Summary {
+    /// The POLLOUT wake-ups per phase and the smallest safe lowat they give.
+    fn write_wakeups(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.phases.values().all(|s| s.wake_notsent_bytes.is_none()) {
+            return Ok(());
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "{:<5} {:>12} {:>25} {:>25}",
+            "", "POLLOUT", "not sent at wake (bytes)", "wake to write (us)"
+        )?;
+        writeln!(
+            f,
+            "{:<5} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            "phase", "wake-ups", "p50", "max", "p50", "max"
+        )?;
+        for (phase, s) in &self.phases {
+            let pair = |v: Option<[u64; 2]>| match v {
+                Some([p50, max]) => format!("{p50:>12} {max:>12}"),
+                None => format!("{:>12} {:>12}", "n/a", ""),
+            };
+            let line = format!(
+                "{:<5} {:>12} {} {}",
+                phase.as_str(),
+                s.wakeups,
+                pair(s.wake_notsent_bytes),
+                pair(s.wake_to_write_us)
+            );
+            writeln!(f, "{}", line.trim_end())?;
+        }
+        if let Some([p50, max]) = self.safe_lowat_bytes {
+            // Under the wake-to-write columns it is made of.
+            writeln!(
+                f,
+                "{:<44} {p50:>12.0} {max:>12.0}",
+                "smallest safe lowat (bytes): 2 x fast rate x"
+            )?;
+        }
         Ok(())
     }
 }
@@ -222,7 +286,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_printed_summary_with_residence_fits_80_columns() {
+    fn the_printed_summary_with_residence_and_wakeups_fits_80_columns() {
         let wide = PhaseSummary {
             seconds: 12345.6,
             bytes_read: u64::MAX,
@@ -235,6 +299,9 @@ mod tests {
             sender_tcp_mem_peak_bytes: 99_999 << 20,
             residence_ms: Some([1.5, 20.25, 999.0, 99_999.0]),
             marker_ms: Some([2.5, 999.0, 99_999.0]),
+            wakeups: 999_999_999_999,
+            wake_notsent_bytes: Some([u64::from(u32::MAX), u64::from(u32::MAX)]),
+            wake_to_write_us: Some([3_600_000_000; 2]),
         };
         let summary = Summary {
             phases: [
@@ -244,17 +311,21 @@ mod tests {
                     PhaseSummary {
                         residence_ms: None,
                         marker_ms: None,
+                        wake_to_write_us: None,
                         ..wide
                     },
                 ),
             ]
             .into(),
             cycles: Vec::new(),
+            safe_lowat_bytes: Some([999_999_999.0, 99_999_999_999.0]),
         };
         let text = summary.to_string();
         assert!(text.contains("residence"), "{text}");
         assert!(text.contains("marker latency"), "{text}");
         assert!(text.contains("99999.00"), "{text}");
+        assert!(text.contains("4294967295   3600000000"), "{text}");
+        assert!(text.contains("x    999999999  99999999999"), "{text}");
         for line in text.lines() {
             assert!(
                 line.chars().count() <= 80,

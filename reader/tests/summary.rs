@@ -6,24 +6,16 @@ mod util;
 use std::collections::BTreeMap;
 
 use oscil_testkit::{number, Csv};
-use serde_json::Value;
-use util::fresh_run;
+use util::{fresh_run, json_and_meta, phase_of_1s_each};
 
 #[test]
 fn json_summary_matches_the_run_directory() {
     let (_dir, out, output) =
         fresh_run(&["--fast", "1s", "--slow", "1s", "--cycles", "1", "--json"]);
-    let summary: Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let (summary, meta) = json_and_meta(&out, &output);
     let end_s = meta["ending"]["duration_s"].as_f64().unwrap();
-    // Fast is 0-1 s, slow 1-2 s (cut at the run's end); a sample belongs to the phase
-    // holding the middle of its 100 ms interval.
-    let phase_of = |t_s: f64| match t_s - 0.05 {
-        m if (0.0..1.0).contains(&m) => Some("fast"),
-        m if (1.0..2.0).contains(&m) => Some("slow"),
-        _ => None,
-    };
+    // Fast is 0-1 s, slow 1-2 s (cut at the run's end).
+    let phase_of = phase_of_1s_each;
     let reader = Csv::read(&out.join("reader.csv")).rows;
     let slow_bytes: f64 = reader
         .iter()

@@ -52,6 +52,37 @@ pub fn workspace_bin(name: &str) -> PathBuf {
     path
 }
 
+/// Runs `ip` with `args`; fails the test if it fails.
+pub fn ip(args: &[&str]) {
+    let status = Command::new("ip").args(args).status().expect("run ip");
+    assert!(status.success(), "ip {args:?} failed");
+}
+
+/// A network namespace with its loopback up, deleted (with every process in it) on drop.
+/// Making one needs root.
+pub struct Netns(pub String);
+
+impl Netns {
+    pub fn new(prefix: &str) -> Netns {
+        let name = unique(prefix);
+        ip(&["netns", "add", &name]);
+        let ns = Netns(name);
+        ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+        ns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", &self.0]).output() {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = Command::new("kill").arg(pid).status();
+            }
+        }
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())

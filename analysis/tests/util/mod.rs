@@ -56,7 +56,10 @@ pub fn png_size(path: &Path) -> (u32, u32) {
 /// goodput of a phase = 8 x the bytes read in its rows / its length in the schedule;
 /// queued = wmem_queued summed over the flows of each sampling tick; RTT over sender rows
 /// with an estimate; TCP memory = peak sender-side sockstat pages x page size, and the peak
-/// of the sender namespace's `tcp_mem_ns_bytes`.
+/// of the sender namespace's `tcp_mem_ns_bytes`; the smallest safe lowat = 2 x the fast
+/// phases' goodput in bytes/s x their rows' largest `wake_to_write_max_us`; the most
+/// not-sent bytes at a wake-up = the largest `wake_notsent_max_bytes` (both empty without
+/// wake-ups).
 pub struct Expected {
     pub goodput_fast_mbps: f64,
     pub goodput_slow_mbps: f64,
@@ -66,6 +69,8 @@ pub struct Expected {
     pub tcp_mem_ns_peak_sender_mib: f64,
     pub rtt_slow_mean_ms: f64,
     pub rtt_min_ms: f64,
+    pub safe_lowat_bytes: Option<f64>,
+    pub pollout_notsent_max_bytes: Option<f64>,
 }
 
 struct Span {
@@ -174,7 +179,23 @@ pub fn expected(dir: &Path, cycles: impl Fn(u32) -> bool) -> Expected {
         .map(|r| number(r, "tcp_mem_ns_bytes"))
         .fold(0.0, f64::max);
 
+    let largest = |column: &str, phase: Option<&str>| {
+        sender
+            .iter()
+            .filter(|r| !r[column].is_empty())
+            .filter(|r| {
+                let t = number(r, "t_s");
+                phase.map_or(in_kept(t), |phase| in_phase(t, phase))
+            })
+            .map(|r| number(r, column))
+            .reduce(f64::max)
+    };
+    let fast_bytes_per_s = read_bytes("fast") / length_of("fast");
+
     Expected {
+        safe_lowat_bytes: largest("wake_to_write_max_us", Some("fast"))
+            .map(|us| 2.0 * fast_bytes_per_s * us / 1e6),
+        pollout_notsent_max_bytes: largest("wake_notsent_max_bytes", None),
         goodput_fast_mbps: read_bytes("fast") * 8.0 / length_of("fast") / 1e6,
         goodput_slow_mbps: read_bytes("slow") * 8.0 / length_of("slow") / 1e6,
         slow_queued_peak_mib: slow_queued.iter().copied().fold(0.0, f64::max) / MIB,

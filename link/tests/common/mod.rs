@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 pub const ADDR_A: &str = "10.77.0.1";
 pub const ADDR_B: &str = "10.77.0.2";
 
-pub use oscil_testkit::{is_root, unique};
+pub use oscil_testkit::{ip, is_root, Netns};
 
 #[macro_export]
 macro_rules! require_root {
@@ -19,35 +19,6 @@ macro_rules! require_root {
             return;
         }
     };
-}
-
-fn ip(args: &[&str]) {
-    let status = Command::new("ip").args(args).status().expect("run ip");
-    assert!(status.success(), "ip {args:?} failed");
-}
-
-/// A network namespace deleted (with every process in it) on drop.
-pub struct Netns(pub String);
-
-impl Netns {
-    pub fn new(prefix: &str) -> Netns {
-        let name = unique(prefix);
-        ip(&["netns", "add", &name]);
-        let ns = Netns(name);
-        ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
-        ns
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        if let Ok(out) = Command::new("ip").args(["netns", "pids", &self.0]).output() {
-            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                let _ = Command::new("kill").arg(pid).status();
-            }
-        }
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
 }
 
 /// Two namespaces, A (10.77.0.1) and B (10.77.0.2), with a persistent TUN `osl0` each,

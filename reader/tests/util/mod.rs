@@ -43,3 +43,23 @@ pub fn fresh_run(extra_args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf,
     assert_success(&output);
     (dir, out, output)
 }
+
+/// The phase of a sample of a run of `--fast 1s --slow 1s --cycles 1` sampled every 100 ms:
+/// the one holding the middle of the sample's interval (fast 0-1 s, slow 1-2 s).
+pub fn phase_of_1s_each(t_s: f64) -> Option<&'static str> {
+    match t_s - 0.05 {
+        m if (0.0..1.0).contains(&m) => Some("fast"),
+        m if (1.0..2.0).contains(&m) => Some("slow"),
+        _ => None,
+    }
+}
+
+/// The `--json` output and `run.json` of a run.
+pub fn json_and_meta(out: &Path, output: &Output) -> (serde_json::Value, serde_json::Value) {
+    let summary = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
+    let text = std::fs::read_to_string(out.join("run.json")).expect("run.json");
+    (
+        summary,
+        serde_json::from_str(&text).expect("run.json parses"),
+    )
+}
