@@ -79,7 +79,9 @@ fn corpus() -> Vec<Vec<u8>> {
         encode_frame(&ReaderMessage::Start),
         encode_frame(&ReaderMessage::Stop {
             reason: "done".into(),
+            intervals: Some(3),
         }),
+        encode_frame(&DaemonMessage::Ready),
         encode_frame(&challenge),
         encode_frame(&welcome),
         encode_frame(&DaemonMessage::Refused {

@@ -77,6 +77,14 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
             data.push(stream);
         }
     }
+    // The daemon starts its clock on `Start`: it must hold every connection by then.
+    match answer(&mut control_rx, None).await? {
+        DaemonMessage::Ready => {}
+        DaemonMessage::Ended(ended) => {
+            return Err(ReaderError::Refused(escape_peer(&ended.reason)))
+        }
+        _ => return Err(ReaderError::Unexpected("a ready message")),
+    }
     Ok(Session {
         control_rx,
         control_tx,

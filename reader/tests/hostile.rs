@@ -165,6 +165,7 @@ fn absurd_samples_end_the_run_partial_and_are_not_written() {
         let _flows: Vec<TcpStream> = (0..auth.hello.flows)
             .map(|_| listener.accept().unwrap().0)
             .collect();
+        fake.send(&DaemonMessage::Ready);
         assert!(matches!(fake.read(), Some(ReaderMessage::Start)));
         fake.send(&samples(0.1, vec![sender_row(0.1, 0)]));
         fake.send(&samples(0.2, vec![sender_row(0.2, 4_294_967_295)]));

@@ -155,6 +155,10 @@ impl Client {
             s.write_all(&hello.encode()).await.unwrap();
             streams.push(s);
         }
+        match self.next().await {
+            Some(DaemonMessage::Ready) => {}
+            other => panic!("expected ready, got {other:?}"),
+        }
         self.send(&ReaderMessage::Start).await;
         (welcome, streams)
     }
@@ -176,6 +180,7 @@ impl Client {
     pub async fn stop(&mut self) -> oscil_protocol::control::Ended {
         self.send(&ReaderMessage::Stop {
             reason: "test done".into(),
+            intervals: None,
         })
         .await;
         loop {
