@@ -64,7 +64,7 @@ impl Sampler {
         let flows = self
             .flows
             .iter()
-            .zip(&snapshot.sockets)
+            .zip(snapshot.sockets)
             .filter_map(|(flow, socket)| {
                 let (info, mem) = socket.as_ref()?;
                 let bytes = flow.written.swap(0, Ordering::Relaxed);

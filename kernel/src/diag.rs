@@ -129,38 +129,30 @@ impl Diag {
         }
     }
 
-    /// Each watched socket by exact lookup (4-tuple and cookie), in batches of
-    /// `LOOKUPS_PER_SEND`: a hash lookup each in the kernel, however many sockets it holds.
-    fn look_up(&mut self, watched: &Watched) -> io::Result<Vec<Option<(TcpInfo, SkMemInfo)>>> {
-        let mut found = vec![None; watched.keys.len()];
-        let mut bytes = Vec::new();
-        for (batch, keys) in watched.keys.chunks(LOOKUPS_PER_SEND).enumerate() {
-            let first = batch * LOOKUPS_PER_SEND;
-            let base = self.sequence.wrapping_add(1);
-            self.sequence = self.sequence.wrapping_add(keys.len() as u32);
-            bytes.clear();
-            let query = Query::full();
-            for (i, key) in keys.iter().enumerate() {
-                let (family, socket_id) = key.socket_id();
-                let sequence = base.wrapping_add(i as u32);
-                request(family, socket_id, &query, (sequence, 0), &mut bytes);
-            }
-            self.socket.send(&bytes, 0)?;
+    /// Each watched socket by exact lookup (4-tuple and cookie), into `found` in the watched
+    /// order: the requests built once, `LOOKUPS_PER_SEND` to a send, a hash lookup each in
+    /// the kernel however many sockets it holds.
+    fn look_up(
+        &mut self,
+        watched: &Watched,
+        found: &mut [Option<(TcpInfo, SkMemInfo)>],
+    ) -> io::Result<()> {
+        found.fill(None);
+        for (batch, request) in watched.requests.iter().enumerate() {
+            let count = (found.len() - batch * LOOKUPS_PER_SEND).min(LOOKUPS_PER_SEND);
+            self.socket.send(request, 0)?;
             let mut answered = 0;
-            while answered < keys.len() {
+            while answered < count {
                 let len = self.socket.recv(&mut &mut self.buf[..], 0)?;
                 walk_messages(&self.buf[..len], &mut |sequence, answer| {
                     answered += 1;
-                    let position = sequence.wrapping_sub(base) as usize;
-                    if let (Some(socket), Some(slot)) =
-                        (answer, found[first..first + keys.len()].get_mut(position))
-                    {
+                    if let (Some(socket), Some(slot)) = (answer, found.get_mut(sequence as usize)) {
                         *slot = socket.info.zip(socket.mem);
                     }
                 })?;
             }
         }
-        Ok(found)
+        Ok(())
     }
 }
 
@@ -356,9 +348,12 @@ struct Key {
     remote: SocketAddr,
 }
 
-/// The sockets a sampler watches, in the caller's order.
+/// The sockets a sampler watches, in the caller's order, as the lookup requests that find
+/// them: built once, so a tick serializes nothing.
 pub struct Watched {
-    keys: Vec<Key>,
+    count: usize,
+    /// `LOOKUPS_PER_SEND` requests each; the one for socket `i` has sequence number `i`.
+    requests: Vec<Vec<u8>>,
 }
 
 impl Watched {
@@ -375,16 +370,33 @@ impl Watched {
                     remote: socket.peer_addr()?.as_socket().ok_or_else(not_inet)?,
                 })
             })
-            .collect::<io::Result<_>>()?;
-        Ok(Watched { keys })
+            .collect::<io::Result<Vec<_>>>()?;
+        let query = Query::full();
+        let requests = keys
+            .chunks(LOOKUPS_PER_SEND)
+            .enumerate()
+            .map(|(batch, keys)| {
+                let mut bytes = Vec::new();
+                for (i, key) in keys.iter().enumerate() {
+                    let (family, socket_id) = key.socket_id();
+                    let sequence = (batch * LOOKUPS_PER_SEND + i) as u32;
+                    request(family, socket_id, &query, (sequence, 0), &mut bytes);
+                }
+                bytes
+            })
+            .collect();
+        Ok(Watched {
+            count: keys.len(),
+            requests,
+        })
     }
 }
 
 /// What one tick learns of the watched sockets and, when due, of the whole namespace.
 #[derive(Debug)]
-pub struct Snapshot {
+pub struct Snapshot<'a> {
     /// In the watched order; `None` for a socket the kernel no longer has.
-    pub sockets: Vec<Option<(TcpInfo, SkMemInfo)>>,
+    pub sockets: &'a [Option<(TcpInfo, SkMemInfo)>],
     /// TCP memory charged to every TCP socket of the namespace, bytes; only on ticks at
     /// least `NAMESPACE_EVERY` apart.
     pub namespace_charged_bytes: Option<u64>,
@@ -395,6 +407,8 @@ pub struct Snapshot {
 pub struct Probe {
     diag: Diag,
     watched: Watched,
+    /// Each tick's answers, in the watched order: reused, so a tick allocates no list.
+    found: Vec<Option<(TcpInfo, SkMemInfo)>>,
     namespace_at: Option<Instant>,
 }
 
@@ -402,6 +416,7 @@ impl Probe {
     pub fn new(watched: Watched) -> io::Result<Probe> {
         Ok(Probe {
             diag: Diag::open()?,
+            found: vec![None; watched.count],
             watched,
             namespace_at: None,
         })
@@ -409,8 +424,8 @@ impl Probe {
 
     /// The watched sockets at `now`, and the namespace's memory if it was last summed at
     /// least `NAMESPACE_EVERY` before.
-    pub fn snapshot(&mut self, now: Instant) -> io::Result<Snapshot> {
-        let sockets = self.diag.look_up(&self.watched)?;
+    pub fn snapshot(&mut self, now: Instant) -> io::Result<Snapshot<'_>> {
+        self.diag.look_up(&self.watched, &mut self.found)?;
         // A tenth of slack, so ticks that wake a little early or late keep the cadence.
         let due = !matches!(self.namespace_at,
             Some(at) if now.saturating_duration_since(at) < NAMESPACE_EVERY * 9 / 10);
@@ -421,7 +436,7 @@ impl Probe {
             None
         };
         Ok(Snapshot {
-            sockets,
+            sockets: &self.found,
             namespace_charged_bytes,
         })
     }

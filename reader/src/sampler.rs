@@ -89,7 +89,7 @@ impl Sampler {
         let snapshot = sources.probe.snapshot(now)?;
         let mut total_bytes = 0;
         let mut rows = Vec::with_capacity(self.flows.len());
-        for (flow, socket) in self.flows.iter().zip(&snapshot.sockets) {
+        for (flow, socket) in self.flows.iter().zip(snapshot.sockets) {
             let (info, mem) = socket
                 .as_ref()
                 .ok_or(SampleError::Socket { flow: flow.index })?;
