@@ -25,15 +25,20 @@ fn tally(rows: &[HashMap<String, String>]) -> (usize, usize, f64, Vec<Range<u64>
         .values()
         .map(|span| ((span / 0.1).round() - 1.0).max(0.0))
         .sum();
-    // A tick at t_s covering span_s seconds covers the intervals from the one that began
-    // span_s before it, rounded to the interval: a tick 2 ms late covers interval k, a
-    // partial one 30 ms into interval k covers interval k as well, a late one k to k + 2.
+    // A tick on time or late covers whole intervals, up to the last that had ended when it
+    // woke (its span a whole number of intervals); the last, partial one covers from its
+    // first interval's start up to when it was taken.
     let covered = ticks
         .iter()
         .map(|(bits, span)| {
-            let t_s = f64::from_bits(*bits);
-            let first = ((t_s - span) / 0.1).round() as u64;
-            first..first + ((span / 0.1).round() as u64).max(1)
+            let (t_s, intervals) = (f64::from_bits(*bits), span / 0.1);
+            if (intervals - intervals.round()).abs() < 1e-6 {
+                let end = (t_s / 0.1).floor() as u64;
+                end - intervals.round() as u64..end
+            } else {
+                let first = ((t_s - span) / 0.1).round() as u64;
+                first..first + intervals.ceil() as u64
+            }
         })
         .collect();
     (ticks.len(), rows.len(), merged, covered)
