@@ -176,7 +176,6 @@ impl TxProbe {
                     done.write_to_ack_us = Some(waited);
                     pending.remove(i);
                 }
-                TxPoint::Scheduled => {}
             }
         }
         self.tag_due.store(true, Ordering::Relaxed);
@@ -186,7 +185,7 @@ impl TxProbe {
     /// Timestamps the writer took off the error queue, for the sampler.
     fn keep_stamps(&self, stamps: Vec<TxStamp>) {
         let mut drained = lock(&self.drained);
-        if drained.len() < MAX_PENDING_TAGS * 3 {
+        if drained.len() < MAX_PENDING_TAGS * 2 {
             drained.extend(stamps);
         }
     }

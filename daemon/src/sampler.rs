@@ -2,14 +2,14 @@
 //! lookups of all the session's sockets in one netlink round trip instead of two
 //! `getsockopt` calls per socket, and the namespace's own TCP memory from a dump.
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use oscil_kernel::diag::{Probe, Watched};
 use oscil_protocol::control::DaemonMessage;
-use oscil_protocol::ticker::{covered_s, Ticker};
+use oscil_protocol::ticker::{covered_s, intervals_by, Ticker};
 use oscil_protocol::{HostSample, SenderSample, Side};
 use tokio::sync::mpsc;
 
@@ -64,7 +64,7 @@ impl Sampler {
         let flows = self
             .flows
             .iter()
-            .zip(&snapshot.sockets)
+            .zip(snapshot.sockets)
             .filter_map(|(flow, socket)| {
                 let (info, mem) = socket.as_ref()?;
                 let bytes = flow.written.swap(0, Ordering::Relaxed);
@@ -98,14 +98,79 @@ impl Sampler {
 /// shares the runtime with 1,000 busy writers and is sometimes not polled for a second.
 const QUEUE_S: f64 = 3.0;
 
-/// Samples the channel holds: `QUEUE_S` of them, at least 4.
+/// How far ahead of the daemon's clock the reader's may be when it stops: its start message
+/// took that long to arrive.
+const CLOCK_GAP: Duration = Duration::from_secs(1);
+
+/// How often the sampler hands its samples to the session task, which writes them to the
+/// reader in one write: at 10 ms, a write per tick cost a wake-up of the session task, a
+/// system call and a wake-up of the reader's control task a hundred times a second.
+const SEND_EVERY: Duration = Duration::from_millis(100);
+
+/// Samples sent to the session task at once: as many ticks as `SEND_EVERY` holds, at least 1.
+fn batch_len(interval: Duration) -> usize {
+    (SEND_EVERY.as_nanos() / interval.as_nanos().max(1)).max(1) as usize
+}
+
+/// Batches the channel holds: `QUEUE_S` of them, at least 4.
 fn queue_len(interval: Duration) -> usize {
-    ((QUEUE_S / interval.as_secs_f64()).ceil() as usize).clamp(4, 4096)
+    let batch_s = interval.as_secs_f64() * batch_len(interval) as f64;
+    ((QUEUE_S / batch_s).ceil() as usize).clamp(4, 4096)
+}
+
+/// What the sampler thread hands the session task: samples to send in one write, or why
+/// sampling stopped.
+pub(crate) type Batch = Result<Vec<DaemonMessage>, String>;
+
+/// Samples waiting to go to the session task, a batch at a time.
+struct Outbox {
+    tx: mpsc::Sender<Batch>,
+    batch: Vec<DaemonMessage>,
+    per_batch: usize,
+}
+
+impl Outbox {
+    fn new(tx: mpsc::Sender<Batch>, per_batch: usize) -> Self {
+        Outbox {
+            tx,
+            batch: Vec::with_capacity(per_batch),
+            per_batch,
+        }
+    }
+
+    /// Adds a sample and sends the batch once full; on an error sends what the batch holds,
+    /// then the error. Breaks when sampling is over: an error, or the session gone.
+    fn push(&mut self, sampled: Result<DaemonMessage, String>) -> ControlFlow<()> {
+        match sampled {
+            Ok(message) => self.batch.push(message),
+            Err(e) => {
+                self.flush();
+                let _ = self.tx.blocking_send(Err(e));
+                return ControlFlow::Break(());
+            }
+        }
+        if self.batch.len() < self.per_batch {
+            return ControlFlow::Continue(());
+        }
+        let full = std::mem::replace(&mut self.batch, Vec::with_capacity(self.per_batch));
+        match self.tx.blocking_send(Ok(full)) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        }
+    }
+
+    /// Sends what the batch holds, if anything.
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            let _ = self.tx.blocking_send(Ok(std::mem::take(&mut self.batch)));
+        }
+    }
 }
 
 /// Samples on its own OS thread on the shared `Ticker` until the returned sender sends or
-/// is dropped, then samples the partial interval once more. A tick that wakes late covers
-/// every interval it slept through in one sample, and its rows' `span_s` say so; a control
+/// is dropped, then takes a last sample: up to the intervals the reader said it sampled
+/// (sent `Some(n)`), or of the partial interval. A tick that wakes late covers every
+/// interval it slept through in one sample, and its rows' `span_s` say so; a control
 /// connection slower than that for `QUEUE_S` holds the thread back rather than piling
 /// samples up in memory.
 pub(crate) fn spawn(
@@ -113,11 +178,8 @@ pub(crate) fn spawn(
     proc: Arc<ProcFiles>,
     start: Instant,
     interval: Duration,
-) -> (
-    std::sync::mpsc::Sender<()>,
-    mpsc::Receiver<Result<DaemonMessage, String>>,
-) {
-    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+) -> (std::sync::mpsc::Sender<Option<u64>>, mpsc::Receiver<Batch>) {
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<Option<u64>>();
     let (tx, rx) = mpsc::channel(queue_len(interval));
     let report = tx.clone();
     let spawned = std::thread::Builder::new()
@@ -129,15 +191,28 @@ pub(crate) fn spawn(
                 Ok(sampler) => sampler,
                 Err(e) => return drop(tx.blocking_send(Err(e))),
             };
+            let mut outbox = Outbox::new(tx, batch_len(interval));
             let mut ticker = Ticker::new(start, interval);
-            while let Some((intervals, now)) = ticker.wait(&stop_rx) {
-                if tx.blocking_send(sampler.sample(now, intervals)).is_err() {
+            let end = loop {
+                match ticker.wait(&stop_rx) {
+                    ControlFlow::Continue((intervals, now)) => {
+                        if outbox.push(sampler.sample(now, intervals)).is_break() {
+                            return;
+                        }
+                    }
+                    ControlFlow::Break(end) => break end.flatten(),
+                }
+            };
+            // The reader's clock runs ahead of this one by the time its start message took;
+            // a count further ahead than `CLOCK_GAP` is not believed (it would hold the thread).
+            let most = intervals_by(start.elapsed() + CLOCK_GAP, interval);
+            let end = end.map(|n| n.min(most));
+            while let Some((intervals, now)) = ticker.finish(end) {
+                if outbox.push(sampler.sample(now, intervals)).is_break() {
                     return;
                 }
             }
-            if let Some((intervals, now)) = ticker.partial() {
-                let _ = tx.blocking_send(sampler.sample(now, intervals));
-            }
+            outbox.flush();
         });
     if let Err(e) = spawned {
         let _ = report.try_send(Err(format!("cannot start the sampler thread: {e}")));

@@ -306,7 +306,16 @@ async fn send(
     config: &DaemonConfig,
     message: &DaemonMessage,
 ) -> Result<(), String> {
-    match timeout(config.handshake_timeout, conn.write(message)).await {
+    send_batch(conn, config, std::slice::from_ref(message)).await
+}
+
+/// Writes `messages` in one write, under the same limit as [`send`].
+async fn send_batch(
+    conn: &mut Control,
+    config: &DaemonConfig,
+    messages: &[DaemonMessage],
+) -> Result<(), String> {
+    match timeout(config.handshake_timeout, conn.write_batch(messages)).await {
         Ok(result) => result.map_err(|e| e.to_string()),
         Err(_) => Err(format!(
             "reader did not take a control message within {:?}",
@@ -366,7 +375,7 @@ enum SetupEvent {
 enum RunEvent {
     Control(Result<Option<ReaderMessage>, FrameError>),
     /// The sampler thread's latest samples, or why it could not take them.
-    Sample(Result<DaemonMessage, String>),
+    Sample(crate::sampler::Batch),
     /// A writer set a marker (others may have too).
     Markers(Marker),
     /// Ends the session for the reason given.
@@ -374,7 +383,9 @@ enum RunEvent {
 }
 
 impl Session<'_> {
-    /// Collects every data connection and the reader's start message, in any order.
+    /// Collects every data connection, says `Ready`, and waits for the reader's start
+    /// message: the daemon's clock then starts when the reader's does, however long the
+    /// last of 1,000 connections took to come through the gate.
     async fn connect_flows(
         &mut self,
         mut data_rx: mpsc::Receiver<DataConn>,
@@ -382,9 +393,19 @@ impl Session<'_> {
         let n = self.hello.flows as usize;
         let mut slots: Vec<Option<Flow>> = (0..n).map(|_| None).collect();
         let mut connected = 0;
-        let mut started = false;
         let deadline = Instant::now() + self.config.handshake_timeout;
-        while !(started && connected == n) {
+        let timed_out = |connected: usize| {
+            format!(
+                "setup timed out after {:?}: {connected} of {n} data connections{}",
+                self.config.handshake_timeout,
+                if connected == n {
+                    ", no start message"
+                } else {
+                    ""
+                }
+            )
+        };
+        while connected < n {
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => SetupEvent::Control(m),
                 Some(dc) = data_rx.recv() => SetupEvent::Data(dc),
@@ -392,18 +413,6 @@ impl Session<'_> {
                 _ = self.stop.changed() => SetupEvent::Shutdown,
             };
             match event {
-                SetupEvent::Control(Ok(Some(ReaderMessage::ClockProbe { t1_unix_ns })))
-                    if !started =>
-                {
-                    let t2_unix_ns = realtime_unix_ns();
-                    let echo = DaemonMessage::ClockEcho {
-                        t1_unix_ns,
-                        t2_unix_ns,
-                        t3_unix_ns: realtime_unix_ns(),
-                    };
-                    send(self.conn, self.config, &echo).await?;
-                }
-                SetupEvent::Control(Ok(Some(ReaderMessage::Start))) if !started => started = true,
                 SetupEvent::Control(m) => return Err(control_ending(m)),
                 SetupEvent::Data(DataConn { flow, stream }) => {
                     let slot = slots.get_mut(flow as usize).ok_or_else(|| {
@@ -419,17 +428,34 @@ impl Session<'_> {
                     *slot = Some(Flow::new(flow, stream, timestamps));
                     connected += 1;
                 }
-                SetupEvent::Deadline => {
-                    return Err(format!(
-                        "setup timed out after {:?}: {connected} of {n} data connections{}",
-                        self.config.handshake_timeout,
-                        if started { "" } else { ", no start message" }
-                    ))
-                }
+                SetupEvent::Deadline => return Err(timed_out(connected)),
                 SetupEvent::Shutdown => return Err("daemon shutting down".into()),
             }
         }
-        Ok(slots.into_iter().flatten().collect())
+        send(self.conn, self.config, &DaemonMessage::Ready).await?;
+        // The reader may measure the clocks (markers) before it starts: a fresh deadline,
+        // as twelve exchanges take twelve round trips of the path.
+        let deadline = Instant::now() + self.config.handshake_timeout;
+        loop {
+            let m = tokio::select! {
+                m = self.conn.read::<ReaderMessage>() => m,
+                _ = sleep_until(deadline) => return Err(timed_out(connected)),
+                _ = self.stop.changed() => return Err("daemon shutting down".into()),
+            };
+            match m {
+                Ok(Some(ReaderMessage::ClockProbe { t1_unix_ns })) => {
+                    let t2_unix_ns = realtime_unix_ns();
+                    let echo = DaemonMessage::ClockEcho {
+                        t1_unix_ns,
+                        t2_unix_ns,
+                        t3_unix_ns: realtime_unix_ns(),
+                    };
+                    send(self.conn, self.config, &echo).await?;
+                }
+                Ok(Some(ReaderMessage::Start)) => return Ok(slots.into_iter().flatten().collect()),
+                m => return Err(control_ending(m)),
+            }
+        }
     }
 
     /// Streams on every flow and samples them on absolute deadlines until the session ends;
@@ -473,6 +499,7 @@ impl Session<'_> {
         let end_at = start + length;
         let (stop_sampling, mut samples) =
             crate::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
+        let mut reader_intervals = None;
         let reason = loop {
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => RunEvent::Control(m),
@@ -488,8 +515,8 @@ impl Session<'_> {
                 _ = self.stop.changed() => RunEvent::End("daemon shutting down".into()),
             };
             match event {
-                RunEvent::Sample(Ok(message)) => {
-                    if let Err(e) = send(self.conn, self.config, &message).await {
+                RunEvent::Sample(Ok(batch)) => {
+                    if let Err(e) = send_batch(self.conn, self.config, &batch).await {
                         break e;
                     }
                 }
@@ -500,16 +527,22 @@ impl Session<'_> {
                         break e;
                     }
                 }
-                RunEvent::Control(m) => break control_ending(m),
+                RunEvent::Control(m) => {
+                    if let Ok(Some(ReaderMessage::Stop { intervals, .. })) = &m {
+                        reader_intervals = *intervals;
+                    }
+                    break control_ending(m);
+                }
                 RunEvent::End(reason) => break reason,
             }
         };
-        // The sampler takes a last sample of the partial interval; what it has queued still
-        // goes to the reader before `Ended`, unless the control connection is what failed.
-        let _ = stop_sampling.send(());
+        // The sampler takes a last sample, up to the interval the reader's samples ended in
+        // when it said; what it has queued still goes to the reader before `Ended`, unless
+        // the control connection is what failed.
+        let _ = stop_sampling.send(reader_intervals);
         while let Ok(Some(sampled)) = timeout(self.config.handshake_timeout, samples.recv()).await {
-            let Ok(message) = sampled else { break };
-            if send(self.conn, self.config, &message).await.is_err() {
+            let Ok(batch) = sampled else { break };
+            if send_batch(self.conn, self.config, &batch).await.is_err() {
                 break;
             }
         }
@@ -552,7 +585,7 @@ async fn send_markers(
 /// Why a session ends on what came (or did not come) over the control connection.
 fn control_ending(message: Result<Option<ReaderMessage>, FrameError>) -> String {
     match message {
-        Ok(Some(ReaderMessage::Stop { reason })) => {
+        Ok(Some(ReaderMessage::Stop { reason, .. })) => {
             format!("reader asked to stop: {}", escape_peer(&reason))
         }
         Ok(Some(other)) => format!(

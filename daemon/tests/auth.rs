@@ -105,7 +105,7 @@ async fn data_connections_need_the_session_address_and_tag() {
         ..signed
     };
     forged.write_all(&unsigned.encode()).await.unwrap();
-    client.send(&ReaderMessage::Start).await;
+    // The daemon never says ready: setup times out.
     match client.next().await {
         Some(DaemonMessage::Ended(e)) => {
             assert!(e.reason.contains("0 of 1 data connections"), "{}", e.reason)

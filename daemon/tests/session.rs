@@ -328,6 +328,7 @@ async fn stop_before_start_ends_setup() {
     client
         .send(&ReaderMessage::Stop {
             reason: "changed my mind".into(),
+            intervals: None,
         })
         .await;
     match client.next().await {

@@ -42,6 +42,8 @@ pub struct ProcFile<T> {
     file: std::fs::File,
     name: &'static str,
     parse: fn(&str) -> Result<T, ParseError>,
+    /// The last text read, kept so that a sampler's reads allocate nothing.
+    text: String,
 }
 
 impl<T> ProcFile<T> {
@@ -51,21 +53,26 @@ impl<T> ProcFile<T> {
     ) -> Result<Self, ReadError> {
         let file =
             std::fs::File::open(name).map_err(|source| ReadError::Io { file: name, source })?;
-        Ok(ProcFile { file, name, parse })
+        Ok(ProcFile {
+            file,
+            name,
+            parse,
+            text: String::new(),
+        })
     }
 
     /// Reads the file's current text (the kernel makes it anew on each read from the start)
     /// and parses it.
     pub fn read(&mut self) -> Result<T, ReadError> {
         use std::io::{Read, Seek, SeekFrom};
-        let mut text = String::new();
+        self.text.clear();
         self.file
             .seek(SeekFrom::Start(0))
-            .and_then(|_| self.file.read_to_string(&mut text))
+            .and_then(|_| self.file.read_to_string(&mut self.text))
             .map_err(|source| ReadError::Io {
                 file: self.name,
                 source,
             })?;
-        Ok((self.parse)(&text)?)
+        Ok((self.parse)(&self.text)?)
     }
 }

@@ -22,8 +22,10 @@ use crate::records::{HostSample, SenderSample};
 use crate::text::escape_peer;
 
 /// Bumped on any incompatible change; both ends refuse a mismatch. Version 2: the
-/// challenge-response handshake, 128-bit session ids and signed data hellos.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// challenge-response handshake, 128-bit session ids and signed data hellos. Version 3: the
+/// daemon says `Ready` once it holds every data connection (both clocks start at `Start`),
+/// `Stop` names the intervals the reader sampled, and samples may come several to a write.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// A control frame larger than this ends the session: samples of 200 flows are ~60 KB.
 pub const MAX_FRAME_BYTES: usize = 4 << 20;
@@ -124,15 +126,23 @@ pub enum ReaderMessage {
     Proof {
         mac: Option<Tag>,
     },
-    /// One clock exchange (`crate::clock`), before `Start`: the reader's `CLOCK_REALTIME`
-    /// as it sent this, echoed back.
+    /// One clock exchange (`crate::clock`), after `Ready` and before `Start`: the reader's
+    /// `CLOCK_REALTIME` as it sent this, echoed back.
     ClockProbe {
         t1_unix_ns: u64,
     },
-    /// All data connections are open: the daemon starts streaming and its clock.
+    /// Sent after `Ready` (and any clock exchanges): the daemon starts streaming and its
+    /// clock, the reader its pattern and its clock, so that both sides' `t_s` count from the
+    /// same moment (give or take the one-way delay).
     Start,
     Stop {
         reason: String,
+        /// How many sampling intervals the reader's samples covered (its last one partial, if
+        /// a tenth of it had passed): the daemon's last sample covers up to the same one, so
+        /// both sides have the same ticks. `None` when the reader does not say (the daemon
+        /// then samples the interval in progress).
+        #[serde(default)]
+        intervals: Option<u64>,
     },
 }
 
@@ -141,6 +151,11 @@ pub enum ReaderMessage {
 pub enum DaemonMessage {
     Challenge(Challenge),
     Welcome(Welcome),
+    /// Every data connection of the session is in: the reader may send `Start`. Before it,
+    /// a reader that sent `Start` as soon as its own connects returned started its clock
+    /// while the daemon was still taking in the last of 1,000 connections (170 ms later),
+    /// and the sender's record lost two ticks.
+    Ready,
     Refused {
         reason: String,
     },
@@ -290,7 +305,14 @@ impl<S: AsyncRead + Unpin> Connection<S> {
 
 impl<S: AsyncWrite + Unpin> Connection<S> {
     pub async fn write<M: Serialize>(&mut self, message: &M) -> Result<(), FrameError> {
-        self.stream.write_all(&encode_frame(message)).await?;
+        self.write_batch(std::slice::from_ref(message)).await
+    }
+
+    /// Writes `messages` as consecutive frames in one write: samples taken every 10 ms go out
+    /// a batch at a time, not a system call and a wake-up of the reader each.
+    pub async fn write_batch<M: Serialize>(&mut self, messages: &[M]) -> Result<(), FrameError> {
+        let frames: Vec<u8> = messages.iter().flat_map(encode_frame).collect();
+        self.stream.write_all(&frames).await?;
         self.stream.flush().await?;
         Ok(())
     }
@@ -382,6 +404,7 @@ mod tests {
     fn frame_needs_more_bytes_until_complete() {
         let frame = encode_frame(&ReaderMessage::Stop {
             reason: "done".into(),
+            intervals: Some(40),
         });
         for cut in 0..frame.len() {
             let partial: Option<(ReaderMessage, usize)> =
@@ -398,7 +421,22 @@ mod tests {
         assert_eq!(
             message,
             ReaderMessage::Stop {
-                reason: "done".into()
+                reason: "done".into(),
+                intervals: Some(40),
+            }
+        );
+        // A stop that does not say leaves the count out.
+        let (bare, _): (ReaderMessage, usize) = decode_frame(
+            &encode_frame(&serde_json::json!({"type": "stop", "reason": "x"})),
+            MAX_FRAME_BYTES,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            bare,
+            ReaderMessage::Stop {
+                reason: "x".into(),
+                intervals: None
             }
         );
     }

@@ -2,7 +2,7 @@
 //! deadlines so nothing drifts, on a thread of its own (async timers fire late when the
 //! data path keeps every worker busy), and stoppable at any moment.
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -28,27 +28,55 @@ impl Ticker {
 
     /// Sleeps until the next interval ends and returns the intervals that ended since the
     /// last call (more than one if the thread woke late: none is skipped or repeated) and
-    /// the moment it woke. `None` once `stop` receives or its sender is gone.
-    pub fn wait(&mut self, stop: &Receiver<()>) -> Option<(Range<u64>, Instant)> {
+    /// the moment it woke. Breaks with what `stop` received, or `None` if its sender is gone.
+    pub fn wait<T>(&mut self, stop: &Receiver<T>) -> ControlFlow<Option<T>, (Range<u64>, Instant)> {
         let deadline = self.boundary(self.reported + 1);
         match stop.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Err(RecvTimeoutError::Timeout) => {}
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => return None,
+            Ok(said) => return ControlFlow::Break(Some(said)),
+            Err(RecvTimeoutError::Disconnected) => return ControlFlow::Break(None),
         }
         let now = Instant::now();
         let ended = (now.duration_since(self.start).as_nanos() / self.interval.as_nanos()) as u64;
         let intervals = self.reported..ended.max(self.reported + 1);
         self.reported = intervals.end;
-        Some((intervals, now))
+        ControlFlow::Continue((intervals, now))
     }
 
-    /// After a stop: the interval in progress, unless less than a tenth of it has passed
-    /// (a sample of almost nothing would read as a rate of almost anything).
-    pub fn partial(&self) -> Option<(Range<u64>, Instant)> {
-        let now = Instant::now();
-        let since = now.saturating_duration_since(self.boundary(self.reported));
-        (since >= self.interval / 10).then(|| (self.reported..self.reported + 1, now))
+    /// After a stop, the samples left to take, one per call until `None`: up to `end`
+    /// intervals when the reader said how many its samples covered, otherwise up to the
+    /// interval in progress unless less than a tenth of it has passed (a sample of almost
+    /// nothing would read as a rate of almost anything). The whole intervals before the
+    /// last are ticked on their deadlines, as before the stop: a side whose clock started a
+    /// little after the reader's ends on the reader's last tick, not one short of it. The
+    /// last, partial one is taken at once.
+    pub fn finish(&mut self, end: Option<u64>) -> Option<(Range<u64>, Instant)> {
+        let end = end.unwrap_or_else(|| intervals_by(self.start.elapsed(), self.interval));
+        if self.reported + 1 < end {
+            std::thread::sleep(
+                self.boundary(self.reported + 1)
+                    .saturating_duration_since(Instant::now()),
+            );
+            let now = Instant::now();
+            let ended =
+                (now.duration_since(self.start).as_nanos() / self.interval.as_nanos()) as u64;
+            let intervals = self.reported..ended.clamp(self.reported + 1, end - 1);
+            self.reported = intervals.end;
+            return Some((intervals, now));
+        }
+        let intervals = self.reported..end;
+        self.reported = self.reported.max(end);
+        (!intervals.is_empty()).then(|| (intervals, Instant::now()))
     }
+}
+
+/// How many intervals a run that stops `elapsed` after its start samples: the ended ones,
+/// plus the one in progress if a tenth of it has passed. The reader tells the daemon this
+/// count so that both sides end on the same tick.
+pub fn intervals_by(elapsed: Duration, interval: Duration) -> u64 {
+    let ended = elapsed.as_nanos() / interval.as_nanos();
+    let into_next = elapsed.as_nanos() % interval.as_nanos();
+    (ended + u128::from(into_next >= interval.as_nanos() / 10)) as u64
 }
 
 /// The seconds a sample at `t_s` holds: the intervals it was handed, cut at `t_s` for the
@@ -77,17 +105,21 @@ mod tests {
         let interval = Duration::from_millis(20);
         let start = Instant::now();
         let mut ticker = Ticker::new(start, interval);
-        let (_keep, stop) = std::sync::mpsc::channel();
+        let (_keep, stop) = std::sync::mpsc::channel::<()>();
         let mut next = 0;
         for _ in 0..5 {
-            let (intervals, at) = ticker.wait(&stop).unwrap();
+            let ControlFlow::Continue((intervals, at)) = ticker.wait(&stop) else {
+                panic!("not stopped")
+            };
             assert_eq!(intervals.start, next, "no interval skipped or repeated");
             assert!(at >= start + interval * intervals.end as u32, "never early");
             next = intervals.end;
         }
         // A late wake-up hands out all the intervals it slept through at once.
         std::thread::sleep(interval * 3);
-        let (intervals, _) = ticker.wait(&stop).unwrap();
+        let ControlFlow::Continue((intervals, _)) = ticker.wait(&stop) else {
+            panic!("not stopped")
+        };
         assert_eq!(intervals.start, next);
         assert!(intervals.end >= next + 3, "{intervals:?}");
     }
@@ -97,16 +129,49 @@ mod tests {
         let interval = Duration::from_secs(10);
         let mut ticker = Ticker::new(Instant::now() - Duration::from_secs(2), interval);
         let (tell, stop) = std::sync::mpsc::channel();
-        tell.send(()).unwrap();
-        assert!(ticker.wait(&stop).is_none());
-        let (intervals, _) = ticker.partial().expect("2 s of a 10 s interval passed");
-        assert_eq!(intervals, 0..1);
+        tell.send(7u64).unwrap();
+        assert_eq!(ticker.wait(&stop), ControlFlow::Break(Some(7)));
         drop(tell);
-        assert!(
-            ticker.wait(&stop).is_none(),
+        assert_eq!(
+            ticker.wait(&stop),
+            ControlFlow::Break(None),
             "a dropped sender stops it too"
         );
-        let fresh = Ticker::new(Instant::now(), interval);
-        assert!(fresh.partial().is_none(), "barely begun");
+        let (intervals, _) = ticker.finish(None).expect("2 s of a 10 s interval passed");
+        assert_eq!(intervals, 0..1);
+        assert_eq!(ticker.finish(None), None, "once");
+        let mut fresh = Ticker::new(Instant::now(), interval);
+        assert!(fresh.finish(None).is_none(), "barely begun");
+    }
+
+    #[test]
+    fn the_last_samples_end_where_the_reader_said() {
+        let interval = Duration::from_millis(100);
+        // 0.5 s in, nothing handed out yet: the ended intervals up to the last are one late
+        // tick, the last its own.
+        let mut ticker = Ticker::new(Instant::now() - Duration::from_millis(500), interval);
+        assert_eq!(ticker.finish(Some(6)).map(|(i, _)| i), Some(0..5));
+        assert_eq!(ticker.finish(Some(6)).map(|(i, _)| i), Some(5..6));
+        assert_eq!(ticker.finish(Some(6)), None);
+        // A side whose clock is 150 ms behind the reader's: it waits for its own deadlines
+        // and ends on the reader's last interval.
+        let start = Instant::now() - Duration::from_millis(250);
+        let mut behind = Ticker::new(start, interval);
+        let (_keep, stop) = std::sync::mpsc::channel::<()>();
+        assert!(behind.wait(&stop).is_continue());
+        let (first, at) = behind.finish(Some(4)).unwrap();
+        assert_eq!(first, 2..3);
+        assert!(at >= start + interval * 3, "on its deadline");
+        assert_eq!(behind.finish(Some(4)).map(|(i, _)| i), Some(3..4));
+        assert_eq!(behind.finish(Some(4)), None);
+        // Nothing beyond what this side already covered.
+        assert_eq!(behind.finish(Some(2)), None);
+        // The reader stopped 4.039 s in (its last sample partial), or 4.005 s in (too little
+        // of the interval in progress to sample).
+        let ms = Duration::from_millis;
+        assert_eq!(intervals_by(ms(4039), interval), 41);
+        assert_eq!(intervals_by(ms(4005), interval), 40);
+        assert_eq!(intervals_by(ms(4010), interval), 41);
+        assert_eq!(intervals_by(ms(4000), interval), 40);
     }
 }

@@ -81,7 +81,9 @@ fn corpus() -> Vec<Vec<u8>> {
         encode_frame(&ReaderMessage::ClockProbe { t1_unix_ns: 1 }),
         encode_frame(&ReaderMessage::Stop {
             reason: "done".into(),
+            intervals: Some(3),
         }),
+        encode_frame(&DaemonMessage::Ready),
         encode_frame(&challenge),
         encode_frame(&welcome),
         encode_frame(&DaemonMessage::Refused {

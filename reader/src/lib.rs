@@ -26,6 +26,7 @@ use oscil_protocol::control::{Connection, DaemonMessage, Ended, FrameError, Read
 use oscil_protocol::rundir::RunCost;
 use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
 use oscil_protocol::text::escape_peer;
+use oscil_protocol::ticker::intervals_by;
 use oscil_protocol::{Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::mpsc;
@@ -293,9 +294,22 @@ pub async fn run(
         }
         Some(()) = stop.recv() => Some("interrupted by a signal".into()),
     };
-    let end_s = start.elapsed().as_secs_f64();
+    let elapsed = start.elapsed();
+    let end_s = elapsed.as_secs_f64();
     readers.abort_all();
-    let _ = stop_sampling.send(());
+    // Both sides' last samples end on the same interval.
+    let intervals = intervals_by(elapsed, config.interval);
+    let _ = stop_sampling.send(intervals);
+    if daemon_end.is_none() {
+        let reason = cut_short
+            .clone()
+            .unwrap_or_else(|| "pattern complete".into());
+        let stop = ReaderMessage::Stop {
+            reason,
+            intervals: Some(intervals),
+        };
+        let _ = control_tx.write(&stop).await;
+    }
     let sampler = tokio::task::spawn_blocking(move || sampler.join());
     let sample_error = match sampler.await.expect("joining the sampler thread") {
         Ok(Ok(())) => None,
@@ -303,12 +317,8 @@ pub async fn run(
         Err(_) => Some("the sampler thread panicked".into()),
     };
 
-    // Ask the daemon to stop and take its last samples and counters.
+    // Take the daemon's last samples and counters.
     if daemon_end.is_none() {
-        let reason = cut_short
-            .clone()
-            .unwrap_or_else(|| "pattern complete".into());
-        let _ = control_tx.write(&ReaderMessage::Stop { reason }).await;
         let grace = tokio::time::sleep(STOP_GRACE);
         daemon_end = tokio::select! {
             end = &mut control => end.ok(),

@@ -4,7 +4,7 @@
 //! It runs on its own OS thread: when the reading tasks keep the async workers busy, their
 //! timers fire late, and a sample 100 ms late is a wrong throughput figure.
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,9 +48,10 @@ struct Sources {
 }
 
 impl Sampler {
-    /// Samples until `stop` receives (or its sender is dropped), then takes a last sample so
-    /// that the bytes read since the last tick are not lost.
-    pub fn run(self, stop: Receiver<()>) -> Result<(), SampleError> {
+    /// Samples until `stop` receives how many intervals the run covers (or its sender is
+    /// dropped), then takes a last sample up to there, so that the bytes read since the last
+    /// tick are not lost.
+    pub fn run(self, stop: Receiver<u64>) -> Result<(), SampleError> {
         // Without the privilege it runs at the default priority; lateness shows in run.json.
         let _ = oscil_kernel::prioritise_this_thread();
         let mut sources = Sources {
@@ -58,10 +59,15 @@ impl Sampler {
             sockstat: sockstat::open()?,
         };
         let mut ticker = Ticker::new(self.start, self.interval);
-        while let Some((intervals, now)) = ticker.wait(&stop) {
-            self.sample(&mut sources, now, intervals)?;
-        }
-        if let Some((intervals, now)) = ticker.partial() {
+        let end = loop {
+            match ticker.wait(&stop) {
+                ControlFlow::Continue((intervals, now)) => {
+                    self.sample(&mut sources, now, intervals)?
+                }
+                ControlFlow::Break(end) => break end,
+            }
+        };
+        while let Some((intervals, now)) = ticker.finish(end) {
             self.sample(&mut sources, now, intervals)?;
         }
         self.progress.finish();
@@ -83,7 +89,7 @@ impl Sampler {
         let snapshot = sources.probe.snapshot(now)?;
         let mut total_bytes = 0;
         let mut rows = Vec::with_capacity(self.flows.len());
-        for (flow, socket) in self.flows.iter().zip(&snapshot.sockets) {
+        for (flow, socket) in self.flows.iter().zip(snapshot.sockets) {
             let (info, mem) = socket
                 .as_ref()
                 .ok_or(SampleError::Socket { flow: flow.index })?;

@@ -81,6 +81,14 @@ pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
             data.push(stream);
         }
     }
+    // The daemon starts its clock on `Start`: it must hold every connection by then.
+    match answer(&mut control_rx, None).await? {
+        DaemonMessage::Ready => {}
+        DaemonMessage::Ended(ended) => {
+            return Err(ReaderError::Refused(escape_peer(&ended.reason)))
+        }
+        _ => return Err(ReaderError::Unexpected("a ready message")),
+    }
     let clock = match config.marker_every {
         Some(_) => Some(measure_clock(&mut control_rx, &mut control_tx).await?),
         None => None,

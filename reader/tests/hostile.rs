@@ -165,6 +165,7 @@ fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> 
     let flows = (0..auth.hello.flows)
         .map(|_| listener.accept().unwrap().0)
         .collect();
+    fake.send(&DaemonMessage::Ready);
     loop {
         match fake.read() {
             Some(ReaderMessage::ClockProbe { t1_unix_ns }) => {

@@ -1,10 +1,11 @@
-//! Many flows over loopback: both sides sample every flow through sock_diag, and run.json's
-//! `sampling` accounts for what the CSV files hold, so a sampler that fell behind is never
-//! silent (on a loaded machine it may; the counts must then say so).
+//! Many flows over loopback: both sides sample every flow through sock_diag, over the same
+//! intervals, and run.json's `sampling` accounts for what the CSV files hold, so a sampler
+//! that fell behind is never silent (on a loaded machine it may; the counts must then say so).
 
 mod util;
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use oscil_testkit::{number, Csv, Daemon};
 use serde_json::Value;
@@ -12,18 +13,35 @@ use util::run_reader;
 
 const FLOWS: usize = 300;
 
-/// Ticks (distinct t_s) and rows in a side's CSV, and the intervals they cover beyond one
-/// per tick, from `span_s`.
-fn tally(rows: &[HashMap<String, String>]) -> (usize, usize, f64) {
+/// Ticks (distinct t_s) and rows in a side's CSV, the intervals they cover beyond one per
+/// tick (from `span_s`), and the intervals each tick covers, in order.
+fn tally(rows: &[HashMap<String, String>]) -> (usize, usize, f64, Vec<Range<u64>>) {
     let mut ticks: BTreeMap<u64, f64> = BTreeMap::new();
     for row in rows {
+        // t_s is positive, so its bits sort as the numbers do.
         ticks.insert(number(row, "t_s").to_bits(), number(row, "span_s"));
     }
     let merged = ticks
         .values()
         .map(|span| ((span / 0.1).round() - 1.0).max(0.0))
         .sum();
-    (ticks.len(), rows.len(), merged)
+    // A tick on time or late covers whole intervals, up to the last that had ended when it
+    // woke (its span a whole number of intervals); the last, partial one covers from its
+    // first interval's start up to when it was taken.
+    let covered = ticks
+        .iter()
+        .map(|(bits, span)| {
+            let (t_s, intervals) = (f64::from_bits(*bits), span / 0.1);
+            if (intervals - intervals.round()).abs() < 1e-6 {
+                let end = (t_s / 0.1).floor() as u64;
+                end - intervals.round() as u64..end
+            } else {
+                let first = ((t_s - span) / 0.1).round() as u64;
+                first..first + intervals.ceil() as u64
+            }
+        })
+        .collect();
+    (ticks.len(), rows.len(), merged, covered)
 }
 
 #[test]
@@ -44,8 +62,10 @@ fn many_flows_are_sampled_on_both_sides_and_the_counts_match_the_files() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let sampling = &meta["sampling"];
     let mut holes = false;
+    let mut intervals = Vec::new();
     for (side, file) in [("reader", "reader.csv"), ("sender", "sender.csv")] {
-        let (ticks, rows, merged) = tally(&Csv::read(&out.join(file)).rows);
+        let (ticks, rows, merged, ends) = tally(&Csv::read(&out.join(file)).rows);
+        intervals.push(ends);
         let counted = &sampling[side];
         assert_eq!(
             counted["ticks"].as_u64(),
@@ -59,6 +79,24 @@ fn many_flows_are_sampled_on_both_sides_and_the_counts_match_the_files() {
         let p99 = counted["lateness_p99_ms"].as_f64().unwrap();
         assert!((0.0..1000.0).contains(&p99), "{side}: {counted}");
         holes |= merged > 0.0 || missing > 0;
+    }
+    // Both sides cover the same intervals, one after the other, to the last (partial) one:
+    // the daemon's clock starts when all 300 connections are in and the reader's with it,
+    // and its last sample ends on the interval the reader's did. Tick for tick, unless a
+    // sampler fell behind and merged intervals into a late tick.
+    let flat = |ticks: &[Range<u64>]| ticks.iter().flat_map(Clone::clone).collect::<Vec<_>>();
+    let (reader, sender) = (&intervals[0], &intervals[1]);
+    assert_eq!(
+        flat(reader),
+        (0..flat(reader).len() as u64).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        flat(reader),
+        flat(sender),
+        "reader {reader:?}, sender {sender:?}"
+    );
+    if !holes {
+        assert_eq!(reader, sender);
     }
     // A run with holes says so in its status and on stderr, naming the side; it lost no
     // bytes, so it exits 0 like a complete run.

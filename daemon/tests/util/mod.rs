@@ -137,6 +137,18 @@ impl Client {
         hello: Hello,
         configure: impl Fn(&tokio::net::TcpSocket),
     ) -> (Welcome, Vec<TcpStream>) {
+        let opened = self.open_flows(hello, configure).await;
+        self.send(&ReaderMessage::Start).await;
+        opened
+    }
+
+    /// Says hello and opens the data connections, up to the daemon's `Ready`: the point at
+    /// which a reader may exchange clock probes before it starts.
+    pub async fn open_flows(
+        &mut self,
+        hello: Hello,
+        configure: impl Fn(&tokio::net::TcpSocket),
+    ) -> (Welcome, Vec<TcpStream>) {
         let flows = hello.flows;
         let welcome = match self.hello(hello).await {
             DaemonMessage::Welcome(w) => w,
@@ -156,7 +168,10 @@ impl Client {
             s.write_all(&hello.encode()).await.unwrap();
             streams.push(s);
         }
-        self.send(&ReaderMessage::Start).await;
+        match self.next().await {
+            Some(DaemonMessage::Ready) => {}
+            other => panic!("expected ready, got {other:?}"),
+        }
         (welcome, streams)
     }
 
@@ -178,6 +193,7 @@ impl Client {
     pub async fn stop(&mut self) -> oscil_protocol::control::Ended {
         self.send(&ReaderMessage::Stop {
             reason: "test done".into(),
+            intervals: None,
         })
         .await;
         loop {
