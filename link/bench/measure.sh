@@ -50,6 +50,10 @@ print(f"configured rate {rate/1e6:.1f} Mbit/s; receiver goodput (2nd half) {good
       f" wire-equivalent {wire_equiv/1e6:.2f} Mbit/s = {100*wire_equiv/rate:.1f}% of configured")
 print(f"configured RTT {rtt_ms:.1f} ms; TCP_INFO srtt of the bulk flow: min {s['min_rtt']/1e3:.2f} ms,"
       f" mean {s['mean_rtt']/1e3:.2f} ms, max {s['max_rtt']/1e3:.2f} ms; retransmits (all flows) {client['end']['sum_sent']['retransmits']}")
+print("receiver goodput per second, Gbit/s: " + " ".join(f"{i['bits_per_second']/1e9:.2f}" for i in iv))
+print("sender retransmits per second: " + " ".join(str(i["sum"].get("retransmits", 0)) for i in client["intervals"]))
+cu = client["end"].get("cpu_utilization_percent", {})
+print(f"iperf3 CPU (% of one core, user+sys): sender {cu.get('host_total', 0):.0f}%, receiver {cu.get('remote_total', 0):.0f}%")
 print(f"TCP_INFO srtt of a paced 0.2 Mbit/s flow on the idle link: min {paced['min_rtt']/1e3:.2f} ms,"
       f" mean {paced['mean_rtt']/1e3:.2f} ms")
 for k in ("a_to_b", "b_to_a"):
