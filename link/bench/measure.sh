@@ -25,10 +25,18 @@ cp "$dir/link.json" "$dir/link0.json" 2>/dev/null || true
 ( sleep $((secs / 2)); cp "$dir/link.json" "$dir/link_mid.json" ) &
 ip netns exec "$a" iperf3 -c 10.77.0.2 -p 5202 -t "$secs" -C "$cc" -P "$flows" -J > "$dir/client.json"
 cp "$dir/link.json" "$dir/link_end.json"
+# Drops inside the endpoints' own stacks (a full socket backlog, receive queue pruning...)
+# are losses neither the link nor the emulator counts; the namespaces are new, so their
+# counters start at zero.
+for n in "$a" "$b"; do
+  echo "kernel drop counters in $([[ $n == "$a" ]] && echo A || echo B): $(ip netns exec "$n" nstat -az 2>/dev/null \
+    | awk '$1 ~ /Drop|Prune|Collapse|InDiscards|RcvbufErrors|TCPLossProbes$|TCPSpuriousRTOs|TCPTimeouts/ && $2 > 0 {printf "%s=%s ", $1, $2}')"
+done > "$dir/nstat.txt"
 wait "$ping_pid" || true
 sleep 1.2
 kill "$link_pid"; wait "$link_pid" || true; link_pid=
 tail -1 "$dir/ping.txt" | sed 's/^/ping under load: /'
+cat "$dir/nstat.txt"
 python3 - "$dir" "$rate" "$rtt_ms" "$secs" <<'PY'
 import json, sys
 d, rate_s, rtt_ms, secs = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
