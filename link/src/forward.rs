@@ -24,17 +24,15 @@ const READ_BATCH: usize = 64;
 /// the CPU from the endpoints (7.7 instead of 10 Gbit/s delivered on 2 cores).
 const SPIN_NS: u64 = 100_000;
 const SPIN_MAX_FRAMES: usize = 4;
-/// On a busy line (more than `SPIN_MAX_FRAMES` frames held), a pass that read or wrote
-/// frames is followed by a nap of this length that arrivals do not cut short, so each
-/// wake-up reads and writes a batch, as a NIC coalesces interrupts. Waking for every
-/// arrival and every due frame (~20,000 of each a second per direction at 10 Gbit/s) spent
-/// a third of the emulator's time in `ppoll` going to sleep and waking up (perf): at
-/// 10 Gbit/s x 10 ms with 4 flows the emulator took 73-77% of a core before, 31-34% with
-/// 100 us (26-29% with 250 us), late frames unchanged within the noise. The price: while
-/// the line is busy a frame may be written up to 100 us after its time and an arrival
-/// time-stamped up to 100 us late, some 0.1 ms more RTT under load (1% at 10 ms). An idle
-/// line (ping, the idle-RTT goal) and a busy one with nothing to do still wait for input.
-const BUSY_NAP_NS: u64 = 100_000;
+// Each arrival and each due frame wakes the thread on its own, though on this VM a third
+// of the forwarding threads' time at 10 Gbit/s goes to going to sleep and waking up (perf:
+// `schedule_hrtimeout_range_clock` in `ppoll`). Coalescing was tried and left out: a
+// 100 us nap after each pass on a busy line, not cut short by arrivals, halved the
+// emulator's CPU with 1-8 flows of 64 KB GSO frames (73-77% -> 39-41% of a core at
+// 10 Gbit/s x 10 ms) with late frames unchanged, but with 100 paced flows (the a74f0fa
+// scenario: ~60,000 small frames and ~33,000 ACKs a second) the ACK direction fell
+// behind: 68-69% of ACKs more than 1 ms late and 200,000+ dropped at the TUN, against
+// 6-25% and none without the nap (docs/PERFORMANCE.md).
 /// Longest sleep, so a stop request is seen promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(50);
 /// How often the shared statistics are refreshed.
@@ -112,26 +110,21 @@ pub fn run(
     let mut next_publish = Instant::now();
 
     while !stop.load(Ordering::Relaxed) {
-        let written = deliver_due(&mut line, &dir.output, epoch, &mut io_stats);
+        deliver_due(&mut line, &dir.output, epoch, &mut io_stats);
         let batch = read_batch(&mut dir, &mut line, epoch, &mut io_stats)?;
         if next_publish <= Instant::now() {
             publish(&dir, &io_stats, tx_dropped_at_start, shared);
             next_publish += PUBLISH_EVERY;
         }
-        let busy = line.len() > SPIN_MAX_FRAMES;
-        let worked = written > 0 || batch != Batch::Drained { read: 0 };
-        match batch {
-            Batch::Interrupted => continue,
-            Batch::RingFull => io_stats.ring_full_waits += 1,
-            Batch::Drained { .. } if busy && worked => {
-                // Not woken by arrivals: they wait in the TUN queue for the next pass.
-                std::thread::sleep(Duration::from_nanos(BUSY_NAP_NS));
-                continue;
-            }
-            Batch::Drained { .. } => {}
+        if batch == Batch::Interrupted {
+            continue;
         }
         let now = now_ns();
-        let spin_ns = if busy { 0 } else { SPIN_NS };
+        let spin_ns = if line.len() <= SPIN_MAX_FRAMES {
+            SPIN_NS
+        } else {
+            0
+        };
         let sleep = match line.front() {
             Some((_, at)) if at <= now + spin_ns => {
                 std::hint::spin_loop();
@@ -141,6 +134,7 @@ pub fn run(
             None => MAX_SLEEP,
         };
         if batch == Batch::RingFull {
+            io_stats.ring_full_waits += 1;
             std::thread::sleep(sleep);
         } else {
             sys::wait_readable(dir.input.as_fd(), sleep)?;
@@ -151,15 +145,8 @@ pub fn run(
 }
 
 /// Writes every frame whose delivery time has come, counting how late each one is.
-/// Returns how many it wrote.
-fn deliver_due(
-    line: &mut DelayLine,
-    output: &File,
-    epoch: Instant,
-    io_stats: &mut IoStats,
-) -> usize {
+fn deliver_due(line: &mut DelayLine, output: &File, epoch: Instant, io_stats: &mut IoStats) {
     let mut output = output;
-    let mut written = 0;
     let now = epoch.elapsed().as_nanos() as u64;
     while let Some((frame, deliver_ns)) = line.front() {
         if deliver_ns > now {
@@ -179,17 +166,14 @@ fn deliver_due(
             io_stats.packets_late_over_1ms += 1;
         }
         line.pop();
-        written += 1;
     }
-    written
 }
 
 /// How a batch of reads ended.
 #[derive(Debug, PartialEq, Eq)]
 enum Batch {
-    /// The input had nothing more to read after `read` frames: sleep until it has or a
-    /// frame falls due.
-    Drained { read: usize },
+    /// The input had nothing more to read: sleep until it has or a frame falls due.
+    Drained,
     /// The delay line's ring is full: sleep until a frame falls due.
     RingFull,
     /// A frame fell due, or the batch reached its size: deliver before reading on.
@@ -210,13 +194,13 @@ fn read_batch(
     io_stats: &mut IoStats,
 ) -> io::Result<Batch> {
     let mut input = &*dir.input;
-    for read in 0..READ_BATCH {
+    for _ in 0..READ_BATCH {
         let Some(buf) = line.reserve() else {
             return Ok(Batch::RingFull);
         };
         let n = match input.read(buf) {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Batch::Drained { read }),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Batch::Drained),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
