@@ -25,10 +25,18 @@ cp "$dir/link.json" "$dir/link0.json" 2>/dev/null || true
 ( sleep $((secs / 2)); cp "$dir/link.json" "$dir/link_mid.json" ) &
 ip netns exec "$a" iperf3 -c 10.77.0.2 -p 5202 -t "$secs" -C "$cc" -P "$flows" -J > "$dir/client.json"
 cp "$dir/link.json" "$dir/link_end.json"
+# Drops inside the endpoints' own stacks (a full socket backlog, receive queue pruning...)
+# are losses neither the link nor the emulator counts; the namespaces are new, so their
+# counters start at zero.
+for n in "$a" "$b"; do
+  echo "kernel drop counters in $([[ $n == "$a" ]] && echo A || echo B): $(ip netns exec "$n" nstat -az 2>/dev/null \
+    | awk '$1 ~ /Drop|Prune|Collapse|InDiscards|RcvbufErrors|TCPLossProbes$|TCPSpuriousRTOs|TCPTimeouts/ && $2 > 0 {printf "%s=%s ", $1, $2}')"
+done > "$dir/nstat.txt"
 wait "$ping_pid" || true
 sleep 1.2
 kill "$link_pid"; wait "$link_pid" || true; link_pid=
 tail -1 "$dir/ping.txt" | sed 's/^/ping under load: /'
+cat "$dir/nstat.txt"
 python3 - "$dir" "$rate" "$rtt_ms" "$secs" <<'PY'
 import json, sys
 d, rate_s, rtt_ms, secs = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
@@ -50,6 +58,10 @@ print(f"configured rate {rate/1e6:.1f} Mbit/s; receiver goodput (2nd half) {good
       f" wire-equivalent {wire_equiv/1e6:.2f} Mbit/s = {100*wire_equiv/rate:.1f}% of configured")
 print(f"configured RTT {rtt_ms:.1f} ms; TCP_INFO srtt of the bulk flow: min {s['min_rtt']/1e3:.2f} ms,"
       f" mean {s['mean_rtt']/1e3:.2f} ms, max {s['max_rtt']/1e3:.2f} ms; retransmits (all flows) {client['end']['sum_sent']['retransmits']}")
+print("receiver goodput per second, Gbit/s: " + " ".join(f"{i['bits_per_second']/1e9:.2f}" for i in iv))
+print("sender retransmits per second: " + " ".join(str(i["sum"].get("retransmits", 0)) for i in client["intervals"]))
+cu = client["end"].get("cpu_utilization_percent", {})
+print(f"iperf3 CPU (% of one core, user+sys): sender {cu.get('host_total', 0):.0f}%, receiver {cu.get('remote_total', 0):.0f}%")
 print(f"TCP_INFO srtt of a paced 0.2 Mbit/s flow on the idle link: min {paced['min_rtt']/1e3:.2f} ms,"
       f" mean {paced['mean_rtt']/1e3:.2f} ms")
 for k in ("a_to_b", "b_to_a"):

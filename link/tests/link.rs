@@ -279,3 +279,48 @@ fn tcp_survives_gso_packets_cut_at_the_tail() {
     assert!(link_stat(&stats, "a_to_b", "packets_truncated_queue") > 0);
     assert_eq!(emulator_stat(&stats, "a_to_b", "truncate_failures"), 0);
 }
+
+#[test]
+fn an_arrival_on_a_busy_line_is_read_at_once() {
+    require_root!();
+    // 20 datagrams fill the line (more than the few frames below which it polls), and all
+    // are due 100 ms later; a probe sent 30 ms after them, when the queue has drained,
+    // must leave at once. Were arrivals on a busy line only read at the next due frame,
+    // or after the longest sleep, the probe would take tens of milliseconds more.
+    let mut pair = LinkedPair::start(&["--rate", "10mbit", "--delay", "100ms"]);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let receiver = spawn_in(&pair.b, move || {
+        let sock = UdpSocket::bind(addr_b(5306)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        ready_tx.send(()).unwrap();
+        let mut buf = [0u8; 2048];
+        loop {
+            let n = sock.recv(&mut buf).expect("the probe within 5 s");
+            if buf[..n][0] == 1 {
+                return Instant::now();
+            }
+        }
+    });
+    ready_rx.recv().unwrap();
+    let sent = spawn_in(&pair.a, || {
+        let sock = UdpSocket::bind("0.0.0.0:0").unwrap();
+        for _ in 0..20 {
+            sock.send_to(&[0u8; 1000], addr_b(5306)).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let sent = Instant::now();
+        sock.send_to(&[1u8; 100], addr_b(5306)).unwrap();
+        sent
+    })
+    .join()
+    .unwrap();
+    let one_way = receiver.join().unwrap() - sent;
+    let stats = pair.stop();
+    // (The namespace's own IPv6 chatter may add a packet or two.)
+    assert!(link_stat(&stats, "a_to_b", "packets_forwarded") >= 21);
+    // 100 ms of delay and 0.1 ms of serialization; 5 ms leaves room for a loaded machine.
+    assert!(
+        one_way >= Duration::from_millis(100) && one_way < Duration::from_millis(105),
+        "probe took {one_way:?} over a 100 ms one-way delay"
+    );
+}
