@@ -83,20 +83,25 @@ fn many_flows_are_sampled_on_both_sides_and_the_counts_match_the_files() {
     // Both sides cover the same intervals, one after the other, to the last (partial) one:
     // the daemon's clock starts when all 300 connections are in and the reader's with it,
     // and its last sample ends on the interval the reader's did. Tick for tick, unless a
-    // sampler fell behind and merged intervals into a late tick.
+    // sampler fell behind and merged intervals into a late tick. The daemon streams, and
+    // samples, until the reader's stop reaches it: on a busy machine that can take a few
+    // intervals, which the sender's record then holds beyond the reader's (never fewer).
     let flat = |ticks: &[Range<u64>]| ticks.iter().flat_map(Clone::clone).collect::<Vec<_>>();
     let (reader, sender) = (&intervals[0], &intervals[1]);
+    let (reader_flat, sender_flat) = (flat(reader), flat(sender));
     assert_eq!(
-        flat(reader),
-        (0..flat(reader).len() as u64).collect::<Vec<_>>()
+        reader_flat,
+        (0..reader_flat.len() as u64).collect::<Vec<_>>()
     );
-    assert_eq!(
-        flat(reader),
-        flat(sender),
+    assert!(
+        sender_flat.starts_with(&reader_flat),
         "reader {reader:?}, sender {sender:?}"
     );
+    if sender_flat.len() > reader_flat.len() {
+        eprintln!("the stop reached the daemon late: sender {sender:?}");
+    }
     if !holes {
-        assert_eq!(reader, sender);
+        assert_eq!(reader[..], sender[..reader.len()]);
     }
     // A run with holes says so in its status and on stderr, naming the side; it lost no
     // bytes, so it exits 0 like a complete run.
