@@ -433,6 +433,8 @@ fn draw_marks<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
             .draw_series(
                 line.points
                     .iter()
+                    // A gap is a point without a value: no dot (it would sit on the axis).
+                    .filter(|p| p.1.is_finite())
                     .map(|&p| Circle::new(p, 5, color.filled())),
             )
             .map_err(err)?;

@@ -300,6 +300,14 @@ pub async fn run(
     // Both sides' last samples end on the same interval.
     let intervals = intervals_by(elapsed, config.interval);
     let _ = stop_sampling.send(intervals);
+    // The last sample first, then the stop: the daemon resets the data connections when it
+    // ends, and a reset socket is gone from the kernel's tables (and from sock_diag).
+    let sampler = tokio::task::spawn_blocking(move || sampler.join());
+    let sample_error = match sampler.await.expect("joining the sampler thread") {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some("the sampler thread panicked".into()),
+    };
     if daemon_end.is_none() {
         let reason = cut_short
             .clone()
@@ -310,12 +318,6 @@ pub async fn run(
         };
         let _ = control_tx.write(&stop).await;
     }
-    let sampler = tokio::task::spawn_blocking(move || sampler.join());
-    let sample_error = match sampler.await.expect("joining the sampler thread") {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.to_string()),
-        Err(_) => Some("the sampler thread panicked".into()),
-    };
 
     // Take the daemon's last samples and counters.
     if daemon_end.is_none() {
