@@ -252,6 +252,17 @@ pub fn set_thread_nice(nice: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Puts the calling thread in the real-time class `SCHED_FIFO` at the lowest priority:
+/// woken, it runs before any ordinary thread. Needs `CAP_SYS_NICE`.
+pub fn set_thread_fifo() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: `param` is a valid sched_param for the whole call; pid 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the (soft, hard) limits now in
 /// force.
 pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
@@ -317,6 +328,26 @@ mod tests {
         // SAFETY: as above.
         let mine = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
         assert_ne!(mine, 5, "the test thread's own priority is untouched");
+    }
+
+    #[test]
+    fn a_thread_in_the_real_time_class_is_alone_there() {
+        // SAFETY: sched_getscheduler takes a plain integer (0: the calling thread).
+        let policy = || unsafe { libc::sched_getscheduler(0) };
+        let thread = std::thread::spawn(move || match set_thread_fifo() {
+            Ok(()) => Some(policy()),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => None,
+            Err(e) => panic!("{e}"),
+        });
+        match thread.join().unwrap() {
+            Some(p) => assert_eq!(p, libc::SCHED_FIFO),
+            None => eprintln!("skipped: SCHED_FIFO needs CAP_SYS_NICE (root)"),
+        }
+        assert_eq!(
+            policy(),
+            libc::SCHED_OTHER,
+            "the test thread's class is untouched"
+        );
     }
 
     #[test]
