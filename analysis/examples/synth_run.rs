@@ -131,13 +131,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 total_retrans: 0,
                 pacing_rate_bps: 0,
                 span_s: 0.1,
-                residence_us: None,
-                write_to_ack_us: None,
-                wakeups: None,
-                wake_notsent_p50_bytes: None,
-                wake_notsent_max_bytes: None,
-                wake_to_write_p50_us: None,
-                wake_to_write_max_us: None,
+                ..SenderSample::default()
             })?;
         }
         for side in [Side::Reader, Side::Sender] {

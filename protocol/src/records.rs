@@ -77,8 +77,9 @@ impl ReaderSample {
     }
 }
 
-/// `sender.csv`: the daemon's side of one flow over one interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `sender.csv`: the daemon's side of one flow over one interval. `Default` (zeros, no
+/// latency or wake-ups) is for made-up rows in tests and examples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SenderSample {
     /// Seconds since the session's start on the daemon's monotonic clock.
     pub t_s: f64,
