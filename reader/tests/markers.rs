@@ -62,11 +62,11 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
         // which the reader's follows or precedes by how long each takes to note the start
         // message (a few ms on a loaded machine).
         assert!(sent_t_s >= k * 0.1 - 0.02, "{row:?}");
-        if row["latency_us"].is_empty() {
-            continue;
-        }
         if sent_t_s < 1.0 {
             *fast_per_flow.entry(flow).or_default() += 1;
+        }
+        if row["latency_us"].is_empty() {
+            continue;
         }
         resolved += 1;
         // A read passed the offset: the flow read more than it.
@@ -81,7 +81,8 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
     }
     assert_eq!(counts["resolved"].as_u64().unwrap(), resolved);
     // Full speed for a second: every flow writes all along, so nearly every marker time
-    // of the fast phase finds a write.
+    // of the fast phase finds a write. Counted whether read or not: the last ones of the
+    // phase can sit behind megabytes that the slow second's 5% does not drain.
     for flow in 0..2 {
         assert!(
             fast_per_flow.get(&flow).copied().unwrap_or(0) >= 7,
