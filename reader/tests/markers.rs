@@ -3,7 +3,7 @@
 
 mod util;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use oscil_testkit::{number, Csv};
 use serde_json::Value;
@@ -48,7 +48,7 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
     let counts = &meta["markers"];
     assert_eq!(counts["announced"].as_u64().unwrap(), rows.len() as u64);
     let mut resolved = 0;
-    let mut fast_per_flow: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut fast_marks: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
     let mut last: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
     for row in &rows {
         let flow = number(row, "flow") as u32;
@@ -63,7 +63,7 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
         // message (a few ms on a loaded machine).
         assert!(sent_t_s >= k * 0.1 - 0.02, "{row:?}");
         if sent_t_s < 1.0 {
-            *fast_per_flow.entry(flow).or_default() += 1;
+            fast_marks.entry(flow).or_default().insert(k as u64);
         }
         if row["latency_us"].is_empty() {
             continue;
@@ -80,15 +80,18 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
         );
     }
     assert_eq!(counts["resolved"].as_u64().unwrap(), resolved);
-    // Full speed for a second: every flow writes all along, so nearly every marker time
-    // of the fast phase finds a write. Counted whether read or not: the last ones of the
-    // phase can sit behind megabytes that the slow second's 5% does not drain.
-    for flow in 0..2 {
-        assert!(
-            fast_per_flow.get(&flow).copied().unwrap_or(0) >= 7,
-            "{fast_per_flow:?}"
-        );
-    }
+    // Full speed for a second: the flows write all along, so nearly every marker time of
+    // the fast phase finds a write on some flow, and every flow marks. Not every flow
+    // every time: on a busy machine one flow's reading task can hold the reader's runtime
+    // for several intervals, and its writer, blocked meanwhile, marks only the latest time
+    // (CI saw 9 and 3 of 9). Counted whether read or not: the last ones of the phase can sit
+    // behind megabytes that the slow second's 5% does not drain.
+    let marked: BTreeSet<u64> = fast_marks.values().flatten().copied().collect();
+    assert!(marked.len() >= 7, "{fast_marks:?}");
+    assert!(
+        (0..2).all(|flow| fast_marks.get(&flow).is_some_and(|ks| !ks.is_empty())),
+        "{fast_marks:?}"
+    );
 
     let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
     let fast = &summary["phases"]["fast"]["marker_ms"];
