@@ -14,12 +14,20 @@ use oscil_protocol::clock::realtime_unix_ns;
 use crate::markers::Book;
 use crate::pacer::{Pacer, Step};
 
-/// Reads of up to this size. Each read that empties the receive queue sends the task back
-/// through the runtime's poller (epoll, a wake-up, a context switch: 17% of the reader's
-/// time with 64 KiB reads under perf), so fewer, larger reads matter more than the cache:
-/// on loopback 256 KiB reads and writes gave 58-69 Gbit/s where 64 KiB gave 41-42
-/// (cubic; docs/PERFORMANCE.md). iperf3 reads 128 KiB.
-const READ_BUF_BYTES: usize = 256 << 10;
+/// Reads of up to this size, into one buffer per runtime thread (the bytes are counted,
+/// never looked at). What a read costs is mostly the kernel's copy into this buffer, which
+/// is fast while the buffer and the socket's freshly queued data stay in the core's L2
+/// cache (512 KiB here): over loopback with one flow, 128 KiB reads gave 47.0 Gbit/s and
+/// 0.297 CPU s/GB where 256 KiB gave 41.0 and 0.347 (bbr, medians of 5 alternated runs;
+/// iperf3, which reads 128 KiB, 42.3 and 0.337; docs/PERFORMANCE.md). 64 KiB reads swung
+/// between 15 and 48 Gbit/s from run to run. One buffer per thread rather than per flow
+/// made no measurable difference in speed, and spares 1,000 flows 128 MiB of buffers.
+const READ_BUF_BYTES: usize = 128 << 10;
+
+thread_local! {
+    static READ_BUF: std::cell::RefCell<Box<[u8]>> =
+        std::cell::RefCell::new(vec![0u8; READ_BUF_BYTES].into_boxed_slice());
+}
 
 /// Sample intervals the byte counters remember; the sampler is never this far behind.
 const SLOTS: usize = 64;
@@ -88,7 +96,6 @@ pub async fn read_pattern(
     mut pacer: Pacer,
     start: Instant,
 ) -> Result<(), FlowError> {
-    let mut buf = vec![0u8; READ_BUF_BYTES];
     let seconds = |at: Instant| at.duration_since(start).as_secs_f64();
     let instant = |t_s: f64| start + Duration::from_secs_f64(t_s);
     loop {
@@ -99,9 +106,8 @@ pub async fn read_pattern(
             Step::Done => return Ok(()),
             Step::Wait { until_s } => sleep_until(instant(until_s)).await,
             Step::Read { max_bytes, until_s } => {
-                let len = max_bytes.map_or(buf.len(), |max| buf.len().min(max as usize));
-                let Ok(read) =
-                    timeout_at(instant(until_s), read_some(&flow.stream, &mut buf[..len])).await
+                let len = max_bytes.map_or(READ_BUF_BYTES, |max| READ_BUF_BYTES.min(max as usize));
+                let Ok(read) = timeout_at(instant(until_s), read_some(&flow.stream, len)).await
                 else {
                     continue;
                 };
@@ -127,11 +133,11 @@ pub async fn read_pattern(
     }
 }
 
-/// Reads once through a shared stream, waiting for data as needed.
-async fn read_some(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+/// Reads up to `len` bytes once through a shared stream, waiting for data as needed.
+async fn read_some(stream: &TcpStream, len: usize) -> io::Result<usize> {
     loop {
         stream.readable().await?;
-        match stream.try_read(buf) {
+        match READ_BUF.with(|buf| stream.try_read(&mut buf.borrow_mut()[..len])) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             result => return result,
         }

@@ -10,8 +10,8 @@ use oscil_protocol::markers::{self, FlowMarkers, Marker, MarkerCounts, MarkerRow
 use crate::flow::Flow;
 
 /// Reads remembered across all flows (16 bytes each): enough for a marker announced up to
-/// half a second after the read that passed it on loopback at full speed (~30,000
-/// 256 KiB reads a second), shared out between flows.
+/// half a second after the read that passed it on loopback at full speed (~45,000
+/// 128 KiB reads a second), shared out between flows.
 const READ_HISTORY: usize = 1 << 20;
 
 /// Markers kept across all flows (a 15-minute run marked every 10 ms on 10 flows).
