@@ -42,7 +42,7 @@ impl Flow {
     }
 }
 
-/// What every flow sends, held twice: in memory for `write`, and in a memfd for the
+/// What every flow sends, held twice: in memory for `write`, and in an unnamed file for the
 /// zero-copy mode's `sendfile`. All flows of all sessions share the same pages.
 #[derive(Clone)]
 pub(crate) struct Payload {

@@ -10,7 +10,7 @@ use clap::Parser;
 use oscil_kernel::SocketOptions;
 use oscil_protocol::address::{self, Endpoint};
 use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::control::{DEFAULT_WRITE_BYTES, MAX_WRITE_BYTES};
+use oscil_protocol::control::{DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES, MAX_WRITE_BYTES};
 use oscil_protocol::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_rate_bps,
     parse_whole_ms_duration, UnitError,
@@ -86,15 +86,16 @@ struct Args {
     #[arg(long, value_parser = parse_pacing_rate, value_name = placeholder::RATE)]
     pacing_rate: Option<u64>,
     /// Bytes the daemon offers the kernel per write: unsent bytes can reach lowat/2 plus one
-    /// write, so large writes hide what small ones show.
-    #[arg(long, default_value_t = DEFAULT_WRITE_BYTES, value_parser = parse_write_size, value_name = "BYTES")]
-    write_size: u32,
+    /// write, so large writes hide what small ones show. [default: 262144, or 131072 with
+    /// --zerocopy]
+    #[arg(long, value_parser = parse_write_size, value_name = "BYTES")]
+    write_size: Option<u32>,
     /// Mark every flow's stream this often and record how long each mark takes from the
     /// daemon's write to this reader's read (markers.csv); at least --interval. Off unless
     /// given.
     #[arg(long, value_parser = parse_positive_duration, value_name = placeholder::DUR)]
     marker_every: Option<Duration>,
-    /// The daemon sends with sendfile from an in-memory file instead of write, as iperf3 -Z.
+    /// The daemon sends with sendfile from a file instead of write, as iperf3 -Z.
     #[arg(long)]
     zerocopy: bool,
     /// SO_RCVBUF for the reader's own sockets (the kernel doubles it; disables autotuning).
@@ -230,7 +231,11 @@ impl Args {
                 rcvbuf_bytes: self.rcvbuf,
                 ..SocketOptions::default()
             },
-            write_size_bytes: self.write_size,
+            write_size_bytes: self.write_size.unwrap_or(if self.zerocopy {
+                DEFAULT_ZEROCOPY_WRITE_BYTES
+            } else {
+                DEFAULT_WRITE_BYTES
+            }),
             marker_every: self.marker_every,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,
