@@ -29,6 +29,20 @@ thread_local! {
         std::cell::RefCell::new(vec![0u8; READ_BUF_BYTES].into_boxed_slice());
 }
 
+/// Bytes a flow reads before it lets the runtime run its other flows. Without it a flow
+/// with data queued reads on until its socket is empty or the runtime's budget of 128
+/// operations per poll is spent (16 MiB at 128 KiB), and a busy runtime thread looks for
+/// newly readable sockets only every 61 polls: over loopback at full speed with 4 flows, one
+/// flow's receive queue would fill to its whole `rcvbuf` (32 MB) while the others were
+/// drained, a different flow every few hundred ms, and the 100 ms rows swung from 0.7 to 38
+/// Gbit/s between flows. With a yield every 4 MiB, in the most uneven tenth of the
+/// intervals the smallest flow still got 37-54% of the largest one's bytes, against 17-23%
+/// without. It may cost a few percent of goodput at full speed over loopback: 37.2 against
+/// 38.6 Gbit/s in 4 alternated rounds, within the noise in others (docs/PERFORMANCE.md).
+/// A lone flow does not yield: it has no one to share with, and the yields cost it a fifth
+/// of its goodput (32.9 against 42.3 Gbit/s, bbr; not profiled).
+pub const FAIR_SHARE_BYTES: u64 = 4 << 20;
+
 /// Sample intervals the byte counters remember; the sampler is never this far behind.
 const SLOTS: usize = 64;
 
@@ -90,12 +104,15 @@ pub enum FlowError {
     Io { flow: u32, source: io::Error },
 }
 
-/// Runs the reading pattern on one flow until it is done.
+/// Runs the reading pattern on one flow until it is done, letting the runtime run other
+/// flows after every `fair_share_bytes` read (see [`FAIR_SHARE_BYTES`]).
 pub async fn read_pattern(
     flow: Arc<Flow>,
     mut pacer: Pacer,
     start: Instant,
+    fair_share_bytes: Option<u64>,
 ) -> Result<(), FlowError> {
+    let mut unyielded_bytes = 0;
     let seconds = |at: Instant| at.duration_since(start).as_secs_f64();
     let instant = |t_s: f64| start + Duration::from_secs_f64(t_s);
     loop {
@@ -119,6 +136,11 @@ pub async fn read_pattern(
                         flow.add_read(elapsed, n as u64);
                         if let Some(markers) = &flow.markers {
                             markers.read(n as u64, realtime_unix_ns());
+                        }
+                        unyielded_bytes += n as u64;
+                        if fair_share_bytes.is_some_and(|share| unyielded_bytes >= share) {
+                            unyielded_bytes = 0;
+                            tokio::task::yield_now().await;
                         }
                     }
                     Err(source) => {

@@ -233,11 +233,13 @@ pub async fn run(
         })
         .collect();
     let mut readers = JoinSet::new();
+    let fair_share_bytes = (flows.len() > 1).then_some(flow::FAIR_SHARE_BYTES);
     for flow in &flows {
         readers.spawn(flow::read_pattern(
             flow.clone(),
             Pacer::new(&config.pattern),
             start,
+            fair_share_bytes,
         ));
     }
     let (stop_sampling, stop_rx) = std::sync::mpsc::channel();
