@@ -21,7 +21,8 @@ use crate::pacer::{Pacer, Step};
 /// 0.297 CPU s/GB where 256 KiB gave 41.0 and 0.347 (bbr, medians of 5 alternated runs;
 /// iperf3, which reads 128 KiB, 42.3 and 0.337; docs/PERFORMANCE.md). 64 KiB reads swung
 /// between 19 and 49 Gbit/s from run to run. One buffer per thread rather than per flow
-/// made no measurable difference in speed, and spares 1,000 flows 128 MiB of buffers.
+/// made no measurable difference in speed, and 1,000 flows no longer hold 256 MiB of
+/// buffers (256 KiB each before).
 const READ_BUF_BYTES: usize = 128 << 10;
 
 thread_local! {
