@@ -8,11 +8,12 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use oscil_kernel::tcp_info;
 use oscil_kernel::timestamping::{self, TxPoint, TxStamp};
+use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::WakeupFigures;
 use oscil_protocol::markers::{Marker, MarkerSchedule};
 use std::os::fd::{AsFd, OwnedFd};
@@ -119,12 +120,6 @@ impl Tally {
         other.notsent_max_bytes = 0;
         other.wake_to_write_max_us = 0;
     }
-}
-
-fn realtime() -> Duration {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
 }
 
 /// Values up to 2^40 (bytes or microseconds) to 2 significant digits (medians to 1%);
@@ -274,7 +269,7 @@ impl<'a> Writer<'a> {
         let woke = self.blocked.then(Instant::now);
         let notsent_bytes = woke.and_then(|_| tcp_info::read(socket).ok()?.notsent_bytes.into());
         let tagged = self.probe.tag_due.swap(false, Ordering::Relaxed);
-        let written_at = realtime();
+        let written_at = Duration::from_nanos(realtime_unix_ns());
         let result = if tagged {
             timestamping::write_tagged(socket, payload.bytes())
         } else {
