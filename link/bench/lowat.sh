@@ -5,7 +5,8 @@
 # peak; sockstat TCP memory peak) of each and the ratio, and whether the emulator held the
 # link meanwhile (frames written more than 1 ms late, per direction). Each lowat gets a
 # fresh link, so each link.json covers one run. Root only; a benchmark, not a test.
-#   link/bench/lowat.sh RATE [SECONDS] [FLOWS]        e.g.  link/bench/lowat.sh 1gbit 20
+#   [CONGESTION=cubic] link/bench/lowat.sh RATE [SECONDS] [FLOWS]   e.g.  link/bench/lowat.sh 1gbit 20
+# (CONGESTION unset: the namespace default, bbr here.)
 set -euo pipefail
 rate=${1:?rate, e.g. 1gbit}; secs=${2:-20}; flows=${3:-100}
 [[ $(id -u) == 0 ]] || { echo "lowat.sh: needs root (network namespaces, TUN)" >&2; exit 1; }
@@ -23,7 +24,7 @@ for lowat in default 2M; do
     --max-startups 1000:30:2000 --per-source-max-startups 1000 2>"$dir/daemon-$lowat.log" &
   sleep 0.5
   ip netns exec "$b" timeout $((secs + 60)) "$bin/oscil-reader" --connect 10.77.0.1:5250 \
-    --out "$dir/run-$lowat" --flows "$flows" -t "${secs}s" --quiet --json \
+    --out "$dir/run-$lowat" --flows "$flows" -t "${secs}s" --quiet --json ${CONGESTION:+--congestion "$CONGESTION"} \
     $([[ $lowat == default ]] || echo --notsent-lowat "$lowat") >"$dir/$lowat.json"
   link_down
 done
