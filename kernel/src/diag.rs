@@ -334,12 +334,26 @@ impl Key {
 /// receive buffer, or the kernel drops them.
 const LOOKUPS_PER_SEND: usize = 128;
 
-/// How often the namespace's memory is summed. The sum needs a full dump, and a dump walks
-/// the kernel's whole established hash table (262,144 buckets, 2 MiB, on an 8 GiB host)
-/// whatever the namespace holds: about 0.8 ms of CPU per walk (once for both families),
-/// so 0.8% of a core per side at this period and 8% at 10 ms. Every 10 ms on both sides
-/// (then two walks each) it cost half the goodput of a loopback flow (perf: `tcp_diag_dump`).
+/// How often, at most, the namespace's memory is summed. The sum needs a full dump, and a
+/// dump walks the namespace's whole established hash table whatever it holds: the host's
+/// (262,144 buckets, 2 MiB, on an 8 GiB host) unless the namespace was made with a table of
+/// its own (`net.ipv4.tcp_child_ehash_entries`, as the lab makes its namespaces). Every
+/// 10 ms on both sides (then two walks each) it cost half the goodput of a loopback flow
+/// (perf: `tcp_diag_dump`).
 pub const NAMESPACE_EVERY: Duration = Duration::from_millis(100);
+
+/// At least this many times the last walk's CPU time passes between two sums, so they cost
+/// at most 0.5% of a core. Walking the host's table took 1.2 ms idle and about 2.6 ms
+/// beside a loopback flow at full speed, where at `NAMESPACE_EVERY` it was 2.6% of the
+/// sending daemon's CPU (`perf record -p`, one zero-copy flow, bbr): a cost the pair pays
+/// and iperf3 does not. So the host namespace is summed every 240-520 ms; a lab namespace,
+/// whose own table of 16,384 buckets walks in about 0.1 ms, every `NAMESPACE_EVERY`.
+const NAMESPACE_COST_FACTOR: u32 = 200;
+
+/// The time from one sum of the namespace to the next, after a walk that took `walk_cpu`.
+fn namespace_spacing(walk_cpu: Duration) -> Duration {
+    NAMESPACE_EVERY.max(walk_cpu * NAMESPACE_COST_FACTOR)
+}
 
 /// A socket a sampler watches, as the kernel looks it up: its addresses and cookie.
 struct Key {
@@ -398,7 +412,7 @@ pub struct Snapshot<'a> {
     /// In the watched order; `None` for a socket the kernel no longer has.
     pub sockets: &'a [Option<(TcpInfo, SkMemInfo)>],
     /// TCP memory charged to every TCP socket of the namespace, bytes; only on ticks at
-    /// least `NAMESPACE_EVERY` apart.
+    /// least `NAMESPACE_EVERY` apart, further where a walk costs more (`namespace_spacing`).
     pub namespace_charged_bytes: Option<u64>,
 }
 
@@ -409,7 +423,8 @@ pub struct Probe {
     watched: Watched,
     /// Each tick's answers, in the watched order: reused, so a tick allocates no list.
     found: Vec<Option<(TcpInfo, SkMemInfo)>>,
-    namespace_at: Option<Instant>,
+    /// The last sum of the namespace, and the time to the next.
+    namespace_at: Option<(Instant, Duration)>,
 }
 
 impl Probe {
@@ -422,16 +437,19 @@ impl Probe {
         })
     }
 
-    /// The watched sockets at `now`, and the namespace's memory if it was last summed at
-    /// least `NAMESPACE_EVERY` before.
+    /// The watched sockets at `now`, and the namespace's memory if it was last summed long
+    /// enough before (`namespace_spacing`).
     pub fn snapshot(&mut self, now: Instant) -> io::Result<Snapshot<'_>> {
         self.diag.look_up(&self.watched, &mut self.found)?;
         // A tenth of slack, so ticks that wake a little early or late keep the cadence.
         let due = !matches!(self.namespace_at,
-            Some(at) if now.saturating_duration_since(at) < NAMESPACE_EVERY * 9 / 10);
+            Some((at, spacing)) if now.saturating_duration_since(at) < spacing * 9 / 10);
         let namespace_charged_bytes = if due {
-            self.namespace_at = Some(now);
-            Some(self.diag.namespace_charged_bytes()?)
+            let cpu_before = sys::thread_cpu_time();
+            let sum = self.diag.namespace_charged_bytes()?;
+            let walk_cpu = sys::thread_cpu_time().saturating_sub(cpu_before);
+            self.namespace_at = Some((now, namespace_spacing(walk_cpu)));
+            Some(sum)
         } else {
             None
         };
@@ -588,12 +606,14 @@ mod tests {
         assert_eq!(client_info.bytes_received, 0);
         assert_eq!(first.sockets[2].map(|(info, _)| info.state), Some(1));
         assert!(first.namespace_charged_bytes.unwrap() >= 30_000);
-        // The sum is due again only after NAMESPACE_EVERY.
+        // The sum is due again only after NAMESPACE_EVERY, or later if the walk was costly.
+        let (_, spacing) = probe.namespace_at.unwrap();
+        assert!(spacing >= NAMESPACE_EVERY, "{spacing:?}");
         let soon = probe.snapshot(start + NAMESPACE_EVERY / 2).unwrap();
         assert_eq!(soon.namespace_charged_bytes, None);
         assert!(soon.sockets[0].is_some());
         assert!(probe
-            .snapshot(start + NAMESPACE_EVERY)
+            .snapshot(start + spacing)
             .unwrap()
             .namespace_charged_bytes
             .is_some());
@@ -606,6 +626,23 @@ mod tests {
             "{later:?}"
         );
         assert!(later.sockets[0].is_some());
+    }
+
+    #[test]
+    fn a_costly_walk_spaces_the_sums_to_half_a_percent_of_a_core() {
+        // A cheap walk keeps the 100 ms cadence...
+        assert_eq!(
+            namespace_spacing(Duration::from_micros(100)),
+            NAMESPACE_EVERY
+        );
+        assert_eq!(namespace_spacing(Duration::ZERO), NAMESPACE_EVERY);
+        // ...a walk of the host's table waits until it is 0.5% of the time between sums.
+        let spacing = namespace_spacing(Duration::from_micros(1_200));
+        assert_eq!(spacing, Duration::from_millis(240));
+        assert_eq!(
+            Duration::from_micros(1_200).as_secs_f64() / spacing.as_secs_f64(),
+            0.005
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The only unsafe code of the crate: thin wrappers over `getsockopt`, `setsockopt` and
-//! `sysconf`, each taking a borrowed fd so the socket outlives the call.
+//! The only unsafe code of the crate: thin wrappers over `getsockopt`, `setsockopt`,
+//! `sysconf` and the like, each taking a borrowed fd so the socket outlives the call.
 
 use std::io;
 use std::mem::{size_of, MaybeUninit};
@@ -230,6 +230,22 @@ pub fn context_switches() -> io::Result<(u64, u64)> {
     let usage = unsafe { usage.assume_init() };
     let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
     Ok((count(usage.ru_nvcsw), count(usage.ru_nivcsw)))
+}
+
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`): what a piece of work
+/// cost, without the time the thread waited for a CPU.
+pub fn thread_cpu_time() -> std::time::Duration {
+    let mut ts = MaybeUninit::<libc::timespec>::zeroed();
+    // SAFETY: `ts` is a writable timespec for the whole call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, ts.as_mut_ptr()) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    // SAFETY: zero-initialised plain data, filled by the kernel.
+    let ts = unsafe { ts.assume_init() };
+    std::time::Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// The kernel's page size, the unit of `/proc/net/sockstat` `mem`.

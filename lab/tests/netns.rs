@@ -179,6 +179,22 @@ fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
 /// What the lab wrote around the runs: the lab's metadata in run.json, the link's
 /// statistics, campaign.json and the report.
 fn check_records(out: &Path, run_dir: &Path) {
+    // Each namespace has a hash table of its own, cheap to walk, so each side sums its
+    // namespace's TCP memory every 100 ms; one sharing the host's table of 262,144 buckets
+    // would be summed every 300-500 ms, on a quarter of the rows or fewer.
+    let host = Csv::read(&run_dir.join("host.csv")).rows;
+    for side in ["sender", "reader"] {
+        let rows: Vec<_> = host.iter().filter(|r| r["side"] == side).collect();
+        let summed = rows
+            .iter()
+            .filter(|r| !r["tcp_mem_ns_bytes"].is_empty())
+            .count();
+        assert!(
+            summed * 4 >= rows.len() * 3,
+            "{side}: namespace memory on {summed} of {} rows",
+            rows.len()
+        );
+    }
     let run_json = std::fs::read_to_string(run_dir.join("run.json")).expect("run.json");
     let run_json: serde_json::Value = serde_json::from_str(&run_json).expect("run.json is JSON");
     let lab_meta = &run_json["lab"];

@@ -111,8 +111,9 @@ fn many_flows_are_sampled_on_both_sides_and_the_counts_match_the_files() {
     if holes {
         assert!(stderr.contains("sampler fell behind"), "{stderr}");
     }
-    // Each side's namespace memory is recorded on the first tick at least; on loopback both
-    // share one namespace, which holds every flow's sockets.
+    // Each side's namespace memory is recorded on the first tick and again as the walk's
+    // cost allows (every 100-520 ms here, where the namespace walks the host's table); on
+    // loopback both share one namespace, which holds every flow's sockets.
     let host = Csv::read(&out.join("host.csv")).rows;
     for side in ["reader", "sender"] {
         let own: Vec<f64> = host
@@ -120,7 +121,10 @@ fn many_flows_are_sampled_on_both_sides_and_the_counts_match_the_files() {
             .filter(|r| r["side"] == side && !r["tcp_mem_ns_bytes"].is_empty())
             .map(|r| number(r, "tcp_mem_ns_bytes"))
             .collect();
-        assert!(own.len() >= 10, "{side}: namespace memory every 100 ms");
+        assert!(
+            own.len() >= 2,
+            "{side}: namespace memory summed once: {own:?}"
+        );
         assert!(own.iter().any(|&b| b > 0.0), "{side}: {own:?}");
     }
 }
