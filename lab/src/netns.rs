@@ -101,12 +101,11 @@ impl Netns {
         let parent = format!("oscil-parent-{}", std::process::id());
         ip(&["netns", "add", &parent])?;
         self.made.push(parent.clone());
-        let setting = format!("net.ipv4.tcp_child_ehash_entries={OWN_EHASH_BUCKETS}");
-        let own_tables = Host::Local
-            .run(&[
-                "ip", "netns", "exec", &parent, "sysctl", "-q", "-w", &setting,
-            ])
-            .is_ok();
+        let setting = Sysctls::from([(
+            "net.ipv4.tcp_child_ehash_entries".to_owned(),
+            OWN_EHASH_BUCKETS.to_string(),
+        )]);
+        let own_tables = sysctl::write(&Host::Netns(parent.clone()), &setting).is_ok();
         let from_parent = format!("--net=/run/netns/{parent}");
         for &ns in names {
             if own_tables {
