@@ -1,12 +1,13 @@
 # Sourced by the link benchmarks: two namespaces $a and $b joined by oscil-link.
 #   link_up RATE ONE_WAY_US STATS_FILE [more oscil-link flags]   then   link_down
-# Needs root; sets $a, $b (unique by PID), $link_pid; A is 10.77.0.1, B is 10.77.0.2.
-a=olbA$$ b=olbB$$ link_pid=
+# Needs root; sets $a, $b, $p (the scratch namespace they are made from; unique by PID)
+# and $link_pid; A is 10.77.0.1, B is 10.77.0.2.
+a=olbA$$ b=olbB$$ p=olbP$$ link_pid=
 link_bin=${OSCIL_LINK:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/target/release/oscil-link}
 
 link_up() {
   local rate=$1 delay_us=$2 stats=$3; shift 3
-  local n p=olbP$$
+  local n
   # Each namespace gets an established-socket hash table of its own, as the lab makes them
   # (lab/src/netns.rs): the samplers' namespace walks then cost ~0.1 ms, not 1.2-2.6 ms.
   ip netns add "$p"; ip netns exec "$p" sysctl -qw net.ipv4.tcp_child_ehash_entries=16384 || true
@@ -34,4 +35,5 @@ link_down() {
     ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null || true
     ip netns del "$n" 2>/dev/null || true
   done
+  ip netns del "$p" 2>/dev/null || true
 }
