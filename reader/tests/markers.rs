@@ -88,9 +88,23 @@ fn markers_resolve_on_loopback_and_the_clock_offset_is_near_zero() {
     // behind megabytes that the slow second's 5% does not drain.
     let marked: BTreeSet<u64> = fast_marks.values().flatten().copied().collect();
     assert!(marked.len() >= 7, "{fast_marks:?}");
+    // Should a flow not mark, say what each flow wrote and read in the fast second, per
+    // 100 ms row: a writer that never wrote, or a reader that left its flow unread.
+    let fast_bytes = |file: &str| {
+        let mut by_flow: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+        for row in Csv::read(&out.join(file)).rows {
+            if number(&row, "t_s") <= 1.05 {
+                let flow = number(&row, "flow") as u32;
+                by_flow.entry(flow).or_default().push(number(&row, "bytes"));
+            }
+        }
+        by_flow
+    };
     assert!(
         (0..2).all(|flow| fast_marks.get(&flow).is_some_and(|ks| !ks.is_empty())),
-        "{fast_marks:?}"
+        "{fast_marks:?}; bytes written per row {:?}, read per row {:?}",
+        fast_bytes("sender.csv"),
+        fast_bytes("reader.csv")
     );
 
     let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
