@@ -357,7 +357,7 @@ mod tests {
         });
         match thread.join().unwrap() {
             Some(p) => assert_eq!(p, libc::SCHED_FIFO),
-            None => eprintln!("skipped: SCHED_FIFO needs CAP_SYS_NICE (root)"),
+            None => oscil_testkit::skip("SCHED_FIFO needs CAP_SYS_NICE (root)"),
         }
         assert_eq!(
             policy(),

@@ -8,45 +8,20 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
 use oscil_kernel::diag::Diag;
+use oscil_testkit::Netns;
 
 /// Set in the child that runs inside the namespace.
 const CHILD: &str = "OSCIL_NAMESPACE_MEMORY_CHILD";
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
-fn ip(args: &[&str]) {
-    let status = Command::new("ip").args(args).status().expect("run ip");
-    assert!(status.success(), "ip {args:?}");
-}
-
-/// Deletes the namespace however the test ends.
-struct Namespace(String);
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
 
 #[test]
 fn namespace_sum_agrees_with_sockstat() {
     if std::env::var_os(CHILD).is_some() {
         return measure_inside();
     }
-    if !is_root() {
-        eprintln!("skipped: needs root to make a network namespace");
+    if oscil_testkit::lacks_root("a network namespace") {
         return;
     }
-    let ns = Namespace(format!("oscil-diag-{}", std::process::id()));
-    ip(&["netns", "add", &ns.0]);
-    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    let ns = Netns::new("oscil-diag-");
     // A large send buffer inside the namespace only, so the writer can queue megabytes.
     let sysctl = Command::new("ip")
         .args(["netns", "exec", &ns.0, "sysctl", "-qw"])

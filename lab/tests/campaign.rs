@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use oscil_testkit::{is_root, workspace_bin};
+use oscil_testkit::{lacks_root, workspace_bin};
 
 fn lab(args: &[&str]) -> Output {
     Command::new(workspace_bin("oscil-lab"))
@@ -132,8 +132,7 @@ fn dry_run_prints_every_run_and_the_total() {
 
 #[test]
 fn a_signal_to_the_lab_leaves_campaign_json_true_and_resume_finishes() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, TUN devices)");
+    if lacks_root("network namespaces, TUN devices") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

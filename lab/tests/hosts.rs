@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use oscil_testkit::{bin_dir, is_root, unique, workspace_bin};
+use oscil_testkit::{bin_dir, lacks_root, unique, workspace_bin};
 
 const SSHD: &str = "/usr/sbin/sshd";
 const KEYS: [&str; 4] = [
@@ -239,12 +239,11 @@ enum Receiver {
 }
 
 fn skip() -> bool {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, sshd)");
+    if lacks_root("network namespaces, sshd") {
         return true;
     }
     if !Path::new(SSHD).exists() {
-        eprintln!("skipped: no {SSHD} (apt-get install openssh-server)");
+        oscil_testkit::skip(&format!("no {SSHD} (apt-get install openssh-server)"));
         return true;
     }
     false

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oscil_testkit::{bin_dir, is_root, number, unique, Csv};
+use oscil_testkit::{bin_dir, lacks_root, number, unique, Csv};
 
 struct Run {
     reader: Vec<HashMap<String, String>>,
@@ -110,16 +110,15 @@ const INTERVAL_S: f64 = 0.1;
 
 #[test]
 fn lab_runs_match_the_emulated_path_and_lowat_trims_the_send_queue() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, TUN devices)");
+    if lacks_root("network namespaces, TUN devices") {
         return;
     }
     let bin = bin_dir();
     if !bin.join("oscil-daemon").exists() || !bin.join("oscil-reader").exists() {
-        eprintln!(
-            "skipped: oscil-daemon/oscil-reader not built in {} (run cargo test --workspace)",
+        oscil_testkit::skip(&format!(
+            "oscil-daemon/oscil-reader not built in {} (run cargo test --workspace)",
             bin.display()
-        );
+        ));
         return;
     }
     let out = std::env::temp_dir().join(unique("oscil-lab-test-"));

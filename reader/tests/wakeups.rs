@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use oscil_testkit::{ip, is_root, number, workspace_bin, Csv, Netns};
+use oscil_testkit::{ip, lacks_root, number, workspace_bin, Csv, Netns};
 use util::{json_and_meta, phase_of_1s_each};
 
 const LOWAT: f64 = 65536.0;
@@ -69,8 +69,7 @@ fn run_in_namespace(args: &[&str]) -> (tempfile::TempDir, PathBuf, Output) {
 
 #[test]
 fn wakeups_sit_below_half_the_lowat_in_every_interval_and_phase() {
-    if !is_root() {
-        eprintln!("skipped: needs root to make a network namespace");
+    if lacks_root("a network namespace") {
         return;
     }
     // Paced to 8 Mbit/s so the queue drains slowly enough for the writer to wait on the

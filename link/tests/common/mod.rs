@@ -9,13 +9,12 @@ use std::time::{Duration, Instant};
 pub const ADDR_A: &str = "10.77.0.1";
 pub const ADDR_B: &str = "10.77.0.2";
 
-pub use oscil_testkit::{ip, is_root, Netns};
+pub use oscil_testkit::{ip, lacks_root, Netns};
 
 #[macro_export]
 macro_rules! require_root {
     () => {
-        if !common::is_root() {
-            eprintln!("skipped: needs root (network namespaces, TUN devices)");
+        if common::lacks_root("network namespaces, TUN devices") {
             return;
         }
     };
