@@ -12,7 +12,7 @@
 //! more (65.6% against 61.4%). Even so a packet that finds tokens leaves at once, where a
 //! line (and netem's rate, and the lab's serializer) first takes its serialization time,
 //! 1.2 ms at 10 Mbit/s: a flow held by its send buffer sees a longer RTT in the lab and
-//! carries a few points less (lab 53.8-60.4%, kernel path 59.9-63.6% in eight runs).
+//! carries a few points less (lab 53.8-60.3%, kernel path 59.9-63.6% in seven runs).
 //! Root only (namespaces, TUN, tc); about 40 s.
 
 mod common;
