@@ -153,11 +153,19 @@ impl Netns {
         Ok(())
     }
 
-    /// Sets RPS on both TUNs (see [`Steering`]); a kernel without RPS leaves the
-    /// processing where it was, with a warning, rather than failing the campaign.
+    /// Sets RPS on both TUNs (see [`Steering`]); a kernel without RPS or a host without
+    /// `taskset` leaves the processing where it was, with a warning, rather than failing
+    /// the campaign.
     fn steer_receive(&mut self, dev: &str, names: [&str; 2]) -> Option<Steering> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let steering = Steering::for_cpus(cpus)?;
+        let pin = ["taskset", "-c", steering.link_cpus.as_str(), "true"];
+        if let Err(e) = Host::Local.run(&pin) {
+            self.warnings.push(format!(
+                "receive processing not steered off the link emulator (taskset: {e})"
+            ));
+            return None;
+        }
         for ns in names {
             let file = format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus");
             let script = format!("echo {} > {file}", steering.rps_cpus);
