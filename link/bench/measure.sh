@@ -3,6 +3,7 @@
 # and prints configured vs delivered rate, configured vs measured RTT, queue drops and the
 # emulator's CPU. Root only; needs iperf3, ping and python3.
 #   link/bench/measure.sh RATE RTT [SECONDS] [CC] [FLOWS]   e.g.  link/bench/measure.sh 1gbit 466ms 40 cubic 4
+# MEASURE_JSON=FILE: also append the figures of the run as one JSON line (link/bench/table.sh).
 # OSCIL_LINK: the oscil-link binary (default: target/release/oscil-link); OSCIL_LINK_ARGS: more flags.
 set -euo pipefail
 rate=${1:?rate, e.g. 100mbit}; rtt=${2:?rtt, e.g. 100ms}; secs=${3:-20}; cc=${4:-bbr}; flows=${5:-1}
@@ -14,7 +15,7 @@ trap link_down EXIT INT TERM
 # shellcheck disable=SC2086
 link_up "$rate" "$delay_us" "$dir/link.json" ${OSCIL_LINK_ARGS:-}
 echo "== $rate, RTT $rtt (one-way ${delay_us}us each direction), ${flows} flow(s) of ${secs}s with $cc"
-ip netns exec "$a" ping -q -c 10 -i 0.2 10.77.0.2 | tail -1 | sed 's/^/idle ping: /'
+ip netns exec "$a" ping -q -c 10 -i 0.2 10.77.0.2 | tail -1 | tee "$dir/idle.txt" | sed 's/^/idle ping: /'
 ip netns exec "$b" iperf3 -s -1 -D; sleep 0.3
 ip netns exec "$a" iperf3 -c 10.77.0.2 -t 4 -b 200K -l 1000 -J > "$dir/paced.json"
 ip netns exec "$b" iperf3 -s -1 -p 5202 -J --logfile "$dir/server.json" -D
@@ -37,9 +38,9 @@ sleep 1.2
 kill "$link_pid"; wait "$link_pid" || true; link_pid=
 tail -1 "$dir/ping.txt" | sed 's/^/ping under load: /'
 cat "$dir/nstat.txt"
-python3 - "$dir" "$rate" "$rtt_ms" "$secs" <<'PY'
+python3 - "$dir" "$rate" "$rtt_ms" "$secs" "$flows" "${MEASURE_JSON:-}" <<'PY'
 import json, sys
-d, rate_s, rtt_ms, secs = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+d, rate_s, rtt_ms, secs, flows, summary = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 link = json.load(open(f"{d}/link.json")); rate = link["rate_bps"]
 server = json.load(open(f"{d}/server.json")); client = json.load(open(f"{d}/client.json"))
 paced = json.load(open(f"{d}/paced.json"))["end"]["streams"][0]["sender"]
@@ -73,4 +74,23 @@ for k in ("a_to_b", "b_to_a"):
 c = link["cpu"]
 print(f"emulator CPU {c['user_s']:.2f}s user + {c['system_s']:.2f}s sys over {link['elapsed_s']:.1f}s"
       f" = {100*(c['user_s']+c['system_s'])/link['elapsed_s']:.0f}% of one core")
+def ping_avg_ms(path):
+    # "rtt min/avg/max/mdev = 466.0/466.1/466.3/0.1 ms"
+    try:
+        return float(open(path).read().split("=")[1].split("/")[1])
+    except (IndexError, ValueError, OSError):
+        return None
+if summary:
+    late = sum(link[k]["emulator"]["packets_late_over_1ms"] for k in ("a_to_b", "b_to_a"))
+    frames = sum(link[k]["link"]["packets_in"] for k in ("a_to_b", "b_to_a"))
+    row = {"rate": rate_s, "rtt_ms": rtt_ms, "flows": flows, "late": late, "frames": frames,
+           "late_pct": 100 * late / max(frames, 1),
+           "worst_late_ms": max(link[k]["emulator"]["max_late_us"] for k in ("a_to_b", "b_to_a")) / 1e3,
+           "idle_rtt_ms": ping_avg_ms(f"{d}/idle.txt"), "loaded_rtt_ms": ping_avg_ms(f"{d}/ping.txt"),
+           "srtt_mean_ms": s["mean_rtt"] / 1e3, "delivered_pct": 100 * wire_equiv / rate,
+           "tun_tx_dropped": sum(link[k]["emulator"]["tun_tx_dropped"] for k in ("a_to_b", "b_to_a")),
+           "emulator_cpu_pct": 100 * (c["user_s"] + c["system_s"]) / link["elapsed_s"],
+           "load": open("/proc/loadavg").read().split()[0]}
+    with open(summary, "a") as f:
+        f.write(json.dumps(row) + "\n")
 PY

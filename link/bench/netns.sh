@@ -2,6 +2,9 @@
 #   link_up RATE ONE_WAY_US STATS_FILE [more oscil-link flags]   then   link_down
 # Needs root; sets $a, $b, $p (the scratch namespace they are made from; unique by PID)
 # and $link_pid; A is 10.77.0.1, B is 10.77.0.2.
+# LINK_CPUS=LIST runs oscil-link under `taskset -c LIST`; LINK_RPS=MASK steers the receive
+# processing of the packets it writes into each TUN to the CPUs of MASK (RPS, rx-0/rps_cpus),
+# off the emulator's threads (issue 21).
 a=olbA$$ b=olbB$$ p=olbP$$ link_pid=
 link_bin=${OSCIL_LINK:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/target/release/oscil-link}
 
@@ -19,8 +22,13 @@ link_up() {
       net.ipv4.tcp_wmem="4096 16384 536870912"
   done
   ip netns del "$p"
+  if [[ -n ${LINK_RPS:-} ]]; then
+    for n in "$a" "$b"; do
+      ip netns exec "$n" sh -c "echo $LINK_RPS > /sys/class/net/osl0/queues/rx-0/rps_cpus"
+    done
+  fi
   ip -n "$a" addr add 10.77.0.1/24 dev osl0; ip -n "$b" addr add 10.77.0.2/24 dev osl0
-  "$link_bin" --a-netns "$a" --b-netns "$b" --a-dev osl0 --b-dev osl0 --rate "$rate" \
+  ${LINK_CPUS:+taskset -c "$LINK_CPUS"} "$link_bin" --a-netns "$a" --b-netns "$b" --a-dev osl0 --b-dev osl0 --rate "$rate" \
     --delay "${delay_us}us" --stats "$stats" "$@" &
   link_pid=$!
   sleep 0.5

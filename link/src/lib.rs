@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::forward::{Direction, DirectionStats};
 use crate::path::{Path, PathConfig, QUEUE_COUNTS};
 
-pub use sys::{block_term_signals, process_cpu, wait_term_signal, CpuSeconds};
+pub use sys::{block_term_signals, process_cpu, wait_term_signal, wait_writable, CpuSeconds};
 
 /// Bytes a queued segment may take in the delay line's buffer (MTU 1500 and headers).
 const RING_BYTES_PER_QUEUED_SEGMENT: usize = 1600;
@@ -84,8 +84,10 @@ pub struct LinkConfig {
     pub a: Endpoint,
     pub b: Endpoint,
     pub rate_bps: u64,
-    /// One-way delay of each direction.
+    /// One-way delay from A to B.
     pub delay: Duration,
+    /// One-way delay from B to A (the reverse direction); the RTT is the sum of the two.
+    pub reverse_delay: Duration,
     /// Queue limit in segments; see [`path::QUEUE_COUNTS`].
     pub queue_limit: u32,
     /// Loss probability per packet read from TUN, 0..=1.
@@ -103,7 +105,10 @@ pub struct LinkStats {
     pub emulator: &'static str,
     pub version: &'static str,
     pub rate_bps: u64,
+    /// One-way delay from A to B.
     pub one_way_delay_ms: f64,
+    /// One-way delay from B to A.
+    pub reverse_delay_ms: f64,
     pub queue_limit: u32,
     pub queue_counts: &'static str,
     pub loss_pct: f64,
@@ -139,9 +144,11 @@ impl Link {
             loss: config.loss,
             seed: config.seed,
         };
-        let ring_bytes = (config.rate_bps as f64 / 8.0 * config.delay.as_secs_f64()) as usize
-            + config.queue_limit as usize * RING_BYTES_PER_QUEUED_SEGMENT;
-        let ring_bytes = ring_bytes + ring_bytes / 4 + 4 * delay_line::MAX_FRAME;
+        let ring_bytes = |delay: Duration| {
+            let bytes = (config.rate_bps as f64 / 8.0 * delay.as_secs_f64()) as usize
+                + config.queue_limit as usize * RING_BYTES_PER_QUEUED_SEGMENT;
+            bytes + bytes / 4 + 4 * delay_line::MAX_FRAME
+        };
         let epoch = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
         let shared = [Arc::default(), Arc::default()];
@@ -154,7 +161,7 @@ impl Link {
                     input_netns: ns_a,
                     input_dev: config.a.dev.clone(),
                     path: Path::new(path_config),
-                    ring_bytes,
+                    ring_bytes: ring_bytes(config.delay),
                     realtime: config.realtime,
                 },
             ),
@@ -167,9 +174,10 @@ impl Link {
                     input_dev: config.b.dev.clone(),
                     path: Path::new(PathConfig {
                         seed: path_config.seed.wrapping_add(1),
+                        delay: config.reverse_delay,
                         ..path_config
                     }),
-                    ring_bytes,
+                    ring_bytes: ring_bytes(config.reverse_delay),
                     realtime: config.realtime,
                 },
             ),
@@ -208,6 +216,7 @@ impl Link {
             version: env!("CARGO_PKG_VERSION"),
             rate_bps: self.config.rate_bps,
             one_way_delay_ms: self.config.delay.as_secs_f64() * 1e3,
+            reverse_delay_ms: self.config.reverse_delay.as_secs_f64() * 1e3,
             queue_limit: self.config.queue_limit,
             queue_counts: QUEUE_COUNTS,
             loss_pct: self.config.loss * 100.0,

@@ -38,9 +38,14 @@ struct Cli {
     /// Bottleneck rate per direction, as tc writes it (10mbit, 1gbit, 500kbit).
     #[arg(long, value_parser = parse_rate_bps, value_name = placeholder::RATE)]
     rate: u64,
-    /// One-way delay per direction (RTT = 2 x delay), e.g. 233ms.
+    /// One-way delay from A to B, e.g. 233ms; also from B to A unless --reverse-delay is
+    /// given (RTT = the sum of the two).
     #[arg(long, value_parser = parse_duration, value_name = placeholder::DUR)]
     delay: Duration,
+    /// One-way delay from B to A (e.g. 0 to delay only the A-to-B direction, as netem on
+    /// one side's egress does); default: the same as --delay.
+    #[arg(long, value_parser = parse_duration, value_name = placeholder::DUR)]
+    reverse_delay: Option<Duration>,
     /// Queue limit in packets (segments waiting for serialization); default: what drains
     /// in 60 ms at the rate, at least 50 (50 at 10mbit, 4954 at 1gbit).
     #[arg(long, value_name = placeholder::N, value_parser = clap::value_parser!(u32).range(1..))]
@@ -94,6 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         },
         rate_bps: cli.rate,
         delay: cli.delay,
+        reverse_delay: cli.reverse_delay.unwrap_or(cli.delay),
         queue_limit: cli.queue.unwrap_or_else(|| default_queue_limit(cli.rate)),
         loss: cli.loss,
         seed: cli.seed,

@@ -70,9 +70,19 @@ pub fn enter_netns(ns: &File) -> io::Result<()> {
 /// Waits until `fd` is readable or `timeout` has passed, at nanosecond resolution.
 /// Returns whether it is readable.
 pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+    wait_for(fd, libc::POLLIN, timeout)
+}
+
+/// Waits until `fd` is writable (POLLOUT) or `timeout` has passed; whether it is. For
+/// tests and tools that write as an event loop does, only when the kernel says "give".
+pub fn wait_writable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+    wait_for(fd, libc::POLLOUT, timeout)
+}
+
+fn wait_for(fd: BorrowedFd<'_>, events: libc::c_short, timeout: Duration) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
+        events,
         revents: 0,
     };
     let ts = libc::timespec {

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-use common::{spawn_in, LinkedPair, ADDR_B};
+use common::{spawn_in, LinkedPair, Netns, ADDR_A, ADDR_B};
 
 fn addr_b(port: u16) -> SocketAddr {
     format!("{ADDR_B}:{port}").parse().unwrap()
@@ -130,6 +130,77 @@ fn round_trip_takes_twice_the_one_way_delay() {
     );
     assert_eq!(stats["one_way_delay_ms"].as_f64(), Some(25.0));
     assert_eq!(link_stat(&stats, "a_to_b", "packets_dropped_queue"), 0);
+}
+
+/// Median one-way delay of 5 datagrams from namespace `from` to `to_addr:port` in `to`,
+/// 20 ms apart: both ends read the same monotonic clock, so no synchronization is needed.
+fn one_way_delay(from: &Netns, to: &Netns, to_addr: &str, port: u16) -> Duration {
+    let addr: SocketAddr = format!("{to_addr}:{port}").parse().unwrap();
+    let socket = spawn_in(to, move || UdpSocket::bind(addr).unwrap())
+        .join()
+        .unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let arrivals = std::thread::spawn(move || {
+        let mut buf = [0u8; 16];
+        (0..5)
+            .map(|_| {
+                socket.recv(&mut buf).expect("a datagram within 2 s");
+                (
+                    u64::from_le_bytes(buf[..8].try_into().unwrap()),
+                    Instant::now(),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    let sent = spawn_in(from, move || {
+        let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
+        (0..5u64)
+            .map(|i| {
+                std::thread::sleep(Duration::from_millis(20));
+                let at = Instant::now();
+                socket.send_to(&i.to_le_bytes(), addr).unwrap();
+                at
+            })
+            .collect::<Vec<_>>()
+    })
+    .join()
+    .unwrap();
+    let mut delays: Vec<Duration> = arrivals
+        .join()
+        .unwrap()
+        .into_iter()
+        .map(|(i, arrived)| arrived - sent[i as usize])
+        .collect();
+    delays.sort();
+    delays[delays.len() / 2]
+}
+
+#[test]
+fn each_direction_has_its_own_delay() {
+    require_root!();
+    let mut pair = LinkedPair::start(&[
+        "--rate",
+        "20mbit",
+        "--delay",
+        "40ms",
+        "--reverse-delay",
+        "10ms",
+    ]);
+    let a_to_b = one_way_delay(&pair.a, &pair.b, ADDR_B, 5310);
+    let b_to_a = one_way_delay(&pair.b, &pair.a, ADDR_A, 5311);
+    let stats = pair.stop();
+    assert!(
+        a_to_b >= Duration::from_millis(40) && a_to_b < Duration::from_millis(42),
+        "A to B took {a_to_b:?}, configured 40 ms"
+    );
+    assert!(
+        b_to_a >= Duration::from_millis(10) && b_to_a < Duration::from_millis(12),
+        "B to A took {b_to_a:?}, configured 10 ms"
+    );
+    assert_eq!(stats["one_way_delay_ms"].as_f64(), Some(40.0));
+    assert_eq!(stats["reverse_delay_ms"].as_f64(), Some(10.0));
 }
 
 #[test]
