@@ -25,6 +25,12 @@ pub(crate) enum Why {
 }
 
 impl Why {
+    /// Refused only because the caps on unauthenticated connections are full: the peer is
+    /// told `busy`, as a reader should try again; every other refusal is the generic one.
+    pub(crate) fn is_busy(self) -> bool {
+        matches!(self, Why::Full | Why::SourceFull)
+    }
+
     const ALL: [Why; 6] = [
         Why::Full,
         Why::SourceFull,

@@ -133,12 +133,11 @@ async fn unauthenticated_connections_are_capped_per_source() {
     // Let the daemon accept the four before the fifth arrives.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let mut fifth = connect_from(crowd, daemon.addr).await.unwrap();
-    let mut buf = [0u8; 1];
-    let closed = tokio::time::timeout(Duration::from_millis(500), fifth.read(&mut buf)).await;
-    assert!(
-        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
-        "the fifth is closed at once"
-    );
+    let mut told = Vec::new();
+    let closed =
+        tokio::time::timeout(Duration::from_millis(500), fifth.read_to_end(&mut told)).await;
+    assert!(closed.is_ok(), "the fifth is closed at once");
+    assert_eq!(told, b"\0\0\0\x0f{\"type\":\"busy\"}", "and told busy, no more");
     // Another address still gets a challenge.
     let other = connect_from(Ipv4Addr::new(127, 0, 0, 4), daemon.addr)
         .await
@@ -182,11 +181,23 @@ async fn flows_are_capped_across_sessions() {
     let answer = second
         .hello(hello(2, SocketOptions::default(), INTERVAL, LONG))
         .await;
-    let reason = refusal(Some(answer));
+    let DaemonMessage::Busy {
+        detail: Some(reason),
+    } = answer
+    else {
+        panic!("expected busy, got {answer:?}");
+    };
     assert!(
         reason.contains("--max-total-flows") && reason.contains("1 of 4 free"),
         "{reason}"
     );
+    // More flows than the daemon serves in all is no matter of waiting: refused.
+    let mut third = Client::connect(daemon.addr).await;
+    let answer = third
+        .hello(hello(5, SocketOptions::default(), INTERVAL, LONG))
+        .await;
+    let reason = refusal(Some(answer));
+    assert!(reason.contains("1 to 4 flows"), "{reason}");
     first.stop().await;
 }
 

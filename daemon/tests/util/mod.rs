@@ -8,11 +8,12 @@ use oscil_daemon::DaemonConfig;
 use oscil_kernel::SocketOptions;
 use oscil_protocol::auth::{DataKey, Nonce, ReaderHandshake};
 use oscil_protocol::control::{
-    Connection, DaemonMessage, DataHello, Hello, ReaderMessage, Welcome, PROTOCOL_VERSION,
+    open_data_connection, Connection, DaemonMessage, Hello, ReaderMessage, Welcome,
+    PROTOCOL_VERSION,
 };
 use oscil_protocol::key::Key;
 use oscil_protocol::SenderSample;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -164,8 +165,9 @@ impl Client {
             configure(&socket);
             let mut s = socket.connect(self.addr).await.unwrap();
             let key = self.data_key.as_ref().unwrap();
-            let hello = DataHello::signed(key, welcome.session_id, flow);
-            s.write_all(&hello.encode()).await.unwrap();
+            open_data_connection(&mut s, key, welcome.session_id, flow)
+                .await
+                .unwrap();
             streams.push(s);
         }
         match self.next().await {
