@@ -9,6 +9,7 @@
 //! counts them). Only then does a [`session`] take a slot, flows and buffers.
 
 mod admission;
+pub mod budget;
 mod flow;
 mod gate;
 mod latency;
