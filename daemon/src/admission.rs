@@ -1,11 +1,18 @@
 //! Who may hold a connection before authenticating, after sshd's `MaxStartups` and
 //! `PerSourceMaxStartups`: a cap in all and per source, with random early drop as the total
 //! fills; and failed authentications, which make the next refusal to the same source slower.
+//!
+//! Unlike sshd, a connection the caps would refuse first takes the place of the oldest one
+//! that has been unauthenticated for longer than a grace (a third of the pre-authentication
+//! deadline): a reader authenticates within two round trips of connecting, so held sockets
+//! go stale, and a scanner holding them up to the caps cannot keep a reader out.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use crate::refusals::Why;
 
@@ -113,9 +120,20 @@ pub(crate) fn penalty(failures: f64) -> Duration {
     PENALTY_BASE.mul_f64(2f64.powf(doublings)).min(PENALTY_MAX)
 }
 
+/// An unauthenticated connection that may be asked to make way.
+struct Waiting {
+    source: Source,
+    since: Instant,
+    evict: Arc<Notify>,
+}
+
 #[derive(Default)]
 struct State {
     pending: usize,
+    /// Connections that may make way, oldest first (by ticket number); vouched-for data
+    /// connections are not among them.
+    waiting: BTreeMap<u64, Waiting>,
+    next_ticket: u64,
     by_source: HashMap<Source, usize>,
     /// Failures per source: (score, when it was last updated).
     failures: HashMap<Source, (f64, Instant)>,
@@ -128,6 +146,8 @@ struct State {
 pub(crate) struct Admission {
     limits: StartupLimits,
     per_source: usize,
+    /// How long a connection may stay unauthenticated before a newer one may take its place.
+    grace: Duration,
     state: Mutex<State>,
 }
 
@@ -156,13 +176,46 @@ impl Drop for Expected {
 pub(crate) struct Ticket {
     admission: Arc<Admission>,
     source: Source,
+    id: u64,
+    /// Notified when a newer connection takes this one's place; `None` when vouched for.
+    evict: Option<Arc<Notify>>,
+}
+
+impl Ticket {
+    /// Completes when the connection must make way for a newer one (never, when vouched).
+    pub(crate) async fn evicted(&self) {
+        match &self.evict {
+            Some(evict) => evict.notified().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+impl State {
+    /// Asks the oldest connection unauthenticated since before `stale` (of `only` source,
+    /// when given) to make way; false when there is none. Its ticket still counts until
+    /// its task drops it, at once.
+    fn evict_oldest(&mut self, stale: Instant, only: Option<Source>) -> bool {
+        let found = self
+            .waiting
+            .iter()
+            .take_while(|(_, w)| w.since <= stale)
+            .find(|(_, w)| only.is_none_or(|source| w.source == source))
+            .map(|(id, _)| *id);
+        let Some(waiting) = found.and_then(|id| self.waiting.remove(&id)) else {
+            return false;
+        };
+        waiting.evict.notify_one();
+        true
+    }
 }
 
 impl Admission {
-    pub(crate) fn new(limits: StartupLimits, per_source: usize) -> Arc<Self> {
+    pub(crate) fn new(limits: StartupLimits, per_source: usize, grace: Duration) -> Arc<Self> {
         Arc::new(Admission {
             limits,
             per_source,
+            grace,
             state: Mutex::default(),
         })
     }
@@ -171,9 +224,16 @@ impl Admission {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A ticket for a new connection from `ip`, or why it is refused; `roll` is uniform in
-    /// [0, 1) and decides random early drop.
-    pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr, roll: f64) -> Result<Ticket, Why> {
+    /// A ticket for a new connection from `ip` at `now`, or why it is refused; `roll` is
+    /// uniform in [0, 1) and decides random early drop. Where a cap would refuse it, it
+    /// takes the place of the oldest stale connection (of its source, for the per-source
+    /// cap) if there is one.
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        ip: IpAddr,
+        roll: f64,
+        now: Instant,
+    ) -> Result<Ticket, Why> {
         let source = Source::of(ip);
         let mut state = self.state();
         let vouched = match state.expected.get_mut(&source) {
@@ -183,17 +243,37 @@ impl Admission {
             }
             _ => false,
         };
-        if !vouched && state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source {
-            return Err(Why::SourceFull);
-        }
-        if !vouched && early_drop(&self.limits, state.pending, roll) {
-            return Err(Why::Full);
+        if !vouched {
+            let stale = now.checked_sub(self.grace).unwrap_or(now);
+            let source_full =
+                state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source;
+            if source_full && !state.evict_oldest(stale, Some(source)) {
+                return Err(Why::SourceFull);
+            }
+            let dropped = !source_full && early_drop(&self.limits, state.pending, roll);
+            if dropped && !state.evict_oldest(stale, None) {
+                return Err(Why::Full);
+            }
         }
         state.pending += 1;
         *state.by_source.entry(source).or_default() += 1;
+        let id = state.next_ticket;
+        state.next_ticket += 1;
+        let evict = (!vouched).then(|| {
+            let evict = Arc::new(Notify::new());
+            let waiting = Waiting {
+                source,
+                since: now,
+                evict: evict.clone(),
+            };
+            state.waiting.insert(id, waiting);
+            evict
+        });
         Ok(Ticket {
             admission: self.clone(),
             source,
+            id,
+            evict,
         })
     }
 
@@ -239,6 +319,7 @@ impl Drop for Ticket {
     fn drop(&mut self) {
         let mut state = self.admission.state();
         state.pending -= 1;
+        state.waiting.remove(&self.id);
         if let Some(n) = state.by_source.get_mut(&self.source) {
             *n -= 1;
             if *n == 0 {
@@ -250,7 +331,11 @@ impl Drop for Ticket {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+
     use super::*;
+
+    const GRACE: Duration = Duration::from_secs(1);
 
     const SSHD: StartupLimits = StartupLimits {
         start: 10,
@@ -286,16 +371,17 @@ mod tests {
                 full: 2,
             },
             2,
+            GRACE,
         );
         let reader: IpAddr = "192.0.2.1".parse().unwrap();
-        let held: Vec<_> = (0..2).map(|_| gate.admit(reader, 0.5).unwrap()).collect();
-        assert_eq!(gate.admit(reader, 0.5).err(), Some(Why::SourceFull));
+        let held: Vec<_> = (0..2).map(|_| gate.admit(reader, 0.5, Instant::now()).unwrap()).collect();
+        assert_eq!(gate.admit(reader, 0.5, Instant::now()).err(), Some(Why::SourceFull));
         let expected = gate.expect(reader, 3);
-        let flows: Vec<_> = (0..3).map(|_| gate.admit(reader, 0.5).unwrap()).collect();
+        let flows: Vec<_> = (0..3).map(|_| gate.admit(reader, 0.5, Instant::now()).unwrap()).collect();
         // Three vouched for, no more; and a stranger still meets the full gate.
-        assert_eq!(gate.admit(reader, 0.5).err(), Some(Why::SourceFull));
+        assert_eq!(gate.admit(reader, 0.5, Instant::now()).err(), Some(Why::SourceFull));
         assert_eq!(
-            gate.admit("192.0.2.9".parse().unwrap(), 0.5).err(),
+            gate.admit("192.0.2.9".parse().unwrap(), 0.5, Instant::now()).err(),
             Some(Why::Full)
         );
         drop(expected);
@@ -315,20 +401,21 @@ mod tests {
                 full: 3,
             },
             2,
+            GRACE,
         );
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "::ffff:192.0.2.2".parse().unwrap();
-        let first = gate.admit(a, 0.5).unwrap();
-        let _second = gate.admit(a, 0.5).unwrap();
-        assert_eq!(gate.admit(a, 0.5).err(), Some(Why::SourceFull));
-        let _third = gate.admit(b, 0.5).unwrap();
+        let first = gate.admit(a, 0.5, Instant::now()).unwrap();
+        let _second = gate.admit(a, 0.5, Instant::now()).unwrap();
+        assert_eq!(gate.admit(a, 0.5, Instant::now()).err(), Some(Why::SourceFull));
+        let _third = gate.admit(b, 0.5, Instant::now()).unwrap();
         assert_eq!(
-            gate.admit("192.0.2.3".parse().unwrap(), 0.5).err(),
+            gate.admit("192.0.2.3".parse().unwrap(), 0.5, Instant::now()).err(),
             Some(Why::Full)
         );
         drop(first);
         assert_eq!(gate.pending(), 2);
-        assert!(gate.admit(a, 0.5).is_ok());
+        assert!(gate.admit(a, 0.5, Instant::now()).is_ok());
     }
 
     #[test]
@@ -346,7 +433,7 @@ mod tests {
 
     #[test]
     fn failures_slow_down_and_decay() {
-        let gate = Admission::new(StartupLimits::default(), 10);
+        let gate = Admission::new(StartupLimits::default(), 10, GRACE);
         let ip: IpAddr = "198.51.100.7".parse().unwrap();
         let t0 = Instant::now();
         let waits: Vec<Duration> = (0..6).map(|_| gate.failed(ip, t0)).collect();
@@ -364,5 +451,63 @@ mod tests {
             gate.failed("198.51.100.8".parse().unwrap(), t0),
             Duration::from_millis(200)
         );
+    }
+
+    #[test]
+    fn stale_connections_make_way_and_fresh_ones_do_not() {
+        let limits = StartupLimits {
+            start: 3,
+            rate_percent: 100,
+            full: 3,
+        };
+        let gate = Admission::new(limits, 2, GRACE);
+        let t0 = Instant::now();
+        let scanner: IpAddr = "192.0.2.1".parse().unwrap();
+        let other: IpAddr = "192.0.2.2".parse().unwrap();
+        let held = [
+            gate.admit(scanner, 0.5, t0).unwrap(),
+            gate.admit(scanner, 0.5, t0).unwrap(),
+            gate.admit(other, 0.5, t0).unwrap(),
+        ];
+        // Within the grace, the caps refuse as before.
+        let soon = t0 + GRACE / 2;
+        assert_eq!(gate.admit(scanner, 0.5, soon).err(), Some(Why::SourceFull));
+        let reader: IpAddr = "198.51.100.1".parse().unwrap();
+        assert_eq!(gate.admit(reader, 0.5, soon).err(), Some(Why::Full));
+        // After it, a newcomer takes the oldest stale place: its own source's, for the
+        // per-source cap.
+        let later = t0 + GRACE;
+        let newcomer = gate.admit(scanner, 0.5, later).unwrap();
+        assert!(is_told(&held[0]) && !is_told(&held[1]) && !is_told(&held[2]));
+        drop(held);
+        drop(newcomer);
+        assert_eq!(gate.pending(), 0);
+        assert!(gate.state().waiting.is_empty());
+        // The global cap: the reader takes the oldest stale place of any source.
+        let old = [
+            gate.admit(scanner, 0.5, t0).unwrap(),
+            gate.admit(other, 0.5, t0).unwrap(),
+            gate.admit(other, 0.5, later).unwrap(),
+        ];
+        let _reader = gate.admit(reader, 0.5, later + GRACE / 2).unwrap();
+        assert!(is_told(&old[0]) && !is_told(&old[1]) && !is_told(&old[2]));
+        // The one told is no longer offered: the next stale one is.
+        let _next = gate.admit(reader, 0.5, later + GRACE / 2).unwrap();
+        assert!(is_told(&old[1]) && !is_told(&old[2]));
+        // A fresh place is not taken: refused.
+        let third: IpAddr = "198.51.100.3".parse().unwrap();
+        assert_eq!(
+            gate.admit(third, 0.5, later + GRACE / 2).err(),
+            Some(Why::Full)
+        );
+    }
+
+    /// True when the ticket's connection was asked to make way.
+    fn is_told(ticket: &Ticket) -> bool {
+        let evicted = std::pin::pin!(ticket.evicted());
+        let waker = std::task::Waker::noop();
+        evicted
+            .poll(&mut std::task::Context::from_waker(waker))
+            .is_ready()
     }
 }

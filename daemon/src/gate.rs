@@ -37,7 +37,8 @@ enum Passed {
 }
 
 /// Takes a new connection through the gate, then hands it on. The ticket (its place among
-/// the unauthenticated) is given back as soon as the gate is passed or failed.
+/// the unauthenticated) is given back as soon as the gate is passed or failed, or when a
+/// newer connection takes its place (see [`crate::admission`]): then it is just closed.
 pub(crate) async fn handle_connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -46,7 +47,12 @@ pub(crate) async fn handle_connection(
     ticket: Ticket,
 ) {
     let deadline = tokio::time::Instant::now() + shared.config.preauth_timeout;
-    let passed = match timeout_at(deadline, pass(stream, peer, &shared, deadline)).await {
+    let passing = timeout_at(deadline, pass(stream, peer, &shared, deadline));
+    let passed = tokio::select! {
+        passed = passing => passed,
+        () = ticket.evicted() => return shared.refusals.note(peer.ip(), Why::Evicted),
+    };
+    let passed = match passed {
         Ok(Ok(passed)) => passed,
         Ok(Err(why)) => return shared.refusals.note(peer.ip(), why),
         Err(_) => return shared.refusals.note(peer.ip(), Why::Silent),

@@ -180,7 +180,8 @@ pub async fn run(
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    match shared.admission.admit(peer.ip(), rand::random::<f64>()) {
+                    let now = std::time::Instant::now();
+                    match shared.admission.admit(peer.ip(), rand::random::<f64>(), now) {
                         Ok(ticket) => {
                             let task = gate::handle_connection(stream, peer, shared.clone(), stop_rx.clone(), ticket);
                             tasks.spawn(task);
@@ -235,6 +236,7 @@ impl Shared {
             admission: admission::Admission::new(
                 config.max_startups,
                 config.max_startups_per_source,
+                config.preauth_timeout / 3,
             ),
             refusals: refusals::Refusals::default(),
             routes: Mutex::new(HashMap::new()),

@@ -20,8 +20,11 @@ pub(crate) enum Why {
     Malformed,
     /// It did not prove the key.
     Unauthenticated,
-    /// A data connection naming no session of its address, or with a wrong tag.
+    /// A data connection naming no session of its address, or with a wrong tag or proof.
     BadData,
+    /// Unauthenticated past the grace while the caps were full: a newer connection took its
+    /// place.
+    Evicted,
 }
 
 impl Why {
@@ -31,13 +34,14 @@ impl Why {
         matches!(self, Why::Full | Why::SourceFull)
     }
 
-    const ALL: [Why; 6] = [
+    const ALL: [Why; 7] = [
         Why::Full,
         Why::SourceFull,
         Why::Silent,
         Why::Malformed,
         Why::Unauthenticated,
         Why::BadData,
+        Why::Evicted,
     ];
 
     fn words(self) -> &'static str {
@@ -48,6 +52,7 @@ impl Why {
             Why::Malformed => "malformed",
             Why::Unauthenticated => "failed authentication",
             Why::BadData => "bad data connection",
+            Why::Evicted => "made way for a newer connection",
         }
     }
 }
