@@ -3,9 +3,9 @@
 //! fills; and failed authentications, which make the next refusal to the same source slower.
 //!
 //! Unlike sshd, a connection the caps would refuse first takes the place of the oldest one
-//! that has been unauthenticated for longer than a grace (a third of the pre-authentication
-//! deadline): a reader authenticates within two round trips of connecting, so held sockets
-//! go stale, and a scanner holding them up to the caps cannot keep a reader out.
+//! that has been unauthenticated for longer than its grace ([`Graces`]): a reader sends its
+//! hello as it connects and authenticates within two round trips, so sockets held open go
+//! stale, and a scanner holding them up to the caps cannot keep a reader out.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -120,10 +120,40 @@ pub(crate) fn penalty(failures: f64) -> Duration {
     PENALTY_BASE.mul_f64(2f64.powf(doublings)).min(PENALTY_MAX)
 }
 
+/// How long an unauthenticated connection keeps its place against newer ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Graces {
+    /// While it has sent nothing: a reader's hello follows its connect at once.
+    pub(crate) silent: Duration,
+    /// Once it has sent something: time for the rest of the handshake.
+    pub(crate) speaking: Duration,
+}
+
+impl Graces {
+    /// A twelfth and a third of the pre-authentication deadline (250 ms and 1 s of 3 s).
+    pub(crate) fn of(preauth_timeout: Duration) -> Self {
+        Graces {
+            silent: preauth_timeout / 12,
+            speaking: preauth_timeout / 3,
+        }
+    }
+
+    fn stale(&self, waiting: &Waiting, now: Instant) -> bool {
+        let grace = if waiting.spoke {
+            self.speaking
+        } else {
+            self.silent
+        };
+        now.saturating_duration_since(waiting.since) >= grace
+    }
+}
+
 /// An unauthenticated connection that may be asked to make way.
 struct Waiting {
     source: Source,
     since: Instant,
+    /// It has sent its first bytes.
+    spoke: bool,
     evict: Arc<Notify>,
 }
 
@@ -146,8 +176,7 @@ struct State {
 pub(crate) struct Admission {
     limits: StartupLimits,
     per_source: usize,
-    /// How long a connection may stay unauthenticated before a newer one may take its place.
-    grace: Duration,
+    graces: Graces,
     state: Mutex<State>,
 }
 
@@ -182,6 +211,13 @@ pub(crate) struct Ticket {
 }
 
 impl Ticket {
+    /// Notes that the connection has sent its first bytes: it keeps its place longer.
+    pub(crate) fn spoke(&self) {
+        if let Some(waiting) = self.admission.state().waiting.get_mut(&self.id) {
+            waiting.spoke = true;
+        }
+    }
+
     /// Completes when the connection must make way for a newer one (never, when vouched).
     pub(crate) async fn evicted(&self) {
         match &self.evict {
@@ -192,15 +228,16 @@ impl Ticket {
 }
 
 impl State {
-    /// Asks the oldest connection unauthenticated since before `stale` (of `only` source,
-    /// when given) to make way; false when there is none. Its ticket still counts until
-    /// its task drops it, at once.
-    fn evict_oldest(&mut self, stale: Instant, only: Option<Source>) -> bool {
+    /// Asks the oldest connection past its grace at `now` (of `only` source, when given) to
+    /// make way; false when there is none. Its ticket still counts until its task drops it,
+    /// at once.
+    fn evict_oldest(&mut self, graces: &Graces, now: Instant, only: Option<Source>) -> bool {
+        let shortest = graces.silent.min(graces.speaking);
         let found = self
             .waiting
             .iter()
-            .take_while(|(_, w)| w.since <= stale)
-            .find(|(_, w)| only.is_none_or(|source| w.source == source))
+            .take_while(|(_, w)| now.saturating_duration_since(w.since) >= shortest)
+            .find(|(_, w)| graces.stale(w, now) && only.is_none_or(|source| w.source == source))
             .map(|(id, _)| *id);
         let Some(waiting) = found.and_then(|id| self.waiting.remove(&id)) else {
             return false;
@@ -211,11 +248,11 @@ impl State {
 }
 
 impl Admission {
-    pub(crate) fn new(limits: StartupLimits, per_source: usize, grace: Duration) -> Arc<Self> {
+    pub(crate) fn new(limits: StartupLimits, per_source: usize, graces: Graces) -> Arc<Self> {
         Arc::new(Admission {
             limits,
             per_source,
-            grace,
+            graces,
             state: Mutex::default(),
         })
     }
@@ -244,14 +281,12 @@ impl Admission {
             _ => false,
         };
         if !vouched {
-            let stale = now.checked_sub(self.grace).unwrap_or(now);
-            let source_full =
-                state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source;
-            if source_full && !state.evict_oldest(stale, Some(source)) {
+            let source_full = state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source;
+            if source_full && !state.evict_oldest(&self.graces, now, Some(source)) {
                 return Err(Why::SourceFull);
             }
             let dropped = !source_full && early_drop(&self.limits, state.pending, roll);
-            if dropped && !state.evict_oldest(stale, None) {
+            if dropped && !state.evict_oldest(&self.graces, now, None) {
                 return Err(Why::Full);
             }
         }
@@ -264,6 +299,7 @@ impl Admission {
             let waiting = Waiting {
                 source,
                 since: now,
+                spoke: false,
                 evict: evict.clone(),
             };
             state.waiting.insert(id, waiting);
@@ -335,7 +371,10 @@ mod tests {
 
     use super::*;
 
-    const GRACE: Duration = Duration::from_secs(1);
+    const GRACE: Graces = Graces {
+        silent: Duration::from_millis(250),
+        speaking: Duration::from_secs(1),
+    };
 
     const SSHD: StartupLimits = StartupLimits {
         start: 10,
@@ -374,14 +413,25 @@ mod tests {
             GRACE,
         );
         let reader: IpAddr = "192.0.2.1".parse().unwrap();
-        let held: Vec<_> = (0..2).map(|_| gate.admit(reader, 0.5, Instant::now()).unwrap()).collect();
-        assert_eq!(gate.admit(reader, 0.5, Instant::now()).err(), Some(Why::SourceFull));
-        let expected = gate.expect(reader, 3);
-        let flows: Vec<_> = (0..3).map(|_| gate.admit(reader, 0.5, Instant::now()).unwrap()).collect();
-        // Three vouched for, no more; and a stranger still meets the full gate.
-        assert_eq!(gate.admit(reader, 0.5, Instant::now()).err(), Some(Why::SourceFull));
+        let held: Vec<_> = (0..2)
+            .map(|_| gate.admit(reader, 0.5, Instant::now()).unwrap())
+            .collect();
         assert_eq!(
-            gate.admit("192.0.2.9".parse().unwrap(), 0.5, Instant::now()).err(),
+            gate.admit(reader, 0.5, Instant::now()).err(),
+            Some(Why::SourceFull)
+        );
+        let expected = gate.expect(reader, 3);
+        let flows: Vec<_> = (0..3)
+            .map(|_| gate.admit(reader, 0.5, Instant::now()).unwrap())
+            .collect();
+        // Three vouched for, no more; and a stranger still meets the full gate.
+        assert_eq!(
+            gate.admit(reader, 0.5, Instant::now()).err(),
+            Some(Why::SourceFull)
+        );
+        assert_eq!(
+            gate.admit("192.0.2.9".parse().unwrap(), 0.5, Instant::now())
+                .err(),
             Some(Why::Full)
         );
         drop(expected);
@@ -407,10 +457,14 @@ mod tests {
         let b: IpAddr = "::ffff:192.0.2.2".parse().unwrap();
         let first = gate.admit(a, 0.5, Instant::now()).unwrap();
         let _second = gate.admit(a, 0.5, Instant::now()).unwrap();
-        assert_eq!(gate.admit(a, 0.5, Instant::now()).err(), Some(Why::SourceFull));
+        assert_eq!(
+            gate.admit(a, 0.5, Instant::now()).err(),
+            Some(Why::SourceFull)
+        );
         let _third = gate.admit(b, 0.5, Instant::now()).unwrap();
         assert_eq!(
-            gate.admit("192.0.2.3".parse().unwrap(), 0.5, Instant::now()).err(),
+            gate.admit("192.0.2.3".parse().unwrap(), 0.5, Instant::now())
+                .err(),
             Some(Why::Full)
         );
         drop(first);
@@ -464,40 +518,50 @@ mod tests {
         let t0 = Instant::now();
         let scanner: IpAddr = "192.0.2.1".parse().unwrap();
         let other: IpAddr = "192.0.2.2".parse().unwrap();
+        let reader: IpAddr = "198.51.100.1".parse().unwrap();
         let held = [
             gate.admit(scanner, 0.5, t0).unwrap(),
             gate.admit(scanner, 0.5, t0).unwrap(),
             gate.admit(other, 0.5, t0).unwrap(),
         ];
-        // Within the grace, the caps refuse as before.
-        let soon = t0 + GRACE / 2;
+        // All but the oldest have spoken: they keep their places for the longer grace.
+        held[1].spoke();
+        held[2].spoke();
+        // Within the silent grace, the caps refuse as before.
+        let soon = t0 + GRACE.silent / 2;
         assert_eq!(gate.admit(scanner, 0.5, soon).err(), Some(Why::SourceFull));
-        let reader: IpAddr = "198.51.100.1".parse().unwrap();
         assert_eq!(gate.admit(reader, 0.5, soon).err(), Some(Why::Full));
-        // After it, a newcomer takes the oldest stale place: its own source's, for the
-        // per-source cap.
-        let later = t0 + GRACE;
+        // After it, a newcomer from the scanner's source takes the place of its oldest
+        // silent one; a second finds none past its grace.
+        let later = t0 + GRACE.silent;
         let newcomer = gate.admit(scanner, 0.5, later).unwrap();
         assert!(is_told(&held[0]) && !is_told(&held[1]) && !is_told(&held[2]));
+        assert_eq!(gate.admit(scanner, 0.5, later).err(), Some(Why::SourceFull));
         drop(held);
         drop(newcomer);
         assert_eq!(gate.pending(), 0);
         assert!(gate.state().waiting.is_empty());
-        // The global cap: the reader takes the oldest stale place of any source.
+        // The global cap: the reader takes the oldest place past its grace, of any source;
+        // a speaking one only once the longer grace has passed.
         let old = [
             gate.admit(scanner, 0.5, t0).unwrap(),
             gate.admit(other, 0.5, t0).unwrap(),
-            gate.admit(other, 0.5, later).unwrap(),
+            gate.admit(other, 0.5, t0).unwrap(),
         ];
-        let _reader = gate.admit(reader, 0.5, later + GRACE / 2).unwrap();
-        assert!(is_told(&old[0]) && !is_told(&old[1]) && !is_told(&old[2]));
-        // The one told is no longer offered: the next stale one is.
-        let _next = gate.admit(reader, 0.5, later + GRACE / 2).unwrap();
-        assert!(is_told(&old[1]) && !is_told(&old[2]));
-        // A fresh place is not taken: refused.
+        old[0].spoke();
+        old[2].spoke();
+        let reader_in = gate.admit(reader, 0.5, later).unwrap();
+        reader_in.spoke();
+        assert!(!is_told(&old[0]) && is_told(&old[1]) && !is_told(&old[2]));
+        let then = t0 + GRACE.speaking;
+        let _next = gate.admit(reader, 0.5, then).unwrap();
+        assert!(is_told(&old[0]) && !is_told(&old[2]));
         let third: IpAddr = "198.51.100.3".parse().unwrap();
+        let _last = gate.admit(third, 0.5, then).unwrap();
+        assert!(is_told(&old[2]));
+        // Nothing past its grace is left: refused.
         assert_eq!(
-            gate.admit(third, 0.5, later + GRACE / 2).err(),
+            gate.admit("198.51.100.4".parse().unwrap(), 0.5, then).err(),
             Some(Why::Full)
         );
     }

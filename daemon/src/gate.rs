@@ -47,7 +47,7 @@ pub(crate) async fn handle_connection(
     ticket: Ticket,
 ) {
     let deadline = tokio::time::Instant::now() + shared.config.preauth_timeout;
-    let passing = timeout_at(deadline, pass(stream, peer, &shared, deadline));
+    let passing = timeout_at(deadline, pass(stream, peer, &shared, deadline, &ticket));
     let passed = tokio::select! {
         passed = passing => passed,
         () = ticket.evicted() => return shared.refusals.note(peer.ip(), Why::Evicted),
@@ -78,12 +78,14 @@ async fn pass(
     peer: SocketAddr,
     shared: &Shared,
     deadline: tokio::time::Instant,
+    ticket: &Ticket,
 ) -> Result<Passed, Why> {
     let mut first = [0u8; 4];
     stream
         .read_exact(&mut first)
         .await
         .map_err(|_| Why::Silent)?;
+    ticket.spoke();
     if first == DataHello::MAGIC {
         return data_connection(stream, peer, shared, first).await;
     }

@@ -236,7 +236,7 @@ impl Shared {
             admission: admission::Admission::new(
                 config.max_startups,
                 config.max_startups_per_source,
-                config.preauth_timeout / 3,
+                admission::Graces::of(config.preauth_timeout),
             ),
             refusals: refusals::Refusals::default(),
             routes: Mutex::new(HashMap::new()),

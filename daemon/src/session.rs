@@ -225,7 +225,10 @@ pub(crate) fn check_congestion_name(options: &SocketOptions) -> Result<(), Strin
 fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, String> {
     // More than all the flows the daemon serves at once would never fit: not busy, refused.
     let (most, flag) = if config.max_total_flows < config.max_flows {
-        (config.max_total_flows, "--max-total-flows, and the open files limit")
+        (
+            config.max_total_flows,
+            "--max-total-flows, and the open files limit",
+        )
     } else {
         (config.max_flows, "--max-flows")
     };

@@ -137,7 +137,10 @@ async fn unauthenticated_connections_are_capped_per_source() {
     let closed =
         tokio::time::timeout(Duration::from_millis(500), fifth.read_to_end(&mut told)).await;
     assert!(closed.is_ok(), "the fifth is closed at once");
-    assert_eq!(told, b"\0\0\0\x0f{\"type\":\"busy\"}", "and told busy, no more");
+    assert_eq!(
+        told, b"\0\0\0\x0f{\"type\":\"busy\"}",
+        "and told busy, no more"
+    );
     // Another address still gets a challenge.
     let other = connect_from(Ipv4Addr::new(127, 0, 0, 4), daemon.addr)
         .await

@@ -576,7 +576,9 @@ mod tests {
         let session = HexBytes([3; 16]);
         let (mut reader, mut daemon) = tokio::io::duplex(256);
         let opening = tokio::spawn(async move {
-            open_data_connection(&mut reader, &key, session, 5).await.map(|()| key)
+            open_data_connection(&mut reader, &key, session, 5)
+                .await
+                .map(|()| key)
         });
         let mut hello = [0u8; DataHello::LEN];
         daemon.read_exact(&mut hello).await.unwrap();

@@ -1,6 +1,8 @@
 //! Helpers for driving a real daemon over loopback with a raw oscil-protocol client.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod process;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
