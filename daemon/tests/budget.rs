@@ -34,14 +34,27 @@ fn figure_before(line: &str, what: &str) -> u64 {
 }
 
 /// Opens a session of `flows` flows with a write size of its own (so it holds its own
-/// payload file), starts it, and lets the writers and the sampler settle.
+/// payload file) and starts it.
 async fn session_of(client: &mut Client, flows: u32) -> Vec<tokio::task::JoinHandle<u64>> {
     let mut asked = hello(flows, SocketOptions::default(), INTERVAL, LONG);
     asked.write_size_bytes = Some(64 << 10);
     let (_, streams) = client.start_session(asked).await;
-    let drains = streams.into_iter().map(drain).collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    drains
+    streams.into_iter().map(drain).collect()
+}
+
+/// The daemon's open descriptors once the writers and the sampler have settled: the same
+/// count twice, 300 ms apart (within 10 s).
+async fn settled_fds(daemon: &DaemonProcess) -> u64 {
+    let mut last = daemon.open_fds();
+    for _ in 0..33 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = daemon.open_fds();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    panic!("the daemon's descriptors never settled (last {last})");
 }
 
 #[test]
@@ -52,10 +65,10 @@ fn flows_and_sessions_hold_no_more_descriptors_than_the_budget_counts() {
         let idle = daemon.open_fds();
         let mut one = Client::connect(daemon.addr).await;
         let _one = session_of(&mut one, 1).await;
-        let with_one = daemon.open_fds();
+        let with_one = settled_fds(&daemon).await;
         let mut nine = Client::connect(daemon.addr).await;
         let _nine = session_of(&mut nine, 9).await;
-        let with_ten = daemon.open_fds();
+        let with_ten = settled_fds(&daemon).await;
         // One session of 1 flow, then one of 9: (S + F) and (S + 9 F).
         let first = with_one - idle;
         let second = with_ten - with_one;
