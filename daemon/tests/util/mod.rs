@@ -210,6 +210,16 @@ impl Client {
     }
 }
 
+/// What the daemon said it is busy with; panics on any other answer.
+pub fn busy_detail(answer: DaemonMessage) -> String {
+    match answer {
+        DaemonMessage::Busy {
+            detail: Some(detail),
+        } => detail,
+        other => panic!("expected busy, got {other:?}"),
+    }
+}
+
 /// Captures a genuine handshake with `key`, then replays its hello and proof on a new
 /// connection: returns what the daemon answers the replayed proof.
 pub async fn replay_handshake(addr: SocketAddr, key: &Key, hello: Hello) -> DaemonMessage {
