@@ -173,7 +173,7 @@ pub async fn run(
     mut stop: mpsc::UnboundedReceiver<()>,
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
-    let session = session::open_when_free(&config).await?;
+    let session = session::open(&config).await?;
     let reader_host = host::collect();
     let page_size_bytes = session.welcome.host.page_size_bytes;
     let schedule = config.pattern.schedule();

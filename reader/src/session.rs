@@ -44,15 +44,15 @@ pub struct Session {
 const BUSY_BACKOFF_FIRST: Duration = Duration::from_millis(250);
 const BUSY_BACKOFF_MAX: Duration = Duration::from_secs(4);
 
-/// Opens a session as [`open`] does; while the daemon answers `busy`, tries again with
+/// Opens a session ([`open_once`]); while the daemon answers `busy`, tries again with
 /// backoff until `config.busy_retry` has passed, saying so once on stderr.
-pub async fn open_when_free(config: &ReaderConfig) -> Result<Session, ReaderError> {
+pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
     let started = Instant::now();
     let give_up_at = started + config.busy_retry;
     let mut backoff = BUSY_BACKOFF_FIRST;
     let mut retrying = false;
     loop {
-        let detail = match open(config).await {
+        let detail = match open_once(config).await {
             Err(ReaderError::Busy(detail)) => detail,
             other => return other,
         };
@@ -84,7 +84,8 @@ fn jittered(backoff: Duration) -> Duration {
     backoff.mul_f64(0.5 + f64::from(roll) / 510.0)
 }
 
-pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
+/// One try: the control connection, the handshake, every data connection, `Ready`.
+async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
     let addr = resolve(&config.connect, config.family).await?;
     let connect_error = |source| ReaderError::Connect {
         addr: config.connect.clone(),
