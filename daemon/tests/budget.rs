@@ -62,7 +62,7 @@ fn flows_and_sessions_hold_no_more_descriptors_than_the_budget_counts() {
     let daemon = DaemonProcess::start(NOFILE, &[]);
     let open_at_start = figure_before(&daemon.listening, " open;");
     runtime().block_on(async {
-        let idle = daemon.open_fds();
+        let idle = settled_fds(&daemon).await;
         let mut one = Client::connect(daemon.addr).await;
         let _one = session_of(&mut one, 1).await;
         let with_one = settled_fds(&daemon).await;
