@@ -1,11 +1,18 @@
 //! Who may hold a connection before authenticating, after sshd's `MaxStartups` and
 //! `PerSourceMaxStartups`: a cap in all and per source, with random early drop as the total
 //! fills; and failed authentications, which make the next refusal to the same source slower.
+//!
+//! Unlike sshd, a connection the caps would refuse first takes the place of the oldest one
+//! that has been unauthenticated for longer than its grace ([`Graces`]): a reader sends its
+//! hello as it connects and authenticates within two round trips, so sockets held open go
+//! stale, and a scanner holding them up to the caps cannot keep a reader out.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use crate::refusals::Why;
 
@@ -113,9 +120,50 @@ pub(crate) fn penalty(failures: f64) -> Duration {
     PENALTY_BASE.mul_f64(2f64.powf(doublings)).min(PENALTY_MAX)
 }
 
+/// How long an unauthenticated connection keeps its place against newer ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Graces {
+    /// While it has sent nothing: a reader's hello follows its connect at once.
+    pub(crate) silent: Duration,
+    /// Once it has sent something: time for the rest of the handshake.
+    pub(crate) speaking: Duration,
+}
+
+impl Graces {
+    /// A twelfth and a third of the pre-authentication deadline (250 ms and 1 s of 3 s).
+    pub(crate) fn of(preauth_timeout: Duration) -> Self {
+        Graces {
+            silent: preauth_timeout / 12,
+            speaking: preauth_timeout / 3,
+        }
+    }
+
+    fn stale(&self, waiting: &Waiting, now: Instant) -> bool {
+        let grace = if waiting.spoke {
+            self.speaking
+        } else {
+            self.silent
+        };
+        now.saturating_duration_since(waiting.since) >= grace
+    }
+}
+
+/// An unauthenticated connection that may be asked to make way.
+struct Waiting {
+    source: Source,
+    since: Instant,
+    /// It has sent its first bytes.
+    spoke: bool,
+    evict: Arc<Notify>,
+}
+
 #[derive(Default)]
 struct State {
     pending: usize,
+    /// Connections that may make way, oldest first (by ticket number); vouched-for data
+    /// connections are not among them.
+    waiting: BTreeMap<u64, Waiting>,
+    next_ticket: u64,
     by_source: HashMap<Source, usize>,
     /// Failures per source: (score, when it was last updated).
     failures: HashMap<Source, (f64, Instant)>,
@@ -128,6 +176,7 @@ struct State {
 pub(crate) struct Admission {
     limits: StartupLimits,
     per_source: usize,
+    graces: Graces,
     state: Mutex<State>,
 }
 
@@ -156,13 +205,54 @@ impl Drop for Expected {
 pub(crate) struct Ticket {
     admission: Arc<Admission>,
     source: Source,
+    id: u64,
+    /// Notified when a newer connection takes this one's place; `None` when vouched for.
+    evict: Option<Arc<Notify>>,
+}
+
+impl Ticket {
+    /// Notes that the connection has sent its first bytes: it keeps its place longer.
+    pub(crate) fn spoke(&self) {
+        if let Some(waiting) = self.admission.state().waiting.get_mut(&self.id) {
+            waiting.spoke = true;
+        }
+    }
+
+    /// Completes when the connection must make way for a newer one (never, when vouched).
+    pub(crate) async fn evicted(&self) {
+        match &self.evict {
+            Some(evict) => evict.notified().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+impl State {
+    /// Asks the oldest connection past its grace at `now` (of `only` source, when given) to
+    /// make way; false when there is none. Its ticket still counts until its task drops it,
+    /// at once.
+    fn evict_oldest(&mut self, graces: &Graces, now: Instant, only: Option<Source>) -> bool {
+        let shortest = graces.silent.min(graces.speaking);
+        let found = self
+            .waiting
+            .iter()
+            .take_while(|(_, w)| now.saturating_duration_since(w.since) >= shortest)
+            .find(|(_, w)| graces.stale(w, now) && only.is_none_or(|source| w.source == source))
+            .map(|(id, _)| *id);
+        let Some(waiting) = found.and_then(|id| self.waiting.remove(&id)) else {
+            return false;
+        };
+        waiting.evict.notify_one();
+        true
+    }
 }
 
 impl Admission {
-    pub(crate) fn new(limits: StartupLimits, per_source: usize) -> Arc<Self> {
+    pub(crate) fn new(limits: StartupLimits, per_source: usize, graces: Graces) -> Arc<Self> {
         Arc::new(Admission {
             limits,
             per_source,
+            graces,
             state: Mutex::default(),
         })
     }
@@ -171,9 +261,16 @@ impl Admission {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A ticket for a new connection from `ip`, or why it is refused; `roll` is uniform in
-    /// [0, 1) and decides random early drop.
-    pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr, roll: f64) -> Result<Ticket, Why> {
+    /// A ticket for a new connection from `ip` at `now`, or why it is refused; `roll` is
+    /// uniform in [0, 1) and decides random early drop. Where a cap would refuse it, it
+    /// takes the place of the oldest stale connection (of its source, for the per-source
+    /// cap) if there is one.
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        ip: IpAddr,
+        roll: f64,
+        now: Instant,
+    ) -> Result<Ticket, Why> {
         let source = Source::of(ip);
         let mut state = self.state();
         let vouched = match state.expected.get_mut(&source) {
@@ -183,17 +280,36 @@ impl Admission {
             }
             _ => false,
         };
-        if !vouched && state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source {
-            return Err(Why::SourceFull);
-        }
-        if !vouched && early_drop(&self.limits, state.pending, roll) {
-            return Err(Why::Full);
+        if !vouched {
+            let source_full = state.by_source.get(&source).copied().unwrap_or(0) >= self.per_source;
+            if source_full && !state.evict_oldest(&self.graces, now, Some(source)) {
+                return Err(Why::SourceFull);
+            }
+            let dropped = !source_full && early_drop(&self.limits, state.pending, roll);
+            if dropped && !state.evict_oldest(&self.graces, now, None) {
+                return Err(Why::Full);
+            }
         }
         state.pending += 1;
         *state.by_source.entry(source).or_default() += 1;
+        let id = state.next_ticket;
+        state.next_ticket += 1;
+        let evict = (!vouched).then(|| {
+            let evict = Arc::new(Notify::new());
+            let waiting = Waiting {
+                source,
+                since: now,
+                spoke: false,
+                evict: evict.clone(),
+            };
+            state.waiting.insert(id, waiting);
+            evict
+        });
         Ok(Ticket {
             admission: self.clone(),
             source,
+            id,
+            evict,
         })
     }
 
@@ -239,6 +355,7 @@ impl Drop for Ticket {
     fn drop(&mut self) {
         let mut state = self.admission.state();
         state.pending -= 1;
+        state.waiting.remove(&self.id);
         if let Some(n) = state.by_source.get_mut(&self.source) {
             *n -= 1;
             if *n == 0 {
@@ -250,7 +367,14 @@ impl Drop for Ticket {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+
     use super::*;
+
+    const GRACE: Graces = Graces {
+        silent: Duration::from_millis(250),
+        speaking: Duration::from_secs(1),
+    };
 
     const SSHD: StartupLimits = StartupLimits {
         start: 10,
@@ -286,16 +410,28 @@ mod tests {
                 full: 2,
             },
             2,
+            GRACE,
         );
         let reader: IpAddr = "192.0.2.1".parse().unwrap();
-        let held: Vec<_> = (0..2).map(|_| gate.admit(reader, 0.5).unwrap()).collect();
-        assert_eq!(gate.admit(reader, 0.5).err(), Some(Why::SourceFull));
-        let expected = gate.expect(reader, 3);
-        let flows: Vec<_> = (0..3).map(|_| gate.admit(reader, 0.5).unwrap()).collect();
-        // Three vouched for, no more; and a stranger still meets the full gate.
-        assert_eq!(gate.admit(reader, 0.5).err(), Some(Why::SourceFull));
+        let held: Vec<_> = (0..2)
+            .map(|_| gate.admit(reader, 0.5, Instant::now()).unwrap())
+            .collect();
         assert_eq!(
-            gate.admit("192.0.2.9".parse().unwrap(), 0.5).err(),
+            gate.admit(reader, 0.5, Instant::now()).err(),
+            Some(Why::SourceFull)
+        );
+        let expected = gate.expect(reader, 3);
+        let flows: Vec<_> = (0..3)
+            .map(|_| gate.admit(reader, 0.5, Instant::now()).unwrap())
+            .collect();
+        // Three vouched for, no more; and a stranger still meets the full gate.
+        assert_eq!(
+            gate.admit(reader, 0.5, Instant::now()).err(),
+            Some(Why::SourceFull)
+        );
+        assert_eq!(
+            gate.admit("192.0.2.9".parse().unwrap(), 0.5, Instant::now())
+                .err(),
             Some(Why::Full)
         );
         drop(expected);
@@ -315,20 +451,25 @@ mod tests {
                 full: 3,
             },
             2,
+            GRACE,
         );
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "::ffff:192.0.2.2".parse().unwrap();
-        let first = gate.admit(a, 0.5).unwrap();
-        let _second = gate.admit(a, 0.5).unwrap();
-        assert_eq!(gate.admit(a, 0.5).err(), Some(Why::SourceFull));
-        let _third = gate.admit(b, 0.5).unwrap();
+        let first = gate.admit(a, 0.5, Instant::now()).unwrap();
+        let _second = gate.admit(a, 0.5, Instant::now()).unwrap();
         assert_eq!(
-            gate.admit("192.0.2.3".parse().unwrap(), 0.5).err(),
+            gate.admit(a, 0.5, Instant::now()).err(),
+            Some(Why::SourceFull)
+        );
+        let _third = gate.admit(b, 0.5, Instant::now()).unwrap();
+        assert_eq!(
+            gate.admit("192.0.2.3".parse().unwrap(), 0.5, Instant::now())
+                .err(),
             Some(Why::Full)
         );
         drop(first);
         assert_eq!(gate.pending(), 2);
-        assert!(gate.admit(a, 0.5).is_ok());
+        assert!(gate.admit(a, 0.5, Instant::now()).is_ok());
     }
 
     #[test]
@@ -346,7 +487,7 @@ mod tests {
 
     #[test]
     fn failures_slow_down_and_decay() {
-        let gate = Admission::new(StartupLimits::default(), 10);
+        let gate = Admission::new(StartupLimits::default(), 10, GRACE);
         let ip: IpAddr = "198.51.100.7".parse().unwrap();
         let t0 = Instant::now();
         let waits: Vec<Duration> = (0..6).map(|_| gate.failed(ip, t0)).collect();
@@ -364,5 +505,73 @@ mod tests {
             gate.failed("198.51.100.8".parse().unwrap(), t0),
             Duration::from_millis(200)
         );
+    }
+
+    #[test]
+    fn stale_connections_make_way_and_fresh_ones_do_not() {
+        let limits = StartupLimits {
+            start: 3,
+            rate_percent: 100,
+            full: 3,
+        };
+        let gate = Admission::new(limits, 2, GRACE);
+        let t0 = Instant::now();
+        let scanner: IpAddr = "192.0.2.1".parse().unwrap();
+        let other: IpAddr = "192.0.2.2".parse().unwrap();
+        let reader: IpAddr = "198.51.100.1".parse().unwrap();
+        let held = [
+            gate.admit(scanner, 0.5, t0).unwrap(),
+            gate.admit(scanner, 0.5, t0).unwrap(),
+            gate.admit(other, 0.5, t0).unwrap(),
+        ];
+        // All but the oldest have spoken: they keep their places for the longer grace.
+        held[1].spoke();
+        held[2].spoke();
+        // Within the silent grace, the caps refuse as before.
+        let soon = t0 + GRACE.silent / 2;
+        assert_eq!(gate.admit(scanner, 0.5, soon).err(), Some(Why::SourceFull));
+        assert_eq!(gate.admit(reader, 0.5, soon).err(), Some(Why::Full));
+        // After it, a newcomer from the scanner's source takes the place of its oldest
+        // silent one; a second finds none past its grace.
+        let later = t0 + GRACE.silent;
+        let newcomer = gate.admit(scanner, 0.5, later).unwrap();
+        assert!(is_told(&held[0]) && !is_told(&held[1]) && !is_told(&held[2]));
+        assert_eq!(gate.admit(scanner, 0.5, later).err(), Some(Why::SourceFull));
+        drop(held);
+        drop(newcomer);
+        assert_eq!(gate.pending(), 0);
+        assert!(gate.state().waiting.is_empty());
+        // The global cap: the reader takes the oldest place past its grace, of any source;
+        // a speaking one only once the longer grace has passed.
+        let old = [
+            gate.admit(scanner, 0.5, t0).unwrap(),
+            gate.admit(other, 0.5, t0).unwrap(),
+            gate.admit(other, 0.5, t0).unwrap(),
+        ];
+        old[0].spoke();
+        old[2].spoke();
+        let reader_in = gate.admit(reader, 0.5, later).unwrap();
+        reader_in.spoke();
+        assert!(!is_told(&old[0]) && is_told(&old[1]) && !is_told(&old[2]));
+        let then = t0 + GRACE.speaking;
+        let _next = gate.admit(reader, 0.5, then).unwrap();
+        assert!(is_told(&old[0]) && !is_told(&old[2]));
+        let third: IpAddr = "198.51.100.3".parse().unwrap();
+        let _last = gate.admit(third, 0.5, then).unwrap();
+        assert!(is_told(&old[2]));
+        // Nothing past its grace is left: refused.
+        assert_eq!(
+            gate.admit("198.51.100.4".parse().unwrap(), 0.5, then).err(),
+            Some(Why::Full)
+        );
+    }
+
+    /// True when the ticket's connection was asked to make way.
+    fn is_told(ticket: &Ticket) -> bool {
+        let evicted = std::pin::pin!(ticket.evicted());
+        let waker = std::task::Waker::noop();
+        evicted
+            .poll(&mut std::task::Context::from_waker(waker))
+            .is_ready()
     }
 }

@@ -9,11 +9,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oscil_protocol::auth::{AuthError, Authenticated, DaemonHandshake, Nonce};
+use oscil_protocol::auth::{AuthError, Authenticated, DaemonHandshake, DataKey, HexBytes, Nonce};
 use oscil_protocol::control::{
-    Connection, DaemonMessage, DataHello, FrameError, ReaderMessage, MAX_PREAUTH_FRAME_BYTES,
+    busy_frame, Connection, DaemonMessage, DataChallenge, DataHello, FrameError, ReaderMessage,
+    MAX_PREAUTH_FRAME_BYTES,
 };
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep_until, timeout_at};
@@ -36,7 +37,8 @@ enum Passed {
 }
 
 /// Takes a new connection through the gate, then hands it on. The ticket (its place among
-/// the unauthenticated) is given back as soon as the gate is passed or failed.
+/// the unauthenticated) is given back as soon as the gate is passed or failed, or when a
+/// newer connection takes its place (see [`crate::admission`]): then it is just closed.
 pub(crate) async fn handle_connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -45,7 +47,12 @@ pub(crate) async fn handle_connection(
     ticket: Ticket,
 ) {
     let deadline = tokio::time::Instant::now() + shared.config.preauth_timeout;
-    let passed = match timeout_at(deadline, pass(stream, peer, &shared, deadline)).await {
+    let passing = timeout_at(deadline, pass(stream, peer, &shared, deadline, &ticket));
+    let passed = tokio::select! {
+        passed = passing => passed,
+        () = ticket.evicted() => return shared.refusals.note(peer.ip(), Why::Evicted),
+    };
+    let passed = match passed {
         Ok(Ok(passed)) => passed,
         Ok(Err(why)) => return shared.refusals.note(peer.ip(), why),
         Err(_) => return shared.refusals.note(peer.ip(), Why::Silent),
@@ -53,7 +60,8 @@ pub(crate) async fn handle_connection(
     drop(ticket);
     match passed {
         Passed::Data(route, conn) => {
-            // The session reads one connection per flow: a full queue means a duplicate.
+            // The session reads one connection per flow: a full queue means a duplicate
+            // (only a holder of the data key gets this far), which is closed.
             if route.try_send(conn).is_err() {
                 shared.refusals.note(peer.ip(), Why::BadData);
             }
@@ -70,12 +78,14 @@ async fn pass(
     peer: SocketAddr,
     shared: &Shared,
     deadline: tokio::time::Instant,
+    ticket: &Ticket,
 ) -> Result<Passed, Why> {
     let mut first = [0u8; 4];
     stream
         .read_exact(&mut first)
         .await
         .map_err(|_| Why::Silent)?;
+    ticket.spoke();
     if first == DataHello::MAGIC {
         return data_connection(stream, peer, shared, first).await;
     }
@@ -101,7 +111,8 @@ async fn pass(
 }
 
 /// Reads the rest of a data hello and finds the session it names, which must have been
-/// opened from the same address and must have signed it.
+/// opened from the same address and must have signed it; then challenges this connection,
+/// so a hello replayed by someone who saw it on the path goes no further.
 async fn data_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
@@ -115,12 +126,51 @@ async fn data_connection(
         .await
         .map_err(|_| Why::Silent)?;
     let hello = DataHello::decode(&bytes).ok_or(Why::BadData)?;
-    let route = shared.route_for(&hello, peer.ip()).ok_or(Why::BadData)?;
+    let (route, key) = shared.route_for(&hello, peer.ip()).ok_or(Why::BadData)?;
+    check_data_proof(&mut stream, &hello, &key).await?;
     let conn = DataConn {
         flow: hello.flow,
         stream,
     };
     Ok(Passed::Data(route, conn))
+}
+
+/// Sends a fresh challenge on a data connection and checks the reader's proof for it.
+async fn check_data_proof(
+    stream: &mut TcpStream,
+    hello: &DataHello,
+    key: &DataKey,
+) -> Result<(), Why> {
+    let nonce = Nonce::random().map_err(|e| {
+        eprintln!("oscil-daemon: cannot draw a nonce: {e}");
+        Why::Silent
+    })?;
+    let challenge = DataChallenge { nonce };
+    stream
+        .write_all(&challenge.encode())
+        .await
+        .map_err(|_| Why::Silent)?;
+    let mut proof = [0u8; 32];
+    stream
+        .read_exact(&mut proof)
+        .await
+        .map_err(|_| Why::Silent)?;
+    let expected = key.proof(&hello.session_id, hello.flow, &nonce);
+    if HexBytes(proof).ct_eq(&expected) {
+        Ok(())
+    } else {
+        Err(Why::BadData)
+    }
+}
+
+/// Turns away a connection the caps on unauthenticated connections refused, with the one
+/// word a reader can act on. Never waits: what the peer already sent is read first (so the
+/// close is a FIN that lets the answer arrive, not a reset that discards it), the answer
+/// goes into the empty send buffer, and the socket is closed.
+pub(crate) fn turn_away_busy(stream: TcpStream) {
+    let mut sent = [0u8; MAX_PREAUTH_FRAME_BYTES];
+    while matches!(stream.try_read(&mut sent), Ok(1..)) {}
+    let _ = stream.try_write(&busy_frame());
 }
 
 /// The daemon's side of the handshake in [`oscil_protocol::auth`]: hello, challenge, proof.

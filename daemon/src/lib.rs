@@ -9,6 +9,7 @@
 //! counts them). Only then does a [`session`] take a slot, flows and buffers.
 
 mod admission;
+pub mod budget;
 mod flow;
 mod gate;
 mod latency;
@@ -147,12 +148,17 @@ struct Shared {
 }
 
 impl Shared {
-    /// The session a data hello is for, if it was signed with that session's key and comes
-    /// from the session's address.
-    fn route_for(&self, hello: &DataHello, peer: IpAddr) -> Option<mpsc::Sender<DataConn>> {
+    /// The session a data hello is for and its data key, if the hello was signed with that
+    /// key and comes from the session's address.
+    fn route_for(
+        &self,
+        hello: &DataHello,
+        peer: IpAddr,
+    ) -> Option<(mpsc::Sender<DataConn>, DataKey)> {
         let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
         let route = routes.get(&hello.session_id)?;
-        (route.peer == peer && hello.is_signed_by(&route.key)).then(|| route.tx.clone())
+        (route.peer == peer && hello.is_signed_by(&route.key))
+            .then(|| (route.tx.clone(), route.key.clone()))
     }
 }
 
@@ -174,13 +180,20 @@ pub async fn run(
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    match shared.admission.admit(peer.ip(), rand::random::<f64>()) {
+                    let now = std::time::Instant::now();
+                    match shared.admission.admit(peer.ip(), rand::random::<f64>(), now) {
                         Ok(ticket) => {
                             let task = gate::handle_connection(stream, peer, shared.clone(), stop_rx.clone(), ticket);
                             tasks.spawn(task);
                         }
-                        // Closed at once: the stranger gets no byte and holds no descriptor.
-                        Err(why) => shared.refusals.note(peer.ip(), why),
+                        // Closed at once, holding no descriptor: a full gate says `busy`
+                        // (a reader tries again later), anything else gets no byte.
+                        Err(why) => {
+                            if why.is_busy() {
+                                gate::turn_away_busy(stream);
+                            }
+                            shared.refusals.note(peer.ip(), why);
+                        }
                     }
                 }
                 Err(e) => {
@@ -223,6 +236,7 @@ impl Shared {
             admission: admission::Admission::new(
                 config.max_startups,
                 config.max_startups_per_source,
+                admission::Graces::of(config.preauth_timeout),
             ),
             refusals: refusals::Refusals::default(),
             routes: Mutex::new(HashMap::new()),

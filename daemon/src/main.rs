@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use oscil_daemon::budget::{self, Budget, Demand};
 use oscil_daemon::{DaemonConfig, StartupLimits};
 use oscil_kernel::SocketOptions;
 use oscil_protocol::address::{self, Endpoint, IpFamily};
@@ -59,9 +60,11 @@ struct Cli {
     /// Data connections one session may open.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), value_name = placeholder::N)]
     max_flows: u32,
-    /// Data connections of all sessions together.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..), value_name = placeholder::N)]
-    max_total_flows: u32,
+    /// Data connections of all sessions together. Unset: as many as the open files limit
+    /// allows beside the sessions and unauthenticated connections, at most 1024; given: it
+    /// must fit in that limit. Each flow holds 2 descriptors, each session 4 more.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = placeholder::N)]
+    max_total_flows: Option<u32>,
     /// A session's total pacing rate (100mbit, 1gbit), split evenly over its flows and set
     /// as each flow's SO_MAX_PACING_RATE; a reader may ask for less, never more.
     #[arg(long, value_parser = parse_rate_bps, value_name = placeholder::RATE)]
@@ -137,7 +140,9 @@ impl Cli {
             key,
             max_sessions: usize::from(self.max_sessions),
             max_flows: self.max_flows,
-            max_total_flows: self.max_total_flows,
+            max_total_flows: self
+                .max_total_flows
+                .unwrap_or(budget::DEFAULT_MAX_TOTAL_FLOWS),
             max_rate_bps: self.max_rate,
             max_session: self.max_session_time,
             min_interval: self.min_interval,
@@ -177,7 +182,7 @@ async fn main() -> ExitCode {
         Ok(checked) => checked,
         Err(e) => return fail(cli::exit::USAGE, cli::error_line(&*e)),
     };
-    match serve(listen, config).await {
+    match serve(listen, config, cli.max_total_flows).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(cli::exit::FAILED_START, cli::error_line(&*e)),
     }
@@ -188,22 +193,39 @@ fn fail(code: u8, message: String) -> ExitCode {
     ExitCode::from(code)
 }
 
-async fn serve(listen: SocketAddr, config: DaemonConfig) -> anyhow::Result<()> {
-    // A flood then meets the caps above, not the default soft limit of 1,024 descriptors.
-    let files = match oscil_kernel::raise_nofile_limit() {
-        Ok((soft, _)) => format!("up to {soft} open files"),
-        Err(e) => format!("cannot raise the open files limit: {e}"),
-    };
+async fn serve(
+    listen: SocketAddr,
+    mut config: DaemonConfig,
+    flows_asked: Option<u32>,
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {}", cli::os_error(&e)))?;
+    let budget = fit_to_open_files(&config, flows_asked)?;
+    config.max_total_flows = budget.max_total_flows;
     eprintln!(
-        "oscil-daemon: listening on {} ({files})",
+        "oscil-daemon: listening on {} ({budget})",
         listener.local_addr()?
     );
     oscil_daemon::run(listener, config, shutdown_signal()).await?;
     eprintln!("oscil-daemon: stopped");
     Ok(())
+}
+
+/// Raises the soft open-files limit to the hard one (a flood then meets the caps, not the
+/// default 1,024), and shares it out: the flows the daemon serves in all, or why the limits
+/// asked for do not fit.
+fn fit_to_open_files(config: &DaemonConfig, flows_asked: Option<u32>) -> anyhow::Result<Budget> {
+    let (limit_fds, _) = oscil_kernel::raise_nofile_limit()
+        .map_err(|e| anyhow::anyhow!("cannot read the open files limit: {e}"))?;
+    let open_fds = budget::open_fds_now()
+        .map_err(|e| anyhow::anyhow!("cannot count open files (/proc/self/fd): {e}"))?;
+    let demand = Demand {
+        sessions: config.max_sessions as u64,
+        startups: config.max_startups.full as u64,
+        flows: flows_asked,
+    };
+    Ok(budget::plan(limit_fds, open_fds, demand)?)
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -20,18 +20,28 @@ pub(crate) enum Why {
     Malformed,
     /// It did not prove the key.
     Unauthenticated,
-    /// A data connection naming no session of its address, or with a wrong tag.
+    /// A data connection naming no session of its address, or with a wrong tag or proof.
     BadData,
+    /// Unauthenticated past the grace while the caps were full: a newer connection took its
+    /// place.
+    Evicted,
 }
 
 impl Why {
-    const ALL: [Why; 6] = [
+    /// Refused only because the caps on unauthenticated connections are full: the peer is
+    /// told `busy`, as a reader should try again; every other refusal is the generic one.
+    pub(crate) fn is_busy(self) -> bool {
+        matches!(self, Why::Full | Why::SourceFull)
+    }
+
+    const ALL: [Why; 7] = [
         Why::Full,
         Why::SourceFull,
         Why::Silent,
         Why::Malformed,
         Why::Unauthenticated,
         Why::BadData,
+        Why::Evicted,
     ];
 
     fn words(self) -> &'static str {
@@ -42,6 +52,7 @@ impl Why {
             Why::Malformed => "malformed",
             Why::Unauthenticated => "failed authentication",
             Why::BadData => "bad data connection",
+            Why::Evicted => "made way for a newer connection",
         }
     }
 }

@@ -34,6 +34,18 @@ struct Grant {
     _flows: OwnedSemaphorePermit,
 }
 
+/// Why an authenticated session is not served.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// A limit that frees up as other sessions end: the reader is told `busy`, and may try
+    /// again.
+    #[error("daemon busy: {0}")]
+    Busy(String),
+    /// The request itself cannot be served by this daemon as it runs.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// Serves one authenticated control connection to its end; every way it ends is logged as
 /// one line, with the peer's own words escaped.
 pub(crate) async fn serve(
@@ -60,7 +72,10 @@ pub(crate) async fn serve(
     }
     let session_id = match SessionId::random() {
         Ok(id) => id,
-        Err(e) => return refuse(&mut conn, peer, config, format!("no session id: {e}")).await,
+        Err(e) => {
+            let reason = Refusal::Refused(format!("no session id: {e}"));
+            return refuse(&mut conn, peer, config, reason).await;
+        }
     };
     let (tx, data_rx) = mpsc::channel(hello.flows as usize);
     let route = RouteGuard::register(
@@ -135,28 +150,28 @@ fn payload_for(hello: &Hello, shared: &Payload) -> Result<Payload, String> {
 
 /// Checks the hello, takes a session slot and the flows, and tries the options on a scratch
 /// socket: the grant, or why the session is refused.
-fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, String> {
+fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refusal> {
     let config = &shared.config;
-    let options = check_hello(hello, config)?;
+    let options = check_hello(hello, config).map_err(Refusal::Refused)?;
     let slot = shared.sessions.clone().try_acquire_owned().map_err(|_| {
-        format!(
-            "daemon busy: already serving {} sessions (--max-sessions)",
+        Refusal::Busy(format!(
+            "already serving {} sessions (--max-sessions)",
             config.max_sessions
-        )
+        ))
     })?;
     let flows = shared
         .flows
         .clone()
         .try_acquire_many_owned(hello.flows)
         .map_err(|_| {
-            format!(
-                "daemon busy: {} flows asked, {} of {} free (--max-total-flows)",
+            Refusal::Busy(format!(
+                "{} flows asked, {} of {} free (--max-total-flows)",
                 hello.flows,
                 shared.flows.available_permits(),
                 config.max_total_flows
-            )
+            ))
         })?;
-    let in_force = validate_options(&options, ipv6)?;
+    let in_force = validate_options(&options, ipv6).map_err(Refusal::Refused)?;
     Ok(Grant {
         options,
         in_force,
@@ -208,10 +223,19 @@ pub(crate) fn check_congestion_name(options: &SocketOptions) -> Result<(), Strin
 /// Checks a hello against this daemon's limits and merges its options over the defaults;
 /// `--max-rate` caps each flow's pacing rate at its share of the session's.
 fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, String> {
-    if hello.flows == 0 || hello.flows > config.max_flows {
+    // More than all the flows the daemon serves at once would never fit: not busy, refused.
+    let (most, flag) = if config.max_total_flows < config.max_flows {
+        (
+            config.max_total_flows,
+            "--max-total-flows, and the open files limit",
+        )
+    } else {
+        (config.max_flows, "--max-flows")
+    };
+    if hello.flows == 0 || hello.flows > most {
         return Err(format!(
-            "{} flows asked: this daemon serves 1 to {} flows per session (--max-flows)",
-            hello.flows, config.max_flows
+            "{} flows asked: this daemon serves 1 to {most} flows per session ({flag})",
+            hello.flows
         ));
     }
     let interval = Duration::from_micros(hello.interval_us);
@@ -284,15 +308,16 @@ pub(crate) fn validate_options(
     sockopt::apply(&scratch, options).map_err(|e| e.to_string())
 }
 
-async fn refuse(conn: &mut Control, peer: SocketAddr, config: &DaemonConfig, reason: String) {
-    let told = send(
-        conn,
-        config,
-        &DaemonMessage::Refused {
-            reason: reason.clone(),
+async fn refuse(conn: &mut Control, peer: SocketAddr, config: &DaemonConfig, reason: Refusal) {
+    let message = match &reason {
+        Refusal::Busy(detail) => DaemonMessage::Busy {
+            detail: Some(detail.clone()),
         },
-    )
-    .await;
+        Refusal::Refused(words) => DaemonMessage::Refused {
+            reason: words.clone(),
+        },
+    };
+    let told = send(conn, config, &message).await;
     eprintln!(
         "oscil-daemon: session from {peer} refused: {reason}{}",
         could_not_tell(told)
@@ -419,7 +444,10 @@ impl Session<'_> {
                         format!("data connection for flow {flow}, but the session has {n} flows")
                     })?;
                     if slot.is_some() {
-                        return Err(format!("flow {flow} connected twice"));
+                        // Only a holder of the data key gets here: close the second, keep
+                        // the first.
+                        eprintln!("oscil-daemon: flow {flow} connected twice; closed the second");
+                        continue;
                     }
                     sockopt::apply(&stream, self.options)
                         .map_err(|e| format!("flow {flow}: {e}"))?;

@@ -8,11 +8,9 @@
 
 mod util;
 
-use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 use oscil_daemon::GENERIC_REFUSAL;
@@ -22,6 +20,7 @@ use oscil_protocol::key::{generate_key, Key};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio::time::{sleep_until, timeout, Instant};
+use util::process::DaemonProcess;
 use util::{connect_from, hello, Client};
 
 const IDLE: usize = 3000;
@@ -38,87 +37,6 @@ const FLOOD_END: Duration = Duration::from_secs(7);
 const RSS_GROWTH_BOUND_KIB: u64 = 8 << 10;
 /// ...and must come back within this much of it once the strangers are gone.
 const RSS_AFTER_BOUND_KIB: u64 = 4 << 10;
-
-/// The daemon as a child process, with `ulimit -n 1024` (soft and hard), its stderr lines
-/// collected.
-struct DaemonProcess {
-    child: Child,
-    addr: SocketAddr,
-    log: mpsc::Receiver<String>,
-}
-
-impl DaemonProcess {
-    fn start(key_file: &std::path::Path) -> Self {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(format!("ulimit -n {DAEMON_NOFILE} && exec \"$0\" \"$@\""))
-            .arg(env!("CARGO_BIN_EXE_oscil-daemon"))
-            .args(["--listen", "127.0.0.1:0", "--key-file"])
-            .arg(key_file)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start oscil-daemon");
-        let (tx, log) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let addr = loop {
-            let line = log
-                .recv_timeout(Duration::from_secs(10))
-                .expect("oscil-daemon says where it listens");
-            if let Some(addr) = line.strip_prefix("oscil-daemon: listening on ") {
-                break addr.split_whitespace().next().unwrap().parse().unwrap();
-            }
-        };
-        DaemonProcess { child, addr, log }
-    }
-
-    /// A field of `/proc/PID/status`, in its unit (kB for VmRSS).
-    fn status(&self, field: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    }
-
-    fn rss_kib(&self) -> u64 {
-        self.status("VmRSS:")
-    }
-
-    fn open_fds(&self) -> u64 {
-        std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).map_or(0, |d| d.count() as u64)
-    }
-
-    /// CPU time used so far, user plus system, in clock ticks (1/100 s).
-    fn cpu_ticks(&self) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
-        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-        let fields: Vec<&str> = after_name.split_whitespace().collect();
-        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-    }
-
-    fn nofile_limit(&self) -> String {
-        let limits = std::fs::read_to_string(format!("/proc/{}/limits", self.child.id())).unwrap();
-        let line = limits
-            .lines()
-            .find(|l| l.starts_with("Max open files"))
-            .unwrap();
-        line.split_whitespace()
-            .skip(3)
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-impl Drop for DaemonProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
@@ -257,7 +175,10 @@ fn a_flood_of_strangers_neither_ends_a_session_nor_grows_the_daemon() {
     let key_text = generate_key().unwrap();
     std::fs::write(&key_file, &key_text).unwrap();
     let key = Key::new(&key_text).unwrap();
-    let daemon = DaemonProcess::start(&key_file);
+    let daemon = DaemonProcess::start(
+        DAEMON_NOFILE,
+        &["--key-file".as_ref(), key_file.as_os_str()],
+    );
     assert_eq!(daemon.nofile_limit(), "1024 1024");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -10,7 +10,9 @@ use std::time::Duration;
 use oscil_daemon::{DaemonConfig, GENERIC_REFUSAL};
 use oscil_kernel::SocketOptions;
 use oscil_protocol::auth::HexBytes;
-use oscil_protocol::control::{Connection, DaemonMessage, DataHello, ReaderMessage};
+use oscil_protocol::control::{
+    open_data_connection, Connection, DaemonMessage, DataChallenge, DataHello, ReaderMessage,
+};
 use oscil_protocol::key::{generate_key, Key};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use util::{connect_from, hello, Client, Daemon};
@@ -80,6 +82,81 @@ async fn a_replayed_handshake_is_refused() {
     assert_eq!(refusal(Some(answer)), GENERIC_REFUSAL);
 }
 
+/// A data connection's opening done by hand, as an eavesdropper on the path sees it: the
+/// hello sent, the daemon's challenge, the proof sent.
+async fn open_by_hand(
+    addr: std::net::SocketAddr,
+    hello: &DataHello,
+    proof_for: impl Fn(&DataChallenge) -> [u8; 32],
+) -> (tokio::net::TcpStream, [u8; 32]) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&hello.encode()).await.unwrap();
+    let mut bytes = [0u8; DataChallenge::LEN];
+    stream.read_exact(&mut bytes).await.unwrap();
+    let challenge = DataChallenge::decode(&bytes).expect("a challenge");
+    let proof = proof_for(&challenge);
+    stream.write_all(&proof).await.unwrap();
+    (stream, proof)
+}
+
+/// Everything a replayed connection receives until the daemon closes it.
+async fn all_it_gets(mut stream: tokio::net::TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut got)).await;
+    assert!(read.is_ok(), "the daemon closes a replayed data connection");
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_data_hello_neither_takes_a_flow_nor_ends_the_session() {
+    let key = key();
+    let daemon = Daemon::start(keyed(&key)).await;
+    let mut client = Client::connect_with_key(daemon.addr, Some(key)).await;
+    let two_flows = hello(2, SocketOptions::default(), INTERVAL, LONG);
+    let DaemonMessage::Welcome(welcome) = client.hello(two_flows).await else {
+        panic!("no welcome");
+    };
+    let data_key = client.data_key.clone().unwrap();
+    let session = welcome.session_id;
+    let signed = DataHello::signed(&data_key, session, 0);
+    // A replay of flow 0's hello from the reader's own address before the reader's own
+    // connection, answering its challenge with made-up bytes...
+    let (early, _) = open_by_hand(daemon.addr, &signed, |_| [7; 32]).await;
+    // ...then the reader's flow 0, seen on the path, hello and proof...
+    let (flow0, seen_proof) = open_by_hand(daemon.addr, &signed, |c| {
+        data_key.proof(&session, 0, &c.nonce).0
+    })
+    .await;
+    // ...and both replayed on a new connection: the daemon's fresh challenge does not take
+    // the proof it saw.
+    let (late, _) = open_by_hand(daemon.addr, &signed, |_| seen_proof).await;
+    let mut flow1 = tokio::net::TcpStream::connect(daemon.addr).await.unwrap();
+    open_data_connection(&mut flow1, &data_key, session, 1)
+        .await
+        .unwrap();
+    assert!(matches!(client.next().await, Some(DaemonMessage::Ready)));
+    client.send(&ReaderMessage::Start).await;
+    let readers = [util::drain(flow0), util::drain(flow1)];
+    let samples = client.samples_for(Duration::from_millis(500)).await;
+    assert!(samples.len() >= 5, "{} samples", samples.len());
+    for replay in [early, late] {
+        assert_eq!(
+            all_it_gets(replay).await,
+            b"",
+            "the replayer gets no payload"
+        );
+    }
+    let ended = client.stop().await;
+    assert!(
+        ended.reason.contains("reader asked to stop"),
+        "{}",
+        ended.reason
+    );
+    for reader in readers {
+        assert!(reader.await.unwrap() > 0, "every genuine flow carried data");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_connections_need_the_session_address_and_tag() {
     let key = key();
@@ -133,11 +210,13 @@ async fn unauthenticated_connections_are_capped_per_source() {
     // Let the daemon accept the four before the fifth arrives.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let mut fifth = connect_from(crowd, daemon.addr).await.unwrap();
-    let mut buf = [0u8; 1];
-    let closed = tokio::time::timeout(Duration::from_millis(500), fifth.read(&mut buf)).await;
-    assert!(
-        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
-        "the fifth is closed at once"
+    let mut told = Vec::new();
+    let closed =
+        tokio::time::timeout(Duration::from_millis(500), fifth.read_to_end(&mut told)).await;
+    assert!(closed.is_ok(), "the fifth is closed at once");
+    assert_eq!(
+        told, b"\0\0\0\x0f{\"type\":\"busy\"}",
+        "and told busy, no more"
     );
     // Another address still gets a challenge.
     let other = connect_from(Ipv4Addr::new(127, 0, 0, 4), daemon.addr)
@@ -182,11 +261,18 @@ async fn flows_are_capped_across_sessions() {
     let answer = second
         .hello(hello(2, SocketOptions::default(), INTERVAL, LONG))
         .await;
-    let reason = refusal(Some(answer));
+    let reason = util::busy_detail(answer);
     assert!(
         reason.contains("--max-total-flows") && reason.contains("1 of 4 free"),
         "{reason}"
     );
+    // More flows than the daemon serves in all is no matter of waiting: refused.
+    let mut third = Client::connect(daemon.addr).await;
+    let answer = third
+        .hello(hello(5, SocketOptions::default(), INTERVAL, LONG))
+        .await;
+    let reason = refusal(Some(answer));
+    assert!(reason.contains("1 to 4 flows"), "{reason}");
     first.stop().await;
 }
 

@@ -233,12 +233,11 @@ async fn guards_refuse_busy_and_too_many_flows_and_time_out_silence() {
         .await;
     assert!(matches!(welcome, DaemonMessage::Welcome(_)));
     let mut second = Client::connect(daemon.addr).await;
-    let reason = refusal(
-        second
-            .hello(hello(1, SocketOptions::default(), INTERVAL, LONG))
-            .await,
-    );
-    assert!(reason.contains("busy"), "{reason}");
+    let answer = second
+        .hello(hello(1, SocketOptions::default(), INTERVAL, LONG))
+        .await;
+    let reason = util::busy_detail(answer);
+    assert!(reason.contains("--max-sessions"), "{reason}");
     match first.next().await {
         Some(DaemonMessage::Ended(e)) => {
             assert!(e.reason.contains("0 of 2 data connections"), "{}", e.reason)

@@ -8,7 +8,9 @@
 //! 3. The reader checks that proof in constant time and only then sends its own,
 //!    `HMAC-SHA256(key, "reader" | T)`.
 //! 4. The daemon checks it. Both ends derive the data key `HMAC-SHA256(key, "data" | T)`,
-//!    which signs every data connection's `DataHello`.
+//!    which signs every data connection's `DataHello` and answers the daemon's fresh
+//!    challenge on that connection (`DataKey::proof`), so a hello seen on the path and
+//!    replayed on another connection proves nothing there.
 //!
 //! Each proof covers the other side's fresh nonce, so a captured handshake proves nothing on
 //! a new connection, and the reader reveals nothing derived from the key to a daemon that
@@ -108,6 +110,17 @@ impl DataKey {
         mac.update(b"oscil data hello\0");
         mac.update(&session_id.0);
         mac.update(&flow.to_be_bytes());
+        HexBytes(mac.finalize().into_bytes().into())
+    }
+
+    /// The answer for flow `flow` of `session_id` to the daemon's `challenge` on its data
+    /// connection: only a holder of the data key can make it, and only for that challenge.
+    pub fn proof(&self, session_id: &SessionId, flow: u32, challenge: &Nonce) -> Tag {
+        let mut mac = hmac_with(&self.0);
+        mac.update(b"oscil data proof\0");
+        mac.update(&session_id.0);
+        mac.update(&flow.to_be_bytes());
+        mac.update(&challenge.0);
         HexBytes(mac.finalize().into_bytes().into())
     }
 }

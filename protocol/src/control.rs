@@ -6,9 +6,14 @@
 //! [`crate::auth`] (hello, challenge, proof), then a welcome; a session with markers then
 //! makes its clock exchanges (`clock_probe`, `clock_echo`, see [`crate::clock`]) before the
 //! reader's start, and the daemon sends `markers` as its writers set them. Data connections
-//! open with a
-//! fixed 60-byte `DataHello` that names the session and the flow and carries a tag made with
-//! the session's data key, then carry only payload.
+//! open with a fixed 60-byte `DataHello` that names the session and the flow and carries a
+//! tag made with the session's data key; the daemon answers a session's hello from the
+//! session's address with a fresh 36-byte `DataChallenge`, the reader sends the 32-byte
+//! proof for it (`DataKey::proof`), and then the connection carries only payload.
+//!
+//! A daemon at its limits says so with `busy`: before authentication as the fixed frame
+//! [`busy_frame`] (and only when its caps on unauthenticated connections are the reason),
+//! after it with the limit that was reached. A reader may try again later.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +30,9 @@ use crate::text::escape_peer;
 /// challenge-response handshake, 128-bit session ids and signed data hellos. Version 3: the
 /// daemon says `Ready` once it holds every data connection (both clocks start at `Start`),
 /// `Stop` names the intervals the reader sampled, and samples may come several to a write.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// Version 4: every data connection answers a fresh challenge of the daemon (a replayed
+/// data hello can no longer take or end a flow), and a daemon at its limits says `busy`.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// A control frame larger than this ends the session: samples of 200 flows are ~60 KB.
 pub const MAX_FRAME_BYTES: usize = 4 << 20;
@@ -165,6 +172,13 @@ pub enum DaemonMessage {
     Refused {
         reason: String,
     },
+    /// The daemon is at a limit that frees up by itself (sessions, flows, or connections
+    /// not yet authenticated): try again later. Before authentication it carries no
+    /// detail; after it, the limit that was reached.
+    Busy {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
     /// One interval's samples: every flow of the session and the host.
     Samples {
         host: HostSample,
@@ -203,6 +217,12 @@ impl From<serde_json::Error> for FrameError {
     fn from(e: serde_json::Error) -> Self {
         FrameError::Invalid(escape_peer(&e.to_string()))
     }
+}
+
+/// The daemon's whole answer to a connection it turns away because its caps on
+/// unauthenticated connections are full: `{"type":"busy"}`, the same bytes every time.
+pub fn busy_frame() -> Vec<u8> {
+    encode_frame(&DaemonMessage::Busy { detail: None })
 }
 
 /// Encodes one message as a frame.
@@ -379,6 +399,57 @@ impl DataHello {
     }
 }
 
+/// The daemon's answer to a data hello that names one of its sessions: a fresh nonce the
+/// reader must sign on this very connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataChallenge {
+    pub nonce: Nonce,
+}
+
+impl DataChallenge {
+    pub const LEN: usize = 36;
+    pub const MAGIC: [u8; 4] = *b"OSCC";
+
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut out = [0u8; Self::LEN];
+        out[..4].copy_from_slice(&Self::MAGIC);
+        out[4..].copy_from_slice(&self.nonce.0);
+        out
+    }
+
+    /// `None` unless the bytes start with the challenge's magic.
+    pub fn decode(bytes: &[u8; Self::LEN]) -> Option<Self> {
+        let (magic, nonce) = bytes.split_first_chunk::<4>()?;
+        (*magic == Self::MAGIC).then(|| DataChallenge {
+            nonce: crate::auth::HexBytes(nonce.try_into().expect("32 bytes")),
+        })
+    }
+}
+
+/// The reader's side of a data connection's opening: the hello, the daemon's challenge, the
+/// proof. Afterwards the connection carries only payload.
+pub async fn open_data_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    key: &DataKey,
+    session_id: SessionId,
+    flow: u32,
+) -> std::io::Result<()> {
+    stream
+        .write_all(&DataHello::signed(key, session_id, flow).encode())
+        .await?;
+    let mut bytes = [0u8; DataChallenge::LEN];
+    stream.read_exact(&mut bytes).await?;
+    let challenge = DataChallenge::decode(&bytes).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the daemon's answer to the data hello is not a challenge",
+        )
+    })?;
+    let proof = key.proof(&session_id, flow, &challenge.nonce);
+    stream.write_all(&proof.0).await?;
+    stream.flush().await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,5 +559,42 @@ mod tests {
         let mut http = [0u8; DataHello::LEN];
         http[..16].copy_from_slice(b"GET / HTTP/1.1\r\n");
         assert_eq!(DataHello::decode(&http), None);
+    }
+
+    #[test]
+    fn busy_is_one_fixed_short_frame() {
+        assert_eq!(busy_frame(), b"\0\0\0\x0f{\"type\":\"busy\"}");
+        let (told, _): (DaemonMessage, usize) = decode_frame(&busy_frame(), MAX_FRAME_BYTES)
+            .unwrap()
+            .unwrap();
+        assert_eq!(told, DaemonMessage::Busy { detail: None });
+    }
+
+    #[tokio::test]
+    async fn a_data_proof_answers_one_challenge_only() {
+        let key = auth_key();
+        let session = HexBytes([3; 16]);
+        let (mut reader, mut daemon) = tokio::io::duplex(256);
+        let opening = tokio::spawn(async move {
+            open_data_connection(&mut reader, &key, session, 5)
+                .await
+                .map(|()| key)
+        });
+        let mut hello = [0u8; DataHello::LEN];
+        daemon.read_exact(&mut hello).await.unwrap();
+        assert_eq!(DataHello::decode(&hello).unwrap().flow, 5);
+        let challenge = DataChallenge {
+            nonce: HexBytes([9; 32]),
+        };
+        assert_eq!(DataChallenge::decode(&challenge.encode()), Some(challenge));
+        daemon.write_all(&challenge.encode()).await.unwrap();
+        let mut proof = [0u8; 32];
+        daemon.read_exact(&mut proof).await.unwrap();
+        let key = opening.await.unwrap().unwrap();
+        assert!(HexBytes(proof).ct_eq(&key.proof(&session, 5, &challenge.nonce)));
+        // The same bytes answer no other challenge, flow or session.
+        assert!(!HexBytes(proof).ct_eq(&key.proof(&session, 5, &HexBytes([8; 32]))));
+        assert!(!HexBytes(proof).ct_eq(&key.proof(&session, 4, &challenge.nonce)));
+        assert!(!HexBytes(proof).ct_eq(&key.proof(&HexBytes([4; 16]), 5, &challenge.nonce)));
     }
 }

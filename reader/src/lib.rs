@@ -72,6 +72,8 @@ pub struct ReaderConfig {
     pub write_size_bytes: u32,
     /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
     pub marker_every: Option<Duration>,
+    /// How long to keep trying while the daemon says it is busy (zero: not at all).
+    pub busy_retry: Duration,
     /// The pre-shared key, when the daemon has one.
     pub key: Option<oscil_protocol::key::Key>,
     pub label: Option<String>,
@@ -127,6 +129,12 @@ pub enum ReaderError {
     /// The daemon sent a message out of order.
     #[error("the daemon sent something other than {0}")]
     Unexpected(&'static str),
+    /// The daemon is at a limit that frees up by itself (its words, escaped).
+    #[error("the daemon is busy: {0}; try again later (--busy-retry)")]
+    Busy(String),
+    /// The daemon was still busy when the time allowed for trying again ran out.
+    #[error("the daemon stayed busy for {:.0} s ({detail}): try again later, or allow longer with --busy-retry", waited.as_secs_f64())]
+    StillBusy { waited: Duration, detail: String },
     /// The daemon closed before the session was set up.
     #[error("the daemon closed the control connection before answering")]
     ClosedEarly,

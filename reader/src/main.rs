@@ -102,6 +102,11 @@ struct Args {
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     rcvbuf: Option<u32>,
 
+    /// While the daemon answers that it is busy (at its sessions, flows or connection
+    /// limits), keep trying, with backoff, for this long; 0 gives up at once.
+    #[arg(long, default_value = "30s", value_parser = parse_whole_ms_duration, value_name = placeholder::DUR)]
+    busy_retry: Duration,
+
     /// File holding the daemon's pre-shared key (else $OSCIL_KEY; never on the command line).
     #[arg(long, value_name = placeholder::FILE)]
     key_file: Option<PathBuf>,
@@ -237,6 +242,7 @@ impl Args {
                 DEFAULT_WRITE_BYTES
             }),
             marker_every: self.marker_every,
+            busy_retry: self.busy_retry,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,
             lab_meta,

@@ -9,14 +9,13 @@ use oscil_protocol::auth::{AuthError, DataKey, Nonce, ReaderHandshake, SessionId
 use oscil_protocol::cli;
 use oscil_protocol::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
 use oscil_protocol::control::{
-    Connection, DaemonMessage, DataHello, FrameError, Hello, ReaderMessage, Welcome,
+    open_data_connection, Connection, DaemonMessage, FrameError, Hello, ReaderMessage, Welcome,
     PROTOCOL_VERSION,
 };
 use oscil_protocol::text::escape_peer;
-use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{lookup_host, TcpSocket, TcpStream};
-use tokio::time::timeout;
+use tokio::time::{sleep, timeout, Instant};
 
 use crate::{ReaderConfig, ReaderError};
 
@@ -39,7 +38,54 @@ pub struct Session {
     pub clock: Option<ClockEstimate>,
 }
 
+/// The first wait after the daemon said `busy`; each next one doubles, up to
+/// [`BUSY_BACKOFF_MAX`], and is drawn at random between half and all of that, so readers
+/// turned away together do not come back together.
+const BUSY_BACKOFF_FIRST: Duration = Duration::from_millis(250);
+const BUSY_BACKOFF_MAX: Duration = Duration::from_secs(4);
+
+/// Opens a session ([`open_once`]); while the daemon answers `busy`, tries again with
+/// backoff until `config.busy_retry` has passed, saying so once on stderr.
 pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
+    let started = Instant::now();
+    let give_up_at = started + config.busy_retry;
+    let mut backoff = BUSY_BACKOFF_FIRST;
+    let mut retrying = false;
+    loop {
+        let detail = match open_once(config).await {
+            Err(ReaderError::Busy(detail)) => detail,
+            other => return other,
+        };
+        let wait = jittered(backoff);
+        if Instant::now() + wait >= give_up_at {
+            if !retrying {
+                return Err(ReaderError::Busy(detail));
+            }
+            return Err(ReaderError::StillBusy {
+                waited: started.elapsed(),
+                detail,
+            });
+        }
+        if !retrying {
+            eprintln!(
+                "oscil-reader: the daemon at {} is busy ({detail}); trying again for up to {:?} (--busy-retry)",
+                config.connect, config.busy_retry
+            );
+            retrying = true;
+        }
+        sleep(wait).await;
+        backoff = (backoff * 2).min(BUSY_BACKOFF_MAX);
+    }
+}
+
+/// A random wait between half of `backoff` and all of it.
+fn jittered(backoff: Duration) -> Duration {
+    let [roll] = oscil_protocol::key::random_bytes::<1>().unwrap_or([255]);
+    backoff.mul_f64(0.5 + f64::from(roll) / 510.0)
+}
+
+/// One try: the control connection, the handshake, every data connection, `Ready`.
+async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
     let addr = resolve(&config.connect, config.family).await?;
     let connect_error = |source| ReaderError::Connect {
         addr: config.connect.clone(),
@@ -190,6 +236,10 @@ async fn answer(
             Err(ReaderError::RefusedBeforeAuth(escape_peer(&reason)))
         }
         Some(DaemonMessage::Refused { reason }) => Err(ReaderError::Refused(escape_peer(&reason))),
+        Some(DaemonMessage::Busy { detail }) => Err(ReaderError::Busy(detail.map_or_else(
+            || "at its limit of connections not yet authenticated".to_owned(),
+            |d| escape_peer(&d),
+        ))),
         Some(message) => Ok(message),
         None => Err(ReaderError::ClosedEarly),
     }
@@ -237,9 +287,12 @@ async fn open_flow(
         .await
         .map_err(|_| ReaderError::Timeout("opening a data connection"))?
         .map_err(io_error)?;
-    stream
-        .write_all(&DataHello::signed(data_key, session_id, flow).encode())
-        .await
-        .map_err(io_error)?;
+    timeout(
+        HANDSHAKE_TIMEOUT,
+        open_data_connection(&mut stream, data_key, session_id, flow),
+    )
+    .await
+    .map_err(|_| ReaderError::Timeout("waiting for the daemon's challenge on a data connection"))?
+    .map_err(io_error)?;
     Ok((stream, in_force))
 }

@@ -231,3 +231,58 @@ fn flows_that_cannot_fit_the_open_files_limit_are_refused_before_connecting() {
     assert_eq!(output.status.code(), Some(1));
     assert!(!dir.path().join("run").exists(), "nothing written");
 }
+
+#[test]
+fn a_daemon_that_stays_busy_is_retried_for_the_window_then_named() {
+    let daemon = Daemon::start(&["--max-sessions", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    // The one session slot, held for longer than the second reader will wait.
+    let mut holder = reader()
+        .args([
+            "--connect",
+            &daemon.addr.to_string(),
+            "--quiet",
+            "-t",
+            "8s",
+            "--out",
+        ])
+        .arg(dir.path().join("holder"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let started = std::time::Instant::now();
+    let output = run_reader(
+        &daemon,
+        &dir.path().join("second"),
+        &["-t", "1s", "--busy-retry", "2s"],
+    );
+    let waited = started.elapsed();
+    // With no window at all: one try, and the word.
+    let once = run_reader(
+        &daemon,
+        &dir.path().join("third"),
+        &["-t", "1s", "--busy-retry", "0"],
+    );
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let stderr = failure(&output);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines[0].contains("is busy (already serving 1 sessions (--max-sessions))")
+            && lines[0].contains("trying again for up to 2s (--busy-retry)"),
+        "{stderr}"
+    );
+    assert!(lines[1].contains("the daemon stayed busy for"), "{stderr}");
+    assert!(
+        waited >= std::time::Duration::from_millis(1000)
+            && waited < std::time::Duration::from_secs(6),
+        "gave up after {waited:?}"
+    );
+    let line = failure(&once);
+    assert!(
+        only_line(&line).contains("the daemon is busy: already serving 1 sessions"),
+        "{line}"
+    );
+}

@@ -9,8 +9,8 @@ use std::thread::JoinHandle;
 
 use oscil_protocol::auth::{DaemonHandshake, Nonce, SessionId};
 use oscil_protocol::control::{
-    decode_frame, encode_frame, DaemonMessage, ReaderMessage, Welcome, MAX_FRAME_BYTES,
-    PROTOCOL_VERSION,
+    decode_frame, encode_frame, DaemonMessage, DataChallenge, DataHello, ReaderMessage, Welcome,
+    MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::key::{generate_key, Key};
 use oscil_protocol::{HostSample, SenderSample, Side};
@@ -146,6 +146,20 @@ fn a_reader_with_a_key_sends_no_proof_to_a_daemon_that_cannot_prove_it() {
     );
 }
 
+/// Accepts a data connection and takes it through its opening: hello, challenge, proof.
+fn take_data_connection(listener: &TcpListener) -> TcpStream {
+    let mut stream = listener.accept().unwrap().0;
+    let mut hello = [0u8; DataHello::LEN];
+    stream.read_exact(&mut hello).unwrap();
+    let challenge = DataChallenge {
+        nonce: Nonce::random().unwrap(),
+    };
+    stream.write_all(&challenge.encode()).unwrap();
+    let mut proof = [0u8; 32];
+    stream.read_exact(&mut proof).unwrap();
+    stream
+}
+
 /// Plays a keyless daemon up to the reader's start, echoing clock probes on one clock;
 /// returns the data connections.
 fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> {
@@ -163,7 +177,7 @@ fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> 
         options_in_force: Default::default(),
     }));
     let flows = (0..auth.hello.flows)
-        .map(|_| listener.accept().unwrap().0)
+        .map(|_| take_data_connection(listener))
         .collect();
     fake.send(&DaemonMessage::Ready);
     loop {

@@ -1,6 +1,8 @@
 //! Helpers for driving a real daemon over loopback with a raw oscil-protocol client.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod process;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -8,11 +10,12 @@ use oscil_daemon::DaemonConfig;
 use oscil_kernel::SocketOptions;
 use oscil_protocol::auth::{DataKey, Nonce, ReaderHandshake};
 use oscil_protocol::control::{
-    Connection, DaemonMessage, DataHello, Hello, ReaderMessage, Welcome, PROTOCOL_VERSION,
+    open_data_connection, Connection, DaemonMessage, Hello, ReaderMessage, Welcome,
+    PROTOCOL_VERSION,
 };
 use oscil_protocol::key::Key;
 use oscil_protocol::SenderSample;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -164,8 +167,9 @@ impl Client {
             configure(&socket);
             let mut s = socket.connect(self.addr).await.unwrap();
             let key = self.data_key.as_ref().unwrap();
-            let hello = DataHello::signed(key, welcome.session_id, flow);
-            s.write_all(&hello.encode()).await.unwrap();
+            open_data_connection(&mut s, key, welcome.session_id, flow)
+                .await
+                .unwrap();
             streams.push(s);
         }
         match self.next().await {
@@ -203,6 +207,16 @@ impl Client {
                 other => panic!("expected ended, got {other:?}"),
             }
         }
+    }
+}
+
+/// What the daemon said it is busy with; panics on any other answer.
+pub fn busy_detail(answer: DaemonMessage) -> String {
+    match answer {
+        DaemonMessage::Busy {
+            detail: Some(detail),
+        } => detail,
+        other => panic!("expected busy, got {other:?}"),
     }
 }
 
