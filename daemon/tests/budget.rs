@@ -104,7 +104,9 @@ fn four_readers_of_256_flows_are_served_in_turn_at_ulimit_1024() {
     // The readers inherit this process's limit: each holds 256 sockets and more.
     let (soft, _) = oscil_kernel::raise_nofile_limit().unwrap();
     if soft < 2048 {
-        eprintln!("skipped: the readers need more than {soft} open files each");
+        oscil_testkit::skip(&format!(
+            "the readers need more than {soft} open files each"
+        ));
         return;
     }
     // Paced, so four sessions of 256 flows do not take a shared machine's every core.
