@@ -349,14 +349,19 @@ fn write_warnings(dir: &Path, warnings: &[String]) -> Result<(), LabError> {
 
 /// The report over every complete run, the measured path, and the end table.
 fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
-    let dirs: Vec<PathBuf> = cdir
-        .campaign
-        .complete_runs(&cdir.dir)
-        .map(|(_, d)| d)
-        .collect();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for (run, dir) in cdir.campaign.complete_runs(&cdir.dir) {
+        match dir {
+            Ok(dir) => dirs.push(dir),
+            Err(e) => ui::say(&format!(
+                "oscil-lab: warning: {} rep {} left out: {e}",
+                run.label, run.repetition
+            )),
+        }
+    }
     if let Some(min_rtt_us) = dirs
         .iter()
-        .filter_map(|d| oscil_protocol::rundir::load_csv::<oscil_protocol::SenderSample>(d).ok())
+        .filter_map(|d| oscil_protocol::rundir::load_rows::<oscil_protocol::SenderSample>(d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)

@@ -487,9 +487,9 @@ pub struct Run {
 
 impl Run {
     /// The run's name on charts: its label, else the directory's name, escaped and
-    /// bounded ([`crate::text::label`]) wherever it came from.
+    /// bounded ([`crate::text::escape_stored`]) wherever it came from.
     pub fn label(&self) -> String {
-        crate::text::label(&self.meta.label.clone().unwrap_or_else(|| {
+        crate::text::escape_stored(&self.meta.label.clone().unwrap_or_else(|| {
             self.dir
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
@@ -539,6 +539,17 @@ impl Limits {
             us @ 1_000..=60_000_000 => us,
             us => return Err(format!("interval_us {us} is not within 1000..=60000000")),
         };
+        for cc in [
+            &config.sender_request.congestion,
+            &config.reader_request.congestion,
+        ] {
+            if let Some(name) = cc.as_deref().filter(|name| !is_congestion_name(name)) {
+                let shown = crate::text::escape_peer(name);
+                return Err(format!(
+                    "congestion {shown:?} is not a congestion control's name"
+                ));
+            }
+        }
         let pattern = &config.pattern;
         if !(0.0..=1.0).contains(&pattern.fraction) {
             return Err(format!(
@@ -627,10 +638,18 @@ impl Limits {
     }
 }
 
+/// A kernel congestion control's name: up to 15 letters, digits, `_` or `-`.
+pub fn is_congestion_name(name: &str) -> bool {
+    (1..16).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 /// Reads `run.json` alone: a regular file of bounded size whose declarations are in range.
 pub fn load_meta(dir: &Path) -> Result<RunMeta, RunDirError> {
     let path = dir.join(RUN_JSON);
-    if !path.is_file() {
+    if path.symlink_metadata().is_err() {
         return Err(RunDirError::NotARunDir(dir.to_owned()));
     }
     let text = safe_fs::read_bounded(&path, MAX_META_BYTES)?;

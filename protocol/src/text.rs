@@ -14,9 +14,9 @@ pub fn escape_peer(text: &str) -> String {
     escape_bounded(text, PEER_TEXT_CHARS)
 }
 
-/// A label read from a run or campaign directory, safe to print and write anywhere:
+/// Text read from a run or campaign directory (a label, a reason), safe to print and write anywhere:
 /// escaped like [`escape_peer`], cut to [`LABEL_CHARS`] characters.
-pub fn label(text: &str) -> String {
+pub fn escape_stored(text: &str) -> String {
     escape_bounded(text, LABEL_CHARS)
 }
 
@@ -69,9 +69,9 @@ mod tests {
     #[test]
     fn labels_keep_300_characters_and_cut_a_megabyte() {
         let long = "a".repeat(300);
-        assert_eq!(label(&long), long);
+        assert_eq!(escape_stored(&long), long);
         let huge = "\u{1b}[2J".repeat(250_000);
-        let out = label(&huge);
+        let out = escape_stored(&huge);
         assert!(out.ends_with("...(cut)"));
         assert!(!out.contains('\u{1b}'));
         assert!(out.chars().count() < 2 * LABEL_CHARS * 6);
