@@ -16,6 +16,7 @@ pub mod session;
 pub mod sys;
 pub mod sysctl;
 pub mod ui;
+pub mod unpack;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -583,17 +583,47 @@ impl Limits {
                 "the pattern lasts {end_s} s, more than {MAX_RUN_S} s"
             ));
         }
-        let end_s = end_s + SLACK_S;
-        let markers_per_flow = match config.marker_every_us {
+        Ok(Limits::declared(
+            config.flows,
+            interval_us,
+            end_s,
+            config.marker_every_us,
+        ))
+    }
+
+    /// From what a run is to be: `flows` sampled every `interval_us` (at least 1 ms) for
+    /// `duration_s`, with markers every `marker_every_us`; the lab bounds what it copies
+    /// from a remote host with these before any `run.json` exists.
+    pub fn declared(
+        flows: u32,
+        interval_us: u64,
+        duration_s: f64,
+        marker_every_us: Option<u64>,
+    ) -> Limits {
+        let end_s = duration_s.clamp(0.0, MAX_RUN_S) + SLACK_S;
+        let markers_per_flow = match marker_every_us {
             None => 0,
             Some(every_us) => (end_s * 1e6 / every_us.max(1_000) as f64) as u64 + 2,
         };
-        Ok(Limits {
-            flows: config.flows,
-            intervals: (end_s * 1e6 / interval_us as f64).ceil() as u64 + 1,
+        Limits {
+            flows,
+            intervals: (end_s * 1e6 / interval_us.max(1_000) as f64).ceil() as u64 + 1,
             markers_per_flow,
             end_s,
-        })
+        }
+    }
+
+    /// Bytes a whole run directory may hold: each CSV's bound and `run.json`'s.
+    pub fn dir_bytes(&self) -> u64 {
+        [
+            self.bytes::<ReaderSample>(),
+            self.bytes::<SenderSample>(),
+            self.bytes::<HostSample>(),
+            self.bytes::<MarkerRow>(),
+            MAX_META_BYTES,
+        ]
+        .iter()
+        .fold(0, |sum, &b| sum.saturating_add(b))
     }
 
     /// Rows `R`'s file may hold: twice what `run.json` declares, and 64 more.
