@@ -29,6 +29,7 @@ use oscil_protocol::campaign::{
 use config::{BackendSpec, Job, LinkKind, NewCampaign};
 use execute::{Backend, CampaignDir, Ended, LabError};
 use host::Host;
+use oscil_protocol::safe_fs;
 use plan::{configurations, plan_runs, planned_duration};
 
 /// Where this build's binaries are: `$OSCIL_BIN_DIR`, else beside `oscil-lab` itself.
@@ -80,6 +81,10 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
             )
         }
         Job::Resume { dir, dry_run } => {
+            // campaign.json names hosts, options and directories root acts on: only when
+            // nobody else could have written it.
+            safe_fs::check_trusted(&dir)?;
+            safe_fs::check_trusted(&dir.join(campaign::CAMPAIGN_JSON))?;
             let campaign = campaign::load(&dir)?;
             let spec = backend_spec(&campaign)?;
             if dry_run {
@@ -121,8 +126,14 @@ fn backend_spec(campaign: &Campaign) -> Result<BackendSpec, LabError> {
         .and_then(|h| h.get("lab_backend"))
         .cloned()
         .unwrap_or_default();
-    serde_json::from_value(value)
-        .map_err(|e| LabError::Setup(format!("campaign.json does not say how it ran ({e})")))
+    let spec = serde_json::from_value(value)
+        .map_err(|e| LabError::Setup(format!("campaign.json does not say how it ran ({e})")))?;
+    if let BackendSpec::Hosts(hosts) = &spec {
+        hosts
+            .check()
+            .map_err(|why| LabError::Setup(format!("campaign.json: {why}; refused")))?;
+    }
+    Ok(spec)
 }
 
 fn overhead(spec: &BackendSpec) -> Duration {
@@ -166,13 +177,16 @@ fn humanize(d: Duration) -> String {
     }
 }
 
-/// A new campaign needs an empty (or absent) directory, or `--force`.
+/// A new campaign needs an empty (or absent) directory, or `--force`; one that exists must
+/// be owned by root (or this user) and writable by nobody else, or another user could
+/// plant links in it for root to write through.
 fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
     let mut entries = match std::fs::read_dir(out) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(source) => return Err(LabError::io("cannot read", out.to_owned(), source)),
     };
+    safe_fs::check_trusted(out)?;
     if entries.next().is_none() {
         return Ok(());
     }
@@ -299,6 +313,8 @@ fn set_up(
     }
     std::fs::create_dir_all(&cdir.dir)
         .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
+    // Again: another user may have made it between the check and now.
+    safe_fs::check_trusted(&cdir.dir)?;
     let backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin)?;
     let ends = backend.ends();
     cdir.campaign.sender = ends.sender;

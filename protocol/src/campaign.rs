@@ -220,7 +220,7 @@ fn check_runs(path: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
     for run in &campaign.runs {
         if !is_plain_label(&run.label) {
             let shown = crate::text::escape_peer(&run.label);
-            return Err(unsafe_run(format!("label {shown:?} is not a plain name")));
+            return Err(unsafe_run(format!("label \"{shown}\" is not a plain name")));
         }
         if let Some(cc) = run
             .settings
@@ -229,7 +229,7 @@ fn check_runs(path: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
             .filter(|cc| !crate::rundir::is_congestion_name(cc))
         {
             let shown = crate::text::escape_peer(cc);
-            return Err(unsafe_run(format!("congestion {shown:?} is not a name")));
+            return Err(unsafe_run(format!("congestion \"{shown}\" is not a name")));
         }
         let expected = Path::new("runs")
             .join(&run.label)

@@ -546,7 +546,7 @@ impl Limits {
             if let Some(name) = cc.as_deref().filter(|name| !is_congestion_name(name)) {
                 let shown = crate::text::escape_peer(name);
                 return Err(format!(
-                    "congestion {shown:?} is not a congestion control's name"
+                    "congestion \"{shown}\" is not a congestion control's name"
                 ));
             }
         }
