@@ -25,6 +25,7 @@ pub mod series;
 pub mod settings;
 pub mod stats;
 pub mod summary;
+pub mod sys;
 pub mod table;
 pub mod verdict;
 

@@ -155,3 +155,22 @@ fn long_and_escape_laden_labels_are_escaped_bounded_and_quick() {
         assert!(name.len() <= 120, "{name:?}");
     }
 }
+
+#[test]
+fn the_report_stops_at_its_time_and_memory_bounds() {
+    let (_, good) = good_run();
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("report");
+    let started = Instant::now();
+    let result = report(&[good], &out, &["--max-time", "1ms", "--force"]);
+    assert_eq!(result.status.code(), Some(1));
+    assert_eq!(
+        stderr(&result),
+        "oscil-report: stopped after 1ms, its time limit (--max-time)\n"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // 8 MiB of address space: not enough to draw a run, so it fails, and soon.
+    let result = report(&[good], &out, &["--max-memory", "8M", "--force"]);
+    assert!(!result.status.success(), "{}", stderr(&result));
+    assert!(started.elapsed() < Duration::from_secs(20));
+}

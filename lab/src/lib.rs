@@ -3,6 +3,7 @@
 //! real hosts over ssh), kept in a campaign directory that can be resumed, with every
 //! setting changed on a host recorded first and restored on every exit path.
 
+pub mod bounded;
 pub mod cli;
 pub mod config;
 pub mod execute;
@@ -392,16 +393,17 @@ fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
     if !dirs.is_empty() && bin.join("oscil-report").is_file() {
         // The campaign itself, so the report groups repetitions by configuration; the
         // recommendation declines by itself when the evidence is thin.
-        let status = std::process::Command::new(bin.join("oscil-report"))
+        // Bounded in time and memory: the runs may hold what a remote host sent.
+        let mut report = std::process::Command::new(bin.join("oscil-report"));
+        report
             .arg(&cdir.dir)
             .arg("--out")
             .arg(cdir.dir.join("report"))
-            .args(["--force", "--recommend"])
-            .stdout(std::process::Stdio::null())
-            .status();
-        if !matches!(status, Ok(s) if s.success()) {
+            .args(["--force", "--recommend"]);
+        let ran = bounded::run_bounded(report, bounded::REPORT_TIME, bounded::REPORT_MEMORY_BYTES);
+        if let Err(e) = ran {
             ui::say(&format!(
-                "oscil-lab: warning: oscil-report failed; the runs are all in {}",
+                "oscil-lab: warning: the report failed ({e}); the runs are all in {}",
                 cdir.dir.display()
             ));
         }
