@@ -114,8 +114,12 @@ fn links_fifos_and_bad_cells_leave_the_run_out_and_say_so_without_hanging() {
         stderr.contains("fifo/reader.csv: not a regular file but a FIFO; refused"),
         "{stderr}"
     );
-    for cell in ["inf", "NaN", "-1", "1e308"] {
-        let shown = cell.parse::<f64>().unwrap();
+    for (cell, shown) in [
+        ("inf", "inf"),
+        ("NaN", "NaN"),
+        ("-1", "-1.0"),
+        ("1e308", "1e308"),
+    ] {
         let line = format!("cell-{cell}/host.csv: damaged: row 2: t_s {shown} is not within");
         assert!(stderr.contains(&line), "{line}\n{stderr}");
     }
