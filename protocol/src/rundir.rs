@@ -71,12 +71,10 @@ impl Columns for ReaderSample {
     ];
     const ADDED_LATER: &'static [&'static str] = &["span_s"];
     fn declared_rows(limits: &Limits) -> u64 {
-        u64::from(limits.flows).saturating_mul(limits.intervals)
+        limits.flow_intervals()
     }
     fn check(&self, limits: &Limits) -> Result<(), String> {
-        limits.check_flow(self.flow)?;
-        limits.check_time("t_s", self.t_s)?;
-        limits.check_time("span_s", self.span_s)
+        limits.check_sample(self.flow, self.t_s, self.span_s)
     }
 }
 
@@ -110,12 +108,10 @@ impl Columns for SenderSample {
     /// All after format 1's first 15, from `span_s` on.
     const ADDED_LATER: &'static [&'static str] = Self::COLUMNS.split_at(15).1;
     fn declared_rows(limits: &Limits) -> u64 {
-        u64::from(limits.flows).saturating_mul(limits.intervals)
+        limits.flow_intervals()
     }
     fn check(&self, limits: &Limits) -> Result<(), String> {
-        limits.check_flow(self.flow)?;
-        limits.check_time("t_s", self.t_s)?;
-        limits.check_time("span_s", self.span_s)
+        limits.check_sample(self.flow, self.t_s, self.span_s)
     }
 }
 
@@ -638,6 +634,18 @@ impl Limits {
             .saturating_mul(MAX_ROW_BYTES)
     }
 
+    /// One row per flow per interval, as reader.csv and sender.csv have.
+    fn flow_intervals(&self) -> u64 {
+        u64::from(self.flows).saturating_mul(self.intervals)
+    }
+
+    /// A flow's sample: a flow the run has, a time and a span within the run.
+    fn check_sample(&self, flow: u32, t_s: f64, span_s: f64) -> Result<(), String> {
+        self.check_flow(flow)?;
+        self.check_time("t_s", t_s)?;
+        self.check_time("span_s", span_s)
+    }
+
     fn check_flow(&self, flow: u32) -> Result<(), String> {
         match flow < self.flows {
             true => Ok(()),
@@ -1122,25 +1130,32 @@ mod tests {
             ("-1", "-1.0"),
             ("1e308", "1e308"),
         ] {
-            fs::write(&path, good.replacen("\n0.2,", &format!("\n{cell},"), 1)).unwrap();
-            let err = load(dir.path()).unwrap_err();
-            assert!(err.is_damaged());
-            let message = err.to_string();
+            let message = damaged(
+                dir.path(),
+                &path,
+                &good.replacen("\n0.2,", &format!("\n{cell},"), 1),
+            );
             let expected = format!("reader.csv: damaged: row 2: t_s {shown} is not within 0..=");
             assert!(message.contains(&expected), "{message}");
         }
-        fs::write(&path, good.replacen(",0.1\n", ",inf\n", 1)).unwrap();
-        let message = load(dir.path()).unwrap_err().to_string();
+        let message = damaged(dir.path(), &path, &good.replacen(",0.1\n", ",inf\n", 1));
         assert!(
             message.contains("row 1: span_s inf is not within"),
             "{message}"
         );
-        fs::write(&path, good.replacen("\n0.2,0,", "\n0.2,7,", 1)).unwrap();
-        let message = load(dir.path()).unwrap_err().to_string();
+        let message = damaged(dir.path(), &path, &good.replacen("\n0.2,0,", "\n0.2,7,", 1));
         assert!(
             message.contains("row 2: flow 7, but the run has 1 flow(s)"),
             "{message}"
         );
+    }
+
+    /// Writes `text` into `path` and returns why loading the run in `dir` now fails.
+    fn damaged(dir: &Path, path: &Path, text: &str) -> String {
+        fs::write(path, text).unwrap();
+        let err = load(dir).unwrap_err();
+        assert!(err.is_damaged(), "{err}");
+        err.to_string()
     }
 
     #[test]
@@ -1150,12 +1165,9 @@ mod tests {
         let text = fs::read_to_string(&path).unwrap();
         let bad = text.replacen("\"duration_s\": 60.0", "\"duration_s\": -1.0", 1);
         assert_ne!(bad, text);
-        fs::write(&path, bad).unwrap();
-        let message = load(dir.path()).unwrap_err().to_string();
-        assert!(
-            message.contains("run.json: damaged: ending duration_s -1.0 is not within"),
-            "{message}"
-        );
+        let message = damaged(dir.path(), &path, &bad);
+        let expected = "run.json: damaged: ending duration_s -1.0 is not within";
+        assert!(message.contains(expected), "{message}");
     }
 
     #[test]
