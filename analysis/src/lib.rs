@@ -29,7 +29,6 @@ pub mod sys;
 pub mod table;
 pub mod verdict;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,6 +70,8 @@ pub enum ReportError {
     Baseline(String),
     #[error("writing a table: {0}")]
     Csv(#[from] csv::Error),
+    #[error(transparent)]
+    File(#[from] oscil_protocol::safe_fs::SafeFsError),
 }
 
 /// What to report on and where.
@@ -340,11 +341,13 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
         .collect()
 }
 
+/// Replaces `path` atomically, never writing through a link left in `--out`.
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {
-    fs::write(path, text).map_err(|source| ReportError::Io {
-        path: path.to_owned(),
-        source,
-    })
+    Ok(oscil_protocol::safe_fs::write_atomic(
+        path,
+        text.as_bytes(),
+        0o644,
+    )?)
 }
 
 /// The longest file name made from a label, before `.png`; a longer one is cut and a

@@ -133,7 +133,9 @@ pub struct Cli {
     /// The receiver (runs oscil-reader): `local` (this machine) or USER@HOST.
     #[arg(long, value_name = "local|USER@HOST", help_heading = "Two real hosts")]
     pub receiver: Option<String>,
-    /// Passed to ssh as -o KEY=VALUE (repeatable).
+    /// Passed to ssh as -o KEY=VALUE (repeatable): only options that say how to reach and
+    /// authenticate a host (Port, User, IdentityFile, StrictHostKeyChecking, ...; any other
+    /// is refused with the whole list), never one that runs a command.
     #[arg(long, value_name = "KEY=VALUE", help_heading = "Two real hosts")]
     pub ssh_option: Vec<String>,
     /// Where the oscil binaries are on the hosts [default: the remote PATH].
