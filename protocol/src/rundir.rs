@@ -532,8 +532,8 @@ impl Limits {
         }
         let interval_us = match config.interval_us {
             0 => 100_000,
-            us @ 1_000..=60_000_000 => us,
-            us => return Err(format!("interval_us {us} is not within 1000..=60000000")),
+            us @ 1..=60_000_000 => us,
+            us => return Err(format!("interval_us {us} is not within 1..=60000000")),
         };
         for cc in [
             &config.sender_request.congestion,
@@ -587,7 +587,7 @@ impl Limits {
         ))
     }
 
-    /// From what a run is to be: `flows` sampled every `interval_us` (at least 1 ms) for
+    /// From what a run is to be: `flows` sampled every `interval_us` for
     /// `duration_s`, with markers every `marker_every_us`; the lab bounds what it copies
     /// from a remote host with these before any `run.json` exists.
     pub fn declared(
@@ -599,11 +599,11 @@ impl Limits {
         let end_s = duration_s.clamp(0.0, MAX_RUN_S) + SLACK_S;
         let markers_per_flow = match marker_every_us {
             None => 0,
-            Some(every_us) => (end_s * 1e6 / every_us.max(1_000) as f64) as u64 + 2,
+            Some(every_us) => (end_s * 1e6 / every_us.max(1) as f64) as u64 + 2,
         };
         Limits {
             flows,
-            intervals: (end_s * 1e6 / interval_us.max(1_000) as f64).ceil() as u64 + 1,
+            intervals: (end_s * 1e6 / interval_us.max(1) as f64).ceil() as u64 + 1,
             markers_per_flow,
             end_s,
         }
@@ -1156,6 +1156,21 @@ mod tests {
         let err = load(dir).unwrap_err();
         assert!(err.is_damaged(), "{err}");
         err.to_string()
+    }
+
+    #[test]
+    fn a_short_sampling_interval_allows_its_rows() {
+        let mut fine = meta();
+        fine.config.interval_us = 500;
+        let limits = Limits::of(&fine).unwrap();
+        // 60 s of pattern and 60 s of slack at 0.5 ms, one flow.
+        assert_eq!(limits.rows::<ReaderSample>(), 2 * 240_001 + 64);
+        fine.config.interval_us = 0;
+        assert_eq!(
+            Limits::of(&fine).unwrap().intervals,
+            1201,
+            "0: the default 100 ms"
+        );
     }
 
     #[test]
