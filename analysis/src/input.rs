@@ -50,16 +50,26 @@ pub fn expand(dirs: &[PathBuf]) -> Result<Inputs, CampaignError> {
                 ));
             }
         }
-        inputs
-            .runs
-            .extend(plan.complete_runs(dir).map(|(run, path)| RunInput {
+        for (run, path) in plan.complete_runs(dir) {
+            let path = match path {
+                Ok(path) => path,
+                Err(e) => {
+                    inputs.skipped.push(format!(
+                        "{} rep {}: left out: {e}",
+                        run.label, run.repetition
+                    ));
+                    continue;
+                }
+            };
+            inputs.runs.push(RunInput {
                 dir: path,
                 campaign: Some(CampaignEntry {
                     label: run.label.clone(),
                     repetition: run.repetition,
                     settings: run.settings.clone(),
                 }),
-            }));
+            });
+        }
     }
     Ok(inputs)
 }

@@ -25,10 +25,10 @@ pub mod series;
 pub mod settings;
 pub mod stats;
 pub mod summary;
+pub mod sys;
 pub mod table;
 pub mod verdict;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,6 +36,7 @@ use std::sync::Mutex;
 
 use oscil_protocol::campaign::CampaignError;
 use oscil_protocol::{rundir, Run, RunDirError, RunMeta};
+use sha2::{Digest, Sha256};
 
 use crate::configs::Configuration;
 use crate::draw::DrawError;
@@ -69,6 +70,8 @@ pub enum ReportError {
     Baseline(String),
     #[error("writing a table: {0}")]
     Csv(#[from] csv::Error),
+    #[error(transparent)]
+    File(#[from] oscil_protocol::safe_fs::SafeFsError),
 }
 
 /// What to report on and where.
@@ -116,23 +119,58 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
             }
         )));
     }
-    // Every run.json first, so a directory that is not a run fails before any work.
-    let labels = inputs
-        .runs
-        .iter()
-        .map(|run| Ok(run_label(&run.dir, rundir::load_meta(&run.dir)?)))
-        .collect::<Result<Vec<_>, RunDirError>>()?;
+    // Every run.json first, so a directory that is not a run fails before any work; a
+    // damaged run is left out, and the report says so.
+    let mut skipped = inputs.skipped;
+    let mut damaged = Vec::new();
+    let mut runs = Vec::new();
+    let mut labels = Vec::new();
+    for run in inputs.runs {
+        match rundir::load_meta(&run.dir) {
+            Ok(meta) => {
+                labels.push(run_label(&run.dir, meta));
+                runs.push(run);
+            }
+            Err(e) if e.is_damaged() => damaged.push(e.to_string()),
+            Err(e) => return Err(e.into()),
+        }
+    }
     let out = &config.out_dir;
     out_dir::prepare(out, config.force)?;
     let pngs: Vec<String> = file_names(&labels)
         .into_iter()
         .map(|name| format!("{name}.png"))
         .collect();
-    let summaries = summarize_and_draw(&inputs.runs, &pngs, out)?;
+    let mut summaries = Vec::new();
+    let mut drawn = Vec::new();
+    for (outcome, png) in summarize_and_draw(&runs, &pngs, out).into_iter().zip(pngs) {
+        match outcome {
+            Ok(summary) => {
+                summaries.push(summary);
+                drawn.push(png);
+            }
+            Err(ReportError::Run(e)) if e.is_damaged() => damaged.push(e.to_string()),
+            Err(e) => return Err(e),
+        }
+    }
+    if summaries.is_empty() {
+        return Err(ReportError::NoRuns(format!(
+            "every run is damaged: {}",
+            damaged.join("; ")
+        )));
+    }
+    for why in &damaged {
+        eprintln!("oscil-report: warning: a damaged run is left out: {why}");
+    }
+    skipped.extend(
+        damaged
+            .iter()
+            .map(|why| format!("damaged, left out: {why}")),
+    );
     let configs =
         configs::group(&summaries, config.baseline.as_deref()).map_err(ReportError::Baseline)?;
-    let mut files: Vec<PathBuf> = pngs.iter().map(|png| out.join(png)).collect();
-    let written = write_outputs(config, &summaries, &configs, &pngs, &inputs.skipped)?;
+    let mut files: Vec<PathBuf> = drawn.iter().map(|png| out.join(png)).collect();
+    let written = write_outputs(config, &summaries, &configs, &drawn, &skipped)?;
     files.extend(written);
     Ok(Report {
         files,
@@ -142,24 +180,23 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
 }
 
 /// Each run is loaded, summarised and drawn on its own, a few at a time, so memory holds
-/// only the runs in hand however many there are.
+/// only the runs in hand however many there are; each run's outcome in order.
 fn summarize_and_draw(
     runs: &[RunInput],
     pngs: &[String],
     out: &Path,
-) -> Result<Vec<RunSummary>, ReportError> {
+) -> Vec<Result<RunSummary, ReportError>> {
     let jobs: Vec<(&RunInput, PathBuf)> = runs
         .iter()
         .zip(pngs)
         .map(|(run, png)| (run, out.join(png)))
         .collect();
-    let done = parallel_map(&jobs, |(input, png)| -> Result<RunSummary, ReportError> {
+    parallel_map(&jobs, |(input, png)| -> Result<RunSummary, ReportError> {
         let run = rundir::load(&input.dir)?;
         let summary = summary::summarize(&run, input);
         draw::draw_figure(&run_chart::run_figure(&run, &summary), png)?;
         Ok(summary)
-    });
-    done.into_iter().collect()
+    })
 }
 
 /// The charts across runs, the tables, the recommendation and the page.
@@ -274,6 +311,7 @@ fn run_label(dir: &Path, meta: RunMeta) -> String {
         sender: Vec::new(),
         host: Vec::new(),
         markers: Vec::new(),
+        cut: Vec::new(),
     }
     .label()
 }
@@ -303,14 +341,20 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
         .collect()
 }
 
+/// Replaces `path` atomically, never writing through a link left in `--out`.
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {
-    fs::write(path, text).map_err(|source| ReportError::Io {
-        path: path.to_owned(),
-        source,
-    })
+    Ok(oscil_protocol::safe_fs::write_atomic(
+        path,
+        text.as_bytes(),
+        0o644,
+    )?)
 }
 
-/// A file name per run from its label, made safe and unique.
+/// The longest file name made from a label, before `.png`; a longer one is cut and a
+/// hash of the whole label added, so two long labels still get two names.
+const MAX_FILE_STEM_CHARS: usize = 100;
+
+/// A file name per run from its label, made safe, short enough and unique.
 fn file_names(labels: &[String]) -> Vec<String> {
     let safe = labels
         .iter()
@@ -325,8 +369,35 @@ fn file_names(labels: &[String]) -> Vec<String> {
                     }
                 })
                 .collect();
-            format!("run-{}", base.trim_start_matches('.'))
+            let base = base.trim_start_matches('.');
+            if base.len() <= MAX_FILE_STEM_CHARS {
+                return format!("run-{base}");
+            }
+            let hash = Sha256::digest(label.as_bytes());
+            let hex: String = hash[..6].iter().map(|b| format!("{b:02x}")).collect();
+            format!("run-{}-{hex}", &base[..MAX_FILE_STEM_CHARS - 13])
         })
         .collect();
     configs::unique(safe, |name, n| format!("{name}-{n}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_labels_get_short_distinct_file_names() {
+        let a = "a".repeat(300);
+        let b = format!("{}b", "a".repeat(299));
+        let names = file_names(&[a, b, "lowat-128k".into()]);
+        assert_eq!(names[2], "run-lowat-128k");
+        assert_ne!(names[0], names[1]);
+        for name in &names[..2] {
+            assert!(name.len() <= MAX_FILE_STEM_CHARS + 4, "{name}");
+            assert!(
+                name.starts_with(&format!("run-{}", "a".repeat(80))),
+                "{name}"
+            );
+        }
+    }
 }

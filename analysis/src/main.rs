@@ -4,9 +4,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::units::parse_percent;
+use oscil_protocol::units::{parse_bytes, parse_percent, parse_positive_duration};
 use oscil_report::summary::Scope;
 use oscil_report::{input, report, ReportConfig, ReportError};
+use std::time::Duration;
 
 /// Turns oscil run directories and campaigns into PNG charts (one per run, a comparison
 /// across configurations, bloat against RTT when the paths differ), tables
@@ -42,10 +43,34 @@ struct Cli {
     /// (1% or 1).
     #[arg(long, default_value = "1%", value_parser = parse_percent, value_name = "PCT", requires = "recommend")]
     goodput_tolerance: f64,
+    /// Stop with an error after this long, whatever the input (run directories may come
+    /// from hosts or users that are not trusted).
+    #[arg(long, default_value = "20m", value_parser = parse_positive_duration, value_name = "DUR")]
+    max_time: Duration,
+    /// The most memory (address space) the report may take; past it, it stops with an error.
+    #[arg(long, default_value = "8G", value_parser = parse_bytes, value_name = "BYTES")]
+    max_memory: u64,
+}
+
+/// Ends the process with one line once `limit` has passed.
+fn watchdog(limit: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!(
+            "oscil-report: stopped after {}, its time limit (--max-time)",
+            humantime::format_duration(limit)
+        );
+        std::process::exit(cli::exit::FAILED_START.into());
+    });
 }
 
 fn main() -> ExitCode {
     let cli: Cli = cli::parse();
+    watchdog(cli.max_time);
+    if let Err(e) = oscil_report::sys::limit_address_space(cli.max_memory) {
+        eprintln!("oscil-report: cannot limit its memory (--max-memory): {e}");
+        return ExitCode::from(cli::exit::FAILED_START);
+    }
     let config = ReportConfig {
         out_dir: cli.out.unwrap_or_else(|| input::default_out(&cli.run_dirs)),
         run_dirs: cli.run_dirs,

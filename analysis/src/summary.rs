@@ -122,7 +122,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         dir: run.dir.clone(),
         path_key: path_key(&settings, meta),
         settings,
-        partial: (meta.ending.status == RunStatus::Partial).then(|| meta.ending.reason.clone()),
+        partial: partial_reason(run),
         duration_s: meta.ending.duration_s,
         phases: figures.finish(end_s),
         sender_page_bytes: meta
@@ -156,9 +156,21 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
     }
 }
 
+/// Why the run is not whole, escaped: `run.json`'s reason when it ended partial, and each
+/// file cut mid-row with what was dropped.
+fn partial_reason(run: &Run) -> Option<String> {
+    let ending = &run.meta.ending;
+    let mut reasons: Vec<String> = Vec::new();
+    if ending.status == RunStatus::Partial {
+        reasons.push(oscil_protocol::text::escape_stored(&ending.reason));
+    }
+    reasons.extend(run.cut.iter().map(ToString::to_string));
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
 /// The CPU seconds the lab's emulator wrote into the run's `link.json`, if there is one.
 fn link_cpu_s(dir: &std::path::Path) -> Option<f64> {
-    let text = std::fs::read(dir.join("link.json")).ok()?;
+    let text = oscil_protocol::safe_fs::read_bounded(&dir.join("link.json"), 1 << 20).ok()?;
     let link: serde_json::Value = serde_json::from_slice(&text).ok()?;
     let cpu = link.get("cpu")?;
     Some(cpu.get("user_s")?.as_f64()? + cpu.get("system_s")?.as_f64()?)

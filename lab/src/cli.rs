@@ -12,6 +12,7 @@ use oscil_protocol::units::{
 use oscil_protocol::PatternConfig;
 
 use crate::config::{BackendSpec, HostsSpec, Job, LinkKind, NewCampaign};
+use crate::host::{check_ssh_option, check_ssh_target};
 use crate::plan::{AxisValue, Matrix, Setting};
 
 /// Runs a campaign: every combination of the listed settings, each repeated, between an
@@ -132,7 +133,9 @@ pub struct Cli {
     /// The receiver (runs oscil-reader): `local` (this machine) or USER@HOST.
     #[arg(long, value_name = "local|USER@HOST", help_heading = "Two real hosts")]
     pub receiver: Option<String>,
-    /// Passed to ssh as -o KEY=VALUE (repeatable).
+    /// Passed to ssh as -o KEY=VALUE (repeatable): only options that say how to reach and
+    /// authenticate a host (Port, User, IdentityFile, StrictHostKeyChecking, ...; any other
+    /// is refused with the whole list), never one that runs a command.
     #[arg(long, value_name = "KEY=VALUE", help_heading = "Two real hosts")]
     pub ssh_option: Vec<String>,
     /// Where the oscil binaries are on the hosts [default: the remote PATH].
@@ -409,11 +412,7 @@ impl Cli {
             return Err(CliError::PathOnHosts(path_options.join(", ")));
         }
         for option in &self.ssh_option {
-            if !option.contains('=') || option.starts_with('=') {
-                return Err(invalid("ssh-option")(format!(
-                    "{option:?} is not KEY=VALUE"
-                )));
-            }
+            check_ssh_option(option).map_err(invalid("ssh-option"))?;
         }
         Ok(BackendSpec::Hosts(HostsSpec {
             sender: check_target("sender", &sender)?,
@@ -567,11 +566,8 @@ fn parse_pacing(input: &str) -> Result<u64, String> {
 
 /// `[USER@]HOST`, refusing what ssh would read as an option.
 fn check_target(option: &'static str, target: &str) -> Result<String, CliError> {
-    let ok = !target.is_empty()
-        && !target.starts_with('-')
-        && !target.chars().any(|c| c.is_whitespace() || c == '\'');
-    ok.then(|| target.to_owned())
-        .ok_or_else(|| invalid(option)(format!("{target:?} is not USER@HOST")))
+    check_ssh_target(target).map_err(invalid(option))?;
+    Ok(target.to_owned())
 }
 
 #[cfg(test)]

@@ -68,3 +68,16 @@ pub struct HostsSpec {
     /// Copy this build's binaries to the hosts first.
     pub install: bool,
 }
+
+impl HostsSpec {
+    /// Why these hosts, read back from `campaign.json`, are not what the command line could
+    /// have given: a target ssh would take for an option, an ssh option not on the list.
+    pub fn check(&self) -> Result<(), String> {
+        std::iter::once(&self.sender)
+            .chain(&self.receiver)
+            .try_for_each(|t| crate::host::check_ssh_target(t))?;
+        self.ssh_options
+            .iter()
+            .try_for_each(|o| crate::host::check_ssh_option(o))
+    }
+}

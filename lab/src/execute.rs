@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use oscil_protocol::campaign::{self, Campaign, CampaignError, CampaignRun, CampaignRunStatus};
 use oscil_protocol::rundir;
+use oscil_protocol::safe_fs::{self, SafeFsError};
 
 use crate::host::HostError;
 use crate::meta::Sides;
@@ -32,6 +33,10 @@ pub enum LabError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    File(#[from] SafeFsError),
+    #[error(transparent)]
+    Unpack(#[from] crate::unpack::UnpackError),
     #[error("{0}")]
     Setup(String),
 }
@@ -62,25 +67,21 @@ pub trait Backend {
     fn close(&mut self) -> Result<(), LabError>;
 }
 
-/// Writes a fresh campaign key into `dir` (made 0700), mode 0600; returns its path.
+/// A fresh private directory (random name, mode 0700) for the lab's key and scratch files:
+/// never a guessable path another user could have made first.
+pub fn private_dir() -> Result<tempfile::TempDir, LabError> {
+    Ok(safe_fs::private_temp_dir("oscil-lab-")?)
+}
+
+/// Writes a fresh campaign key into `dir` as `key`, created exclusively (never through a
+/// link left there), mode 0600; returns its path.
 pub fn write_key(dir: &Path) -> Result<PathBuf, LabError> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| LabError::io("cannot create", dir.to_owned(), source))?;
     let path = dir.join("key");
     let key = oscil_protocol::key::generate_key()
         .map_err(|source| LabError::io("cannot read", "/dev/urandom".into(), source))?;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut f| f.write_all(key.as_bytes()))
+    safe_fs::create_new(&path, 0o600)?
+        .write_all(key.as_bytes())
         .map_err(|source| LabError::io("cannot write", path.clone(), source))?;
     Ok(path)
 }
@@ -394,10 +395,46 @@ mod tests {
     #[test]
     fn keys_are_private() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = write_key(&dir.path().join("k")).unwrap();
+        let dir = private_dir().unwrap();
+        let path = write_key(dir.path()).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(std::fs::read_to_string(&path).unwrap().len(), 64);
+    }
+
+    /// Another user pre-creates the lab's old guessable directory, `/tmp/oscil-lab-<pid>`,
+    /// with `key` a link to a file of theirs: the lab neither uses that directory nor
+    /// writes through a link planted in one it is handed.
+    #[test]
+    fn a_planted_directory_and_key_link_are_not_followed() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let scratch = tempfile::tempdir().unwrap();
+        let theirs = scratch.path().join("theirs");
+        std::fs::write(&theirs, "mine").unwrap();
+        let planted = std::env::temp_dir().join(format!("oscil-lab-{}", std::process::id()));
+        std::fs::create_dir(&planted).unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::symlink(&theirs, planted.join("key")).unwrap();
+        if oscil_testkit::is_root() {
+            // As root, the planted directory belongs to nobody, as an attacker's would.
+            let chown = std::process::Command::new("chown")
+                .args(["-h", "65534:65534"])
+                .arg(&planted)
+                .arg(planted.join("key"))
+                .status()
+                .unwrap();
+            assert!(chown.success());
+        }
+        let dir = private_dir().unwrap();
+        assert_ne!(dir.path(), planted);
+        let meta = std::fs::metadata(dir.path()).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+        assert_eq!(meta.uid(), std::fs::metadata("/proc/self").unwrap().uid());
+        write_key(dir.path()).unwrap();
+        // Handed the planted directory itself, the key is refused, not written through.
+        let err = write_key(&planted).unwrap_err().to_string();
+        assert!(err.contains("File exists"), "{err}");
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "mine");
+        std::fs::remove_dir_all(&planted).unwrap();
     }
 }

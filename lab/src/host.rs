@@ -8,6 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use oscil_protocol::text::escape_peer;
 use serde::{Deserialize, Serialize};
 
 use crate::sys;
@@ -53,6 +54,99 @@ pub enum HostError {
         command: String,
         detail: String,
     },
+}
+
+/// The ssh options the lab passes on (`-o KEY=VALUE`): how to reach and authenticate a
+/// host. Options that run a command here (`ProxyCommand`, `LocalCommand`,
+/// `KnownHostsCommand`, `Match exec`), forward anything, or pull in other files are not
+/// among them: the lab runs ssh as root, and these options also come back from files.
+pub const SSH_OPTIONS: [&str; 24] = [
+    "AddressFamily",
+    "BatchMode",
+    "CheckHostIP",
+    "Ciphers",
+    "Compression",
+    "ConnectionAttempts",
+    "ConnectTimeout",
+    "GlobalKnownHostsFile",
+    "HostKeyAlgorithms",
+    "HostKeyAlias",
+    "HostName",
+    "IdentitiesOnly",
+    "IdentityFile",
+    "IPQoS",
+    "KexAlgorithms",
+    "LogLevel",
+    "MACs",
+    "Port",
+    "PubkeyAcceptedAlgorithms",
+    "ServerAliveCountMax",
+    "ServerAliveInterval",
+    "StrictHostKeyChecking",
+    "User",
+    "UserKnownHostsFile",
+];
+
+/// Why `option` (`KEY=VALUE`) is not passed to ssh, if it is not.
+pub fn check_ssh_option(option: &str) -> Result<(), String> {
+    let Some((key, value)) = option.split_once('=') else {
+        return Err(format!("{option:?} is not KEY=VALUE"));
+    };
+    if !SSH_OPTIONS.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+        return Err(format!(
+            "\"{}\" is not an option the lab passes to ssh (it takes: {})",
+            escape_peer(key),
+            SSH_OPTIONS.join(", ")
+        ));
+    }
+    if value.is_empty() || value.len() > 1024 || value.chars().any(char::is_control) {
+        return Err(format!(
+            "\"{}\": its value is empty, too long or has control characters",
+            escape_peer(option)
+        ));
+    }
+    Ok(())
+}
+
+/// Why `target` is not a `USER@HOST` ssh may be given, if it is not: it must not start
+/// with `-` (ssh would take it for an option) nor hold white space or quotes.
+pub fn check_ssh_target(target: &str) -> Result<(), String> {
+    let ok = !target.is_empty()
+        && target.len() <= 255
+        && !target.starts_with('-')
+        && !target
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '\'' || c == '"');
+    match ok {
+        true => Ok(()),
+        false => Err(format!("\"{}\" is not USER@HOST", escape_peer(target))),
+    }
+}
+
+impl Host {
+    /// Why this host, read back from a file, is not one the lab would have made: an ssh
+    /// target or option outside the rules above, or a namespace name that is not plain.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            Host::Local => Ok(()),
+            Host::Netns(name) => {
+                let plain = !name.is_empty()
+                    && name.len() <= 64
+                    && !name.starts_with('.')
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+                match plain {
+                    true => Ok(()),
+                    false => Err(format!("\"{}\" is not a namespace name", escape_peer(name))),
+                }
+            }
+            Host::Ssh(ssh) => {
+                check_ssh_target(&ssh.target)?;
+                ssh.options.iter().try_for_each(|o| check_ssh_option(o))
+            }
+        }
+    }
 }
 
 /// Quotes one word for the remote shell that ssh hands its command to.
@@ -298,6 +392,29 @@ mod tests {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote(""), "''");
         assert_eq!(shell_quote("$(reboot)"), "'$(reboot)'");
+    }
+
+    #[test]
+    fn ssh_options_that_run_commands_are_refused() {
+        check_ssh_option("Port=2222").unwrap();
+        check_ssh_option("identityfile=/root/.ssh/lab").unwrap();
+        for bad in [
+            "ProxyCommand=touch /tmp/owned",
+            "proxycommand=sh",
+            "LocalCommand=id",
+            "PermitLocalCommand=yes",
+            "KnownHostsCommand=id",
+            "Include=/tmp/x",
+            "Port",
+            "Port=22\n",
+        ] {
+            assert!(check_ssh_option(bad).is_err(), "{bad}");
+        }
+        check_ssh_target("alice@snd").unwrap();
+        for bad in ["-oProxyCommand=id", "a b", "", "it's"] {
+            assert!(check_ssh_target(bad).is_err(), "{bad:?}");
+        }
+        assert!(Host::Netns("../x".into()).check().is_err());
     }
 
     #[test]

@@ -3,13 +3,13 @@
 //! host they belong to, runs the daemon (fresh key, free port) and the reader, copies the
 //! run directory back, and puts every value back on every exit path.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use oscil_protocol::campaign::CampaignRun;
+use oscil_protocol::rundir::Limits;
 
 use crate::config::HostsSpec;
 use crate::execute::{run_session, Backend, LabError};
@@ -20,6 +20,7 @@ use crate::sysctl::{
     self, HostRestore, RestoreFile, RunningDaemon, Sysctls, TempDir, RECEIVER_KEYS, RECORDED,
     SENDER_KEYS,
 };
+use crate::{ui, unpack};
 
 pub struct Hosts {
     ends: Ends,
@@ -32,8 +33,9 @@ pub struct Hosts {
     work: Vec<(Host, String)>,
     ping: Option<String>,
     next_port_seed: u64,
-    /// This machine's directory for the ssh connections' control sockets.
-    control_dir: PathBuf,
+    /// This machine's private directory for the ssh connections' control sockets, held
+    /// for the campaign and removed when it drops.
+    _control_dir: tempfile::TempDir,
 }
 
 /// Reaches `target` (opening the connection later commands share), and finds out whether
@@ -133,15 +135,8 @@ impl Hosts {
         local_bin: &Path,
         seed: u64,
     ) -> Result<Hosts, LabError> {
-        let control_dir = std::env::temp_dir().join(format!("oscil-ssh-{}", std::process::id()));
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&control_dir)
-            .map_err(|source| LabError::io("cannot create", control_dir.clone(), source))?;
-        let mut hosts =
-            Self::connect(spec, campaign_dir, seed, &control_dir).inspect_err(|_| {
-                let _ = std::fs::remove_dir_all(&control_dir);
-            })?;
+        let control_dir = oscil_protocol::safe_fs::private_temp_dir("oscil-ssh-")?;
+        let mut hosts = Self::connect(spec, campaign_dir, seed, control_dir)?;
         // From here on, dropping `hosts` undoes whatever was done.
         hosts.prepare(spec, local_bin)?;
         Ok(hosts)
@@ -152,11 +147,11 @@ impl Hosts {
         spec: &HostsSpec,
         campaign_dir: &Path,
         seed: u64,
-        control_dir: &Path,
+        control_dir: tempfile::TempDir,
     ) -> Result<Hosts, LabError> {
-        let sender = preflight(&spec.sender, &spec.ssh_options, control_dir)?;
+        let sender = preflight(&spec.sender, &spec.ssh_options, control_dir.path())?;
         let receiver = match &spec.receiver {
-            Some(target) => preflight(target, &spec.ssh_options, control_dir)?,
+            Some(target) => preflight(target, &spec.ssh_options, control_dir.path())?,
             None if Host::Local.run(&["id", "-u"])? == "0" => Host::Local,
             None => {
                 return Err(LabError::Setup(
@@ -188,7 +183,7 @@ impl Hosts {
             work: Vec::new(),
             ping: None,
             next_port_seed: seed,
-            control_dir: control_dir.to_owned(),
+            _control_dir: control_dir,
         })
     }
 
@@ -268,13 +263,12 @@ impl Hosts {
         Ok(())
     }
 
-    /// Copies the receiver's run directory back here (ssh ... tar c | tar x).
-    fn fetch(&self, remote_out: &str, run_dir: &Path) -> Result<(), LabError> {
+    /// Copies the receiver's run directory back here: `tar c` there, read here as data
+    /// ([`unpack`]), at most what the run can hold.
+    fn fetch(&self, remote_out: &str, run: &CampaignRun, run_dir: &Path) -> Result<(), LabError> {
         if self.ends.receiver.run(&["test", "-d", remote_out]).is_err() {
             return Ok(());
         }
-        std::fs::create_dir_all(run_dir)
-            .map_err(|source| LabError::io("cannot create", run_dir.to_owned(), source))?;
         let mut source = self
             .ends
             .receiver
@@ -285,22 +279,26 @@ impl Hosts {
             .process_group(0)
             .spawn()
             .map_err(|e| LabError::io("cannot run", "ssh".into(), e))?;
-        let unpacked = Command::new("tar")
-            .arg("-C")
-            .arg(run_dir)
-            .arg("-xf")
-            .arg("-")
-            .stdin(source.stdout.take().expect("piped"))
-            .status()
-            .map_err(|e| LabError::io("cannot run", "tar".into(), e))?;
+        let stream = source.stdout.take().expect("piped");
+        let unpacked = unpack::unpack(stream, run_dir, fetch_limit_bytes(run));
+        if unpacked.is_err() {
+            let _ = source.kill();
+        }
         let packed = source
             .wait()
             .map_err(|e| LabError::io("cannot run", "ssh".into(), e))?;
-        if !(unpacked.success() && packed.success()) {
+        let unpacked = unpacked?;
+        if !packed.success() {
             return Err(LabError::Setup(format!(
-                "copying {remote_out} from {} failed",
+                "copying {remote_out} from {} failed ({packed})",
                 self.ends.receiver.name()
             )));
+        }
+        for ignored in &unpacked.ignored {
+            ui::say(&format!(
+                "oscil-lab: warning: {}: {ignored} from the remote host ignored (files here are 0644, directories 0755)",
+                run_dir.display()
+            ));
         }
         self.ends.receiver.run(&["rm", "-rf", remote_out])?;
         Ok(())
@@ -321,6 +319,23 @@ impl Hosts {
             warnings,
         })
     }
+}
+
+/// The most bytes a run's directory may bring back: what its settings let it hold.
+fn fetch_limit_bytes(run: &CampaignRun) -> u64 {
+    let s = &run.settings;
+    let pattern_ms = s
+        .pattern
+        .fast_ms
+        .saturating_add(s.pattern.slow_ms)
+        .saturating_mul(u64::from(s.pattern.cycles));
+    let limits = Limits::declared(
+        s.flows,
+        s.interval_us,
+        pattern_ms as f64 / 1000.0,
+        s.marker_every_us,
+    );
+    limits.dir_bytes()
 }
 
 /// Writes the campaign key into `dir` on `host` through ssh's standard input, mode 0600.
@@ -402,7 +417,7 @@ impl Backend for Hosts {
         };
         let end = run_session(&self.ends, run, port, &files, tick, Some(&mut record))?;
         if !local {
-            self.fetch(&out, run_dir)?;
+            self.fetch(&out, run, run_dir)?;
         }
         Ok(end)
     }
@@ -433,7 +448,6 @@ impl Backend for Hosts {
                     .status();
             }
         }
-        let _ = std::fs::remove_dir_all(&self.control_dir);
         restored.map_err(|e| {
             LabError::Setup(format!(
                 "could not put every setting back ({e}); `oscil-lab restore {}` retries",

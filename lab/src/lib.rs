@@ -3,6 +3,7 @@
 //! real hosts over ssh), kept in a campaign directory that can be resumed, with every
 //! setting changed on a host recorded first and restored on every exit path.
 
+pub mod bounded;
 pub mod cli;
 pub mod config;
 pub mod execute;
@@ -16,6 +17,7 @@ pub mod session;
 pub mod sys;
 pub mod sysctl;
 pub mod ui;
+pub mod unpack;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,7 @@ use oscil_protocol::campaign::{
 use config::{BackendSpec, Job, LinkKind, NewCampaign};
 use execute::{Backend, CampaignDir, Ended, LabError};
 use host::Host;
+use oscil_protocol::safe_fs;
 use plan::{configurations, plan_runs, planned_duration};
 
 /// Where this build's binaries are: `$OSCIL_BIN_DIR`, else beside `oscil-lab` itself.
@@ -79,6 +82,10 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
             )
         }
         Job::Resume { dir, dry_run } => {
+            // campaign.json names hosts, options and directories root acts on: only when
+            // nobody else could have written it.
+            safe_fs::check_trusted(&dir)?;
+            safe_fs::check_trusted(&dir.join(campaign::CAMPAIGN_JSON))?;
             let campaign = campaign::load(&dir)?;
             let spec = backend_spec(&campaign)?;
             if dry_run {
@@ -120,8 +127,14 @@ fn backend_spec(campaign: &Campaign) -> Result<BackendSpec, LabError> {
         .and_then(|h| h.get("lab_backend"))
         .cloned()
         .unwrap_or_default();
-    serde_json::from_value(value)
-        .map_err(|e| LabError::Setup(format!("campaign.json does not say how it ran ({e})")))
+    let spec = serde_json::from_value(value)
+        .map_err(|e| LabError::Setup(format!("campaign.json does not say how it ran ({e})")))?;
+    if let BackendSpec::Hosts(hosts) = &spec {
+        hosts
+            .check()
+            .map_err(|why| LabError::Setup(format!("campaign.json: {why}; refused")))?;
+    }
+    Ok(spec)
 }
 
 fn overhead(spec: &BackendSpec) -> Duration {
@@ -165,13 +178,16 @@ fn humanize(d: Duration) -> String {
     }
 }
 
-/// A new campaign needs an empty (or absent) directory, or `--force`.
+/// A new campaign needs an empty (or absent) directory, or `--force`; one that exists must
+/// be owned by root (or this user) and writable by nobody else, or another user could
+/// plant links in it for root to write through.
 fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
     let mut entries = match std::fs::read_dir(out) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(source) => return Err(LabError::io("cannot read", out.to_owned(), source)),
     };
+    safe_fs::check_trusted(out)?;
     if entries.next().is_none() {
         return Ok(());
     }
@@ -298,6 +314,8 @@ fn set_up(
     }
     std::fs::create_dir_all(&cdir.dir)
         .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
+    // Again: another user may have made it between the check and now.
+    safe_fs::check_trusted(&cdir.dir)?;
     let backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin)?;
     let ends = backend.ends();
     cdir.campaign.sender = ends.sender;
@@ -349,14 +367,19 @@ fn write_warnings(dir: &Path, warnings: &[String]) -> Result<(), LabError> {
 
 /// The report over every complete run, the measured path, and the end table.
 fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
-    let dirs: Vec<PathBuf> = cdir
-        .campaign
-        .complete_runs(&cdir.dir)
-        .map(|(_, d)| d)
-        .collect();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for (run, dir) in cdir.campaign.complete_runs(&cdir.dir) {
+        match dir {
+            Ok(dir) => dirs.push(dir),
+            Err(e) => ui::say(&format!(
+                "oscil-lab: warning: {} rep {} left out: {e}",
+                run.label, run.repetition
+            )),
+        }
+    }
     if let Some(min_rtt_us) = dirs
         .iter()
-        .filter_map(|d| oscil_protocol::rundir::load_csv::<oscil_protocol::SenderSample>(d).ok())
+        .filter_map(|d| oscil_protocol::rundir::load_rows::<oscil_protocol::SenderSample>(d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)
@@ -370,16 +393,17 @@ fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
     if !dirs.is_empty() && bin.join("oscil-report").is_file() {
         // The campaign itself, so the report groups repetitions by configuration; the
         // recommendation declines by itself when the evidence is thin.
-        let status = std::process::Command::new(bin.join("oscil-report"))
+        // Bounded in time and memory: the runs may hold what a remote host sent.
+        let mut report = std::process::Command::new(bin.join("oscil-report"));
+        report
             .arg(&cdir.dir)
             .arg("--out")
             .arg(cdir.dir.join("report"))
-            .args(["--force", "--recommend"])
-            .stdout(std::process::Stdio::null())
-            .status();
-        if !matches!(status, Ok(s) if s.success()) {
+            .args(["--force", "--recommend"]);
+        let ran = bounded::run_bounded(report, bounded::REPORT_TIME, bounded::REPORT_MEMORY_BYTES);
+        if let Err(e) = ran {
             ui::say(&format!(
-                "oscil-lab: warning: oscil-report failed; the runs are all in {}",
+                "oscil-lab: warning: the report failed ({e}); the runs are all in {}",
                 cdir.dir.display()
             ));
         }

@@ -60,8 +60,9 @@ impl LabMeta {
         serde_json::to_vec_pretty(self).expect("lab metadata serializes")
     }
 
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, self.to_json())
+    /// Replaces `path` atomically, never through a link.
+    pub fn write(&self, path: &Path) -> Result<(), oscil_protocol::safe_fs::SafeFsError> {
+        oscil_protocol::safe_fs::write_atomic(path, &self.to_json(), 0o644)
     }
 }
 

@@ -39,8 +39,9 @@ pub struct Netns {
     kernel: String,
     /// Campaign-wide warnings (copied into every run).
     warnings: Vec<String>,
-    /// The key file and the link's statistics.
-    tmp: PathBuf,
+    /// The key file, the run's metadata and the link's statistics: a fresh private
+    /// directory, removed when the lab is done.
+    tmp: tempfile::TempDir,
     link: Option<Proc>,
     /// Where the emulator and the endpoints' receive processing run (TUN only).
     steering: Option<Steering>,
@@ -93,7 +94,8 @@ impl Netns {
     pub fn new(link_kind: LinkKind, bin: &Path, congestion: &[String]) -> Result<Netns, LabError> {
         let pid = std::process::id();
         let (snd, rcv) = (format!("oscil-snd-{pid}"), format!("oscil-rcv-{pid}"));
-        let tmp = std::env::temp_dir().join(format!("oscil-lab-{pid}"));
+        let tmp = crate::execute::private_dir()?;
+        let key = crate::execute::write_key(tmp.path())?.display().to_string();
         let mut lab = Netns {
             link_kind,
             bin: bin.to_owned(),
@@ -102,8 +104,8 @@ impl Netns {
                 receiver: Host::Netns(rcv.clone()),
                 daemon_bin: bin.join("oscil-daemon").display().to_string(),
                 reader_bin: bin.join("oscil-reader").display().to_string(),
-                sender_key: tmp.join("key").display().to_string(),
-                receiver_key: tmp.join("key").display().to_string(),
+                sender_key: key.clone(),
+                receiver_key: key,
                 listen_ip: SENDER_ADDR.into(),
                 connect_host: SENDER_ADDR.into(),
             },
@@ -116,7 +118,6 @@ impl Netns {
             link: None,
             steering: None,
         };
-        crate::execute::write_key(&lab.tmp)?;
         lab.add_namespaces(&[&snd, &rcv])?;
         lab.make_devices(&snd, &rcv)?;
         lab.fresh = sysctl::read(&lab.ends.sender, &RECORDED)?;
@@ -262,7 +263,7 @@ impl Netns {
     }
 
     fn stats_path(&self) -> PathBuf {
-        self.tmp.join("link.json")
+        self.tmp.path().join("link.json")
     }
 
     fn start_tun_link(
@@ -394,8 +395,7 @@ impl Netns {
                 .expect("JSON serializes")
             }
         };
-        std::fs::write(dest, text)
-            .map_err(|source| LabError::io("cannot write", dest.to_owned(), source))
+        Ok(oscil_protocol::safe_fs::write_atomic(dest, &text, 0o644)?)
     }
 }
 
@@ -457,7 +457,6 @@ impl Backend for Netns {
         for ns in self.made.drain(..) {
             let _ = ip(&["netns", "del", &ns]);
         }
-        let _ = std::fs::remove_dir_all(&self.tmp);
         Ok(())
     }
 }
@@ -489,9 +488,8 @@ impl Netns {
             kernel: self.kernel.clone(),
             warnings,
         };
-        let meta_path = self.tmp.join("meta.json");
-        meta.write(&meta_path)
-            .map_err(|source| LabError::io("cannot write", meta_path.clone(), source))?;
+        let meta_path = self.tmp.path().join("meta.json");
+        meta.write(&meta_path)?;
         let files = RunFiles {
             out: &run_dir.display().to_string(),
             meta: &meta_path.display().to_string(),

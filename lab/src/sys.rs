@@ -1,7 +1,9 @@
-//! The two system calls std does not wrap that the lab needs: noticing a stop signal sent
-//! to its own process, and signalling a child by PID.
+//! The system calls std does not wrap that the lab needs: noticing a stop signal sent to
+//! its own process, signalling a child by PID, and bounding a child's memory.
 #![allow(unsafe_code)]
 
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
@@ -46,6 +48,27 @@ pub fn kill(pid: u32, signal: i32) -> std::io::Result<()> {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Makes `command`'s child start with at most `bytes` of address space (RLIMIT_AS, soft
+/// and hard), so an allocation past it fails in the child instead of taking the machine.
+pub fn limit_address_space(command: &mut Command, bytes: u64) {
+    let limit = libc::rlimit {
+        rlim_cur: bytes,
+        rlim_max: bytes,
+    };
+    // SAFETY: the closure runs in the child between fork and exec. It calls only
+    // setrlimit, which is async-signal-safe, on a value copied in before the fork, and
+    // allocates nothing (`last_os_error` holds the errno inline).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
     }
 }
 

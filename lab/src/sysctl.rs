@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use oscil_protocol::campaign::RunSettings;
 use serde::{Deserialize, Serialize};
 
+use oscil_protocol::safe_fs::{self, SafeFsError};
+use oscil_protocol::text::escape_peer;
+
 use crate::host::{Host, HostError};
 
 pub const WMEM: &str = "net.ipv4.tcp_wmem";
@@ -103,11 +106,20 @@ pub struct RunningDaemon {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
+    #[error("{0}: no such directory")]
+    NoDir(PathBuf),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Not a regular file, too large, or owned or writable by another user.
+    #[error(transparent)]
+    File(#[from] SafeFsError),
+    /// Something the lab never records: a sysctl not on its list, an ssh option that
+    /// runs a command, a directory it did not make.
+    #[error("{path}: {why}; refused, nothing was changed")]
+    Refused { path: PathBuf, why: String },
     #[error("{path}: not a valid restore.json: {source}")]
     Bad {
         path: PathBuf,
@@ -117,30 +129,97 @@ pub enum RestoreError {
     Host(#[from] HostError),
 }
 
+/// The most bytes a `restore.json` may hold.
+const MAX_RESTORE_BYTES: u64 = 1 << 20;
+
+/// The sysctls the lab sets on a host, and so the only ones a restore puts back.
+pub fn is_restorable(key: &str) -> bool {
+    SENDER_KEYS.contains(&key) || RECEIVER_KEYS.contains(&key)
+}
+
+/// A sysctl value as the lab records them: up to three integers.
+fn is_sysctl_value(value: &str) -> bool {
+    let numbers: Vec<&str> = value.split(' ').collect();
+    numbers.len() <= 3
+        && numbers.iter().all(|n| {
+            let digits = n.strip_prefix('-').unwrap_or(n);
+            (1..=20).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
+/// The shape of the temporary directories the lab makes on a host (`mktemp -d` with
+/// this template).
+pub const WORK_DIR_TEMPLATE: &str = "/tmp/oscil-lab.XXXXXX";
+
+fn is_work_dir(path: &str) -> bool {
+    path.strip_prefix("/tmp/oscil-lab.").is_some_and(|suffix| {
+        suffix.len() == 6 && suffix.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
+}
+
 impl RestoreFile {
+    /// Reads `dir/restore.json` when there is one: a regular file of bounded size, owned
+    /// by root (or this user) and writable by nobody else in a directory likewise, holding
+    /// only what the lab records ([`RestoreFile::check`]).
     pub fn load(dir: &Path) -> Result<Option<RestoreFile>, RestoreError> {
         let path = dir.join(RESTORE_JSON);
-        let text = match std::fs::read(&path) {
-            Ok(text) => text,
+        match path.symlink_metadata() {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(RestoreError::Io { path, source }),
-        };
-        serde_json::from_slice(&text)
-            .map(Some)
-            .map_err(|source| RestoreError::Bad { path, source })
+            Ok(_) => {}
+        }
+        safe_fs::check_trusted(dir)?;
+        safe_fs::check_trusted(&path)?;
+        let text = safe_fs::read_bounded(&path, MAX_RESTORE_BYTES)?;
+        let file: RestoreFile =
+            serde_json::from_slice(&text).map_err(|source| RestoreError::Bad {
+                path: path.clone(),
+                source,
+            })?;
+        file.check()
+            .map_err(|why| RestoreError::Refused { path, why })?;
+        Ok(Some(file))
+    }
+
+    /// Why this file holds something the lab never records, if it does.
+    pub fn check(&self) -> Result<(), String> {
+        for host in &self.hosts {
+            host.host.check()?;
+            for (key, value) in &host.sysctls {
+                if !is_restorable(key) {
+                    return Err(format!(
+                        "sysctl \"{}\" is not one the lab sets",
+                        escape_peer(key)
+                    ));
+                }
+                if !is_sysctl_value(value) {
+                    return Err(format!("{key} = \"{}\" is not a value", escape_peer(value)));
+                }
+            }
+        }
+        if let Some(daemon) = &self.daemon {
+            daemon.host.check()?;
+        }
+        for dir in &self.temp_dirs {
+            dir.host.check()?;
+            if !is_work_dir(&dir.path) {
+                return Err(format!(
+                    "\"{}\" is not a directory the lab makes ({WORK_DIR_TEMPLATE})",
+                    escape_peer(&dir.path)
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Written through a temporary file and a rename: never half a file.
     pub fn save(&self, dir: &Path) -> Result<(), RestoreError> {
-        let path = dir.join(RESTORE_JSON);
-        let tmp = dir.join(".restore.json.tmp");
-        let io = |source| RestoreError::Io {
-            path: path.clone(),
-            source,
-        };
         let text = serde_json::to_vec_pretty(self).expect("restore file serializes");
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(io)
+        Ok(safe_fs::write_atomic(
+            &dir.join(RESTORE_JSON),
+            &text,
+            0o600,
+        )?)
     }
 
     /// Stops the recorded daemon (if that PID is still an oscil-daemon), puts every value
@@ -159,7 +238,7 @@ impl RestoreFile {
             }
         }
         for dir in &self.temp_dirs {
-            if let Err(e) = dir.host.run(&["rm", "-rf", &dir.path]) {
+            if let Err(e) = remove_work_dir(&dir.host, &dir.path) {
                 first_error.get_or_insert(e);
             }
         }
@@ -176,8 +255,24 @@ impl RestoreFile {
     }
 }
 
-/// `oscil-lab restore DIR`: finishes what a crashed campaign left. Nothing to do is fine.
+/// Removes the lab's work directory `path` on `host` only when it is a directory (not a
+/// link) owned by the user the command runs as; one already gone is fine.
+pub fn remove_work_dir(host: &Host, path: &str) -> Result<(), HostError> {
+    let script = r#"[ -e "$1" ] || [ -L "$1" ] || exit 0
+if [ -d "$1" ] && [ ! -L "$1" ] && [ "$(stat -c %u -- "$1")" = "$(id -u)" ]; then
+    exec rm -rf -- "$1"
+fi
+echo "$1: not a directory the lab made (a link, or another user's); left alone" >&2
+exit 1"#;
+    host.run(&["sh", "-c", script, "sh", path]).map(drop)
+}
+
+/// `oscil-lab restore DIR`: finishes what a crashed campaign left. Nothing to do is fine;
+/// no such directory is an error.
 pub fn restore_dir(dir: &Path) -> Result<bool, RestoreError> {
+    if !dir.is_dir() {
+        return Err(RestoreError::NoDir(dir.to_owned()));
+    }
     match RestoreFile::load(dir)? {
         Some(file) => file.restore(dir).map(|()| true),
         None => Ok(false),
@@ -230,7 +325,7 @@ mod tests {
             }),
             temp_dirs: vec![TempDir {
                 host: Host::Local,
-                path: "/tmp/oscil-lab.x".into(),
+                path: "/tmp/oscil-lab.Ab3x9Z".into(),
             }],
         };
         file.save(dir.path()).unwrap();

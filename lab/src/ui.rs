@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use oscil_protocol::campaign::{Campaign, CampaignRun, CampaignRunStatus};
+use oscil_protocol::text::escape_peer;
 use oscil_protocol::{rundir, Phase, ReaderSample};
 
 use crate::figures::{self, change, mean, RunFigures};
@@ -59,7 +60,7 @@ fn phase_at(run: &CampaignRun, elapsed: Duration) -> String {
 
 /// Goodput over the last second of `reader.csv`, while the reader writes it.
 fn live_goodput(run_dir: &Path, interval_us: u64) -> Option<String> {
-    let rows: Vec<ReaderSample> = rundir::load_csv(run_dir).ok()?;
+    let rows: Vec<ReaderSample> = rundir::load_rows(run_dir).ok()?;
     let last = rows.last()?.t_s;
     // The samples whose intervals make up the last second (each covers the interval
     // that ends at its t_s).
@@ -177,10 +178,11 @@ impl Ui {
             return;
         };
         let recorded = lab["warnings"].as_array().cloned().unwrap_or_default();
-        for warning in recorded.iter().filter_map(|w| w.as_str()) {
-            if !self.warnings.iter().any(|w| w == warning) {
+        // A remote receiver wrote this run.json: its text is escaped before it is shown.
+        for warning in recorded.iter().filter_map(|w| w.as_str()).map(escape_peer) {
+            if !self.warnings.contains(&warning) {
                 self.line(&format!("oscil-lab: warning: {warning}"));
-                self.warnings.push(warning.to_owned());
+                self.warnings.push(warning);
             }
         }
     }
@@ -226,7 +228,7 @@ pub fn table(campaign: &Campaign, dir: &Path) -> String {
             let figs: Vec<RunFigures> = campaign
                 .complete_runs(dir)
                 .filter(|(r, _)| r.label == first.label)
-                .filter_map(|(_, d)| figures::load(&d))
+                .filter_map(|(_, d)| figures::load(&d.ok()?))
                 .collect();
             let goodput = mean(figs.iter().filter_map(|f| f.fast_goodput_bps));
             let queued = mean(figs.iter().filter_map(|f| f.slow_queued_bytes));

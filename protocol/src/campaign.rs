@@ -8,14 +8,19 @@
 //! <out>/report/                 the report over every complete run
 //! ```
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::pattern::PatternConfig;
+use crate::safe_fs::{self, SafeFsError};
 
 pub const CAMPAIGN_JSON: &str = "campaign.json";
+
+/// The most bytes a `campaign.json` may hold (a plan of 10,000 runs takes ~15 MB).
+pub const MAX_CAMPAIGN_BYTES: u64 = 64 << 20;
+/// The longest configuration label: it names directories.
+pub const MAX_LABEL_BYTES: usize = 200;
 
 /// Bumped on any incompatible change to `campaign.json`.
 pub const CAMPAIGN_FORMAT_VERSION: u32 = 1;
@@ -144,35 +149,114 @@ pub enum CampaignError {
     },
     #[error("{path}: campaign format {found} is newer than this build reads ({CAMPAIGN_FORMAT_VERSION})")]
     NewerFormat { path: PathBuf, found: u32 },
+    /// Not a regular file, too large, or (for the lab) owned or writable by another user.
+    #[error(transparent)]
+    File(#[from] SafeFsError),
+    /// A run's label or directory that is not the plain name the lab gives.
+    #[error("{path}: {why}; refused")]
+    Unsafe { path: PathBuf, why: String },
 }
 
 impl Campaign {
-    /// The run directories that finished, as paths under `campaign_dir`.
+    /// The runs that finished, each with its directory under `campaign_dir`, or why that
+    /// directory is not to be read (a link out of the campaign).
     pub fn complete_runs<'a>(
         &'a self,
         campaign_dir: &'a Path,
-    ) -> impl Iterator<Item = (&'a CampaignRun, PathBuf)> + 'a {
+    ) -> impl Iterator<Item = (&'a CampaignRun, Result<PathBuf, CampaignError>)> + 'a {
         self.runs
             .iter()
             .filter(|run| run.status == CampaignRunStatus::Complete)
-            .map(move |run| (run, campaign_dir.join(&run.dir)))
+            .map(move |run| (run, run_dir(campaign_dir, run)))
     }
 }
 
-/// True when `dir` holds a `campaign.json`.
-pub fn is_campaign(dir: &Path) -> bool {
-    dir.join(CAMPAIGN_JSON).is_file()
+/// `run`'s directory under `campaign_dir`, when every directory on the way down from the
+/// campaign is a directory and not a link (which could lead anywhere).
+pub fn run_dir(campaign_dir: &Path, run: &CampaignRun) -> Result<PathBuf, CampaignError> {
+    let mut path = campaign_dir.to_owned();
+    for part in run.dir.components() {
+        path.push(part);
+        let meta = path
+            .symlink_metadata()
+            .map_err(|source| CampaignError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        if !meta.file_type().is_dir() {
+            return Err(CampaignError::Unsafe {
+                path: path.clone(),
+                why: "not a directory (a link out of the campaign?)".into(),
+            });
+        }
+    }
+    Ok(path)
 }
 
+/// True when `dir` holds a `campaign.json` (in any form: a link or a FIFO there is
+/// refused when read, not taken for a run directory).
+pub fn is_campaign(dir: &Path) -> bool {
+    dir.join(CAMPAIGN_JSON).symlink_metadata().is_ok()
+}
+
+/// True when `label` is a plain name: letters, digits, `-_.+,=`, not `.` or `..`, at most
+/// [`MAX_LABEL_BYTES`]; what the lab's plan gives and what may name a directory.
+pub fn is_plain_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= MAX_LABEL_BYTES
+        && !label.starts_with('.')
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+,=".contains(c))
+}
+
+/// Every run's label is plain and its directory is `runs/<label>/rep-<k>`, so nothing in
+/// `campaign.json` can point outside the campaign directory or into another run's.
+fn check_runs(path: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
+    let unsafe_run = |why: String| CampaignError::Unsafe {
+        path: path.to_owned(),
+        why,
+    };
+    for run in &campaign.runs {
+        if !is_plain_label(&run.label) {
+            let shown = crate::text::escape_peer(&run.label);
+            return Err(unsafe_run(format!("label \"{shown}\" is not a plain name")));
+        }
+        if let Some(cc) = run
+            .settings
+            .congestion
+            .as_deref()
+            .filter(|cc| !crate::rundir::is_congestion_name(cc))
+        {
+            let shown = crate::text::escape_peer(cc);
+            return Err(unsafe_run(format!("congestion \"{shown}\" is not a name")));
+        }
+        let expected = Path::new("runs")
+            .join(&run.label)
+            .join(format!("rep-{}", run.repetition));
+        let plain = run
+            .dir
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+        if !plain || run.dir != expected {
+            return Err(unsafe_run(format!(
+                "run directory {:?} is not {}",
+                run.dir,
+                expected.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads `campaign.json`: a regular file of bounded size whose runs name only plain
+/// directories inside the campaign.
 pub fn load(dir: &Path) -> Result<Campaign, CampaignError> {
     let path = dir.join(CAMPAIGN_JSON);
-    if !path.is_file() {
+    if !is_campaign(dir) {
         return Err(CampaignError::NotACampaign(dir.to_owned()));
     }
-    let text = fs::read(&path).map_err(|source| CampaignError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let text = safe_fs::read_bounded(&path, MAX_CAMPAIGN_BYTES)?;
     let found = serde_json::from_slice::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| v.get("format_version")?.as_u64());
@@ -182,21 +266,23 @@ pub fn load(dir: &Path) -> Result<Campaign, CampaignError> {
             found: found as u32,
         });
     }
-    serde_json::from_slice(&text).map_err(|source| CampaignError::Bad { path, source })
+    let campaign = serde_json::from_slice(&text).map_err(|source| CampaignError::Bad {
+        path: path.clone(),
+        source,
+    })?;
+    check_runs(&path, &campaign)?;
+    Ok(campaign)
 }
 
 /// Writes `campaign.json` atomically (a temporary file renamed over it), so a crash or a
 /// signal mid-write never leaves a campaign that cannot be resumed.
 pub fn save(dir: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
-    let path = dir.join(CAMPAIGN_JSON);
-    let tmp = dir.join(".campaign.json.tmp");
-    let io = |source| CampaignError::Io {
-        path: path.clone(),
-        source,
-    };
     let text = serde_json::to_vec_pretty(campaign).expect("a campaign always serializes");
-    fs::write(&tmp, text).map_err(io)?;
-    fs::rename(&tmp, &path).map_err(io)
+    Ok(safe_fs::write_atomic(
+        &dir.join(CAMPAIGN_JSON),
+        &text,
+        0o644,
+    )?)
 }
 
 #[cfg(test)]
@@ -262,19 +348,55 @@ mod tests {
         assert!(is_campaign(dir.path()));
         let loaded = load(dir.path()).unwrap();
         assert_eq!(loaded, campaign());
+        let run_dir = dir.path().join("runs/1gbit_466ms_cubic_lowat-131072/rep-1");
+        std::fs::create_dir_all(&run_dir).unwrap();
         let complete: Vec<_> = loaded.complete_runs(dir.path()).collect();
         assert_eq!(complete.len(), 1);
-        assert!(complete[0]
+        assert_eq!(complete[0].1.as_ref().unwrap(), &run_dir);
+        std::fs::remove_dir(&run_dir).unwrap();
+        std::os::unix::fs::symlink("/", &run_dir).unwrap();
+        let err = loaded
+            .complete_runs(dir.path())
+            .next()
+            .unwrap()
             .1
-            .ends_with("runs/1gbit_466ms_cubic_lowat-131072/rep-1"));
-        let text = fs::read_to_string(dir.path().join(CAMPAIGN_JSON)).unwrap();
+            .unwrap_err();
+        assert!(err.to_string().contains("not a directory"), "{err}");
+        let text = std::fs::read_to_string(dir.path().join(CAMPAIGN_JSON)).unwrap();
         assert!(text.contains(r#""status": "failed""#), "{text}");
+    }
+
+    #[test]
+    fn run_directories_outside_the_campaign_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for (label, run_dir) in [
+            ("../../etc", "runs/../../etc/rep-1"),
+            ("x", "/etc"),
+            ("x", "runs/y/rep-1"),
+            ("a\u{1b}[2J", "runs/a\u{1b}[2J/rep-1"),
+        ] {
+            let mut bad = campaign();
+            bad.runs[0].label = label.into();
+            bad.runs[0].dir = run_dir.into();
+            save(dir.path(), &bad).unwrap();
+            let err = load(dir.path()).unwrap_err().to_string();
+            assert!(err.ends_with("; refused"), "{err}");
+            assert!(!err.contains('\u{1b}'), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_campaign_json_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(CAMPAIGN_JSON)).unwrap();
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
     }
 
     #[test]
     fn newer_format_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(CAMPAIGN_JSON), r#"{"format_version": 99}"#).unwrap();
+        std::fs::write(dir.path().join(CAMPAIGN_JSON), r#"{"format_version": 99}"#).unwrap();
         let err = load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format 99"), "{err}");
     }

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::BufWriter;
+use std::io::{BufWriter, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use oscil_kernel::{HostFacts, OptionsInForce, ProcessCost, SocketOptions};
@@ -25,6 +25,7 @@ use crate::control::WakeupFigures;
 use crate::markers::{MarkerCounts, MarkerRow};
 use crate::pattern::{PatternConfig, PhaseSpan};
 use crate::records::{HostSample, ReaderSample, SenderSample};
+use crate::safe_fs::{self, LineBound, SafeFsError};
 use crate::sampling::Sampling;
 
 /// Bumped when a reader of an older directory would misread a newer one.
@@ -44,6 +45,11 @@ pub trait Columns: Serialize + DeserializeOwned {
     /// Columns added after format 1, at the end, with a serde default: a file without them
     /// still loads.
     const ADDED_LATER: &'static [&'static str] = &[];
+    /// The most rows `run.json`'s declarations allow this file, before the margin.
+    fn declared_rows(limits: &Limits) -> u64;
+    /// Why a row read back is out of range (a time not finite or outside the run, a flow
+    /// the run does not have), naming the column; `Ok` for a sound row.
+    fn check(&self, limits: &Limits) -> Result<(), String>;
 }
 
 impl Columns for ReaderSample {
@@ -64,6 +70,12 @@ impl Columns for ReaderSample {
         "span_s",
     ];
     const ADDED_LATER: &'static [&'static str] = &["span_s"];
+    fn declared_rows(limits: &Limits) -> u64 {
+        limits.flow_intervals()
+    }
+    fn check(&self, limits: &Limits) -> Result<(), String> {
+        limits.check_sample(self.flow, self.t_s, self.span_s)
+    }
 }
 
 impl Columns for SenderSample {
@@ -95,6 +107,12 @@ impl Columns for SenderSample {
     ];
     /// All after format 1's first 15, from `span_s` on.
     const ADDED_LATER: &'static [&'static str] = Self::COLUMNS.split_at(15).1;
+    fn declared_rows(limits: &Limits) -> u64 {
+        limits.flow_intervals()
+    }
+    fn check(&self, limits: &Limits) -> Result<(), String> {
+        limits.check_sample(self.flow, self.t_s, self.span_s)
+    }
 }
 
 impl Columns for HostSample {
@@ -110,6 +128,13 @@ impl Columns for HostSample {
         "tcp_mem_ns_bytes",
     ];
     const ADDED_LATER: &'static [&'static str] = &["tcp_mem_ns_bytes"];
+    /// One row per side per interval.
+    fn declared_rows(limits: &Limits) -> u64 {
+        2 * limits.intervals
+    }
+    fn check(&self, limits: &Limits) -> Result<(), String> {
+        limits.check_time("t_s", self.t_s)
+    }
 }
 
 impl Columns for MarkerRow {
@@ -122,6 +147,22 @@ impl Columns for MarkerRow {
         "read_t_s",
         "latency_us",
     ];
+    fn declared_rows(limits: &Limits) -> u64 {
+        u64::from(limits.flows).saturating_mul(limits.markers_per_flow)
+    }
+    /// Marker times are mapped through the clock offset and may sit slightly before the
+    /// session's start, and a latency slightly below zero (within the clock's uncertainty).
+    fn check(&self, limits: &Limits) -> Result<(), String> {
+        limits.check_flow(self.flow)?;
+        limits.check_signed_time("sent_t_s", self.sent_t_s)?;
+        if let Some(read) = self.read_t_s {
+            limits.check_signed_time("read_t_s", read)?;
+        }
+        match self.latency_us {
+            Some(us) => limits.check_signed_time("latency_us", us / 1e6),
+            None => Ok(()),
+        }
+    }
 }
 
 /// `run.json`: everything needed to know what a run measured.
@@ -255,6 +296,30 @@ pub enum RunDirError {
     MissingColumn { path: PathBuf, column: &'static str },
     #[error("{path}: {source}")]
     BadCsv { path: PathBuf, source: csv::Error },
+    /// A file that is not a regular file, or larger than the run allows.
+    #[error(transparent)]
+    File(#[from] SafeFsError),
+    /// A value out of range: a time not finite or outside the run, a flow it does not have.
+    #[error("{path}: damaged: {why}")]
+    Damaged { path: PathBuf, why: String },
+    #[error("{path}: more than {limit} rows, beyond what run.json declares ({flows} flow(s) over {end_s} s); refused")]
+    TooManyRows {
+        path: PathBuf,
+        limit: u64,
+        flows: u32,
+        end_s: f64,
+    },
+}
+
+impl RunDirError {
+    /// True when the directory is a run whose content cannot be trusted (a file of the
+    /// wrong kind or size, a bad cell, too many rows), rather than not a run at all.
+    pub fn is_damaged(&self) -> bool {
+        !matches!(
+            self,
+            RunDirError::NotARunDir(_) | RunDirError::NotEmpty(_) | RunDirError::NewerFormat { .. }
+        )
+    }
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
@@ -283,7 +348,16 @@ struct CsvFile {
 impl CsvFile {
     fn create<R: Columns>(dir: &Path) -> Result<Self, RunDirError> {
         let path = dir.join(R::FILE);
-        let file = File::create(&path).map_err(io_error(&path))?;
+        // Afresh, never through a link left in the directory (`force` reuses one).
+        let file = match safe_fs::create_new(&path, 0o644) {
+            Err(SafeFsError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                fs::remove_file(&path).map_err(io_error(&path))?;
+                safe_fs::create_new(&path, 0o644)?
+            }
+            other => other?,
+        };
         let mut writer = csv::WriterBuilder::new()
             .has_headers(false)
             .from_writer(BufWriter::with_capacity(256 << 10, file));
@@ -375,12 +449,13 @@ impl RunWriter {
 
     /// Rewrites `run.json` through a temporary file and a rename, so it is never half written.
     pub fn write_meta(&self) -> Result<(), RunDirError> {
-        let path = self.dir.join(RUN_JSON);
-        let tmp = self.dir.join(".run.json.tmp");
         let mut text = serde_json::to_vec_pretty(&self.meta).expect("RunMeta serializes");
         text.push(b'\n');
-        fs::write(&tmp, text).map_err(io_error(&tmp))?;
-        fs::rename(&tmp, &path).map_err(io_error(&path))
+        Ok(safe_fs::write_atomic(
+            &self.dir.join(RUN_JSON),
+            &text,
+            0o644,
+        )?)
     }
 
     /// Flushes every file and records how the run ended.
@@ -402,27 +477,223 @@ pub struct Run {
     pub host: Vec<HostSample>,
     /// Empty for a run without markers (and for runs recorded before them).
     pub markers: Vec<MarkerRow>,
+    /// Files whose last row was cut short and dropped.
+    pub cut: Vec<Cut>,
 }
 
 impl Run {
-    /// The run's name on charts: its label, else the directory's name.
+    /// The run's name on charts: its label, else the directory's name, escaped and
+    /// bounded ([`crate::text::escape_stored`]) wherever it came from.
     pub fn label(&self) -> String {
-        self.meta.label.clone().unwrap_or_else(|| {
+        crate::text::escape_stored(&self.meta.label.clone().unwrap_or_else(|| {
             self.dir
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
                 .unwrap_or_else(|| self.dir.display().to_string())
-        })
+        }))
     }
 }
 
-/// Reads `run.json` alone.
+/// The most bytes a `run.json` may hold.
+pub const MAX_META_BYTES: u64 = 16 << 20;
+/// The most bytes a row of any CSV here takes (the longest, sender.csv's, takes ~250).
+pub const MAX_ROW_BYTES: u64 = 1024;
+/// The most flows a run may declare.
+pub const MAX_FLOWS: u32 = 100_000;
+/// The longest run a `run.json` may declare: a week.
+pub const MAX_RUN_S: f64 = 7.0 * 86_400.0;
+/// Seconds past the declared end that a row's time may still fall at (the session's
+/// teardown), and before zero that a marker's may (the clock offset).
+const SLACK_S: f64 = 60.0;
+
+/// What a run directory may hold, from what its `run.json` declares: rows per file (flows
+/// × intervals, doubled and a little more for a margin), bytes per row, and the span every
+/// time in it falls within. A file past these is damaged, however it came to be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub flows: u32,
+    /// Sampling intervals the run can span.
+    pub intervals: u64,
+    /// Markers one flow can send over the run; 0 without markers.
+    pub markers_per_flow: u64,
+    /// Seconds since the session's start that every time in the run falls before.
+    pub end_s: f64,
+}
+
+impl Limits {
+    /// From `run.json`, after checking that what it declares is finite and in range.
+    pub fn of(meta: &RunMeta) -> Result<Limits, String> {
+        let config = &meta.config;
+        if !(1..=MAX_FLOWS).contains(&config.flows) {
+            return Err(format!(
+                "flows {} is not within 1..={MAX_FLOWS}",
+                config.flows
+            ));
+        }
+        let interval_us = match config.interval_us {
+            0 => 100_000,
+            us @ 1..=60_000_000 => us,
+            us => return Err(format!("interval_us {us} is not within 1..=60000000")),
+        };
+        for cc in [
+            &config.sender_request.congestion,
+            &config.reader_request.congestion,
+        ] {
+            if let Some(name) = cc.as_deref().filter(|name| !is_congestion_name(name)) {
+                let shown = crate::text::escape_peer(name);
+                return Err(format!(
+                    "congestion \"{shown}\" is not a congestion control's name"
+                ));
+            }
+        }
+        let pattern = &config.pattern;
+        if !(0.0..=1.0).contains(&pattern.fraction) {
+            return Err(format!(
+                "pattern fraction {} is not within 0..=1",
+                pattern.fraction
+            ));
+        }
+        let planned_ms = pattern
+            .fast_ms
+            .saturating_add(pattern.slow_ms)
+            .saturating_mul(u64::from(pattern.cycles));
+        let mut end_s = planned_ms as f64 / 1000.0;
+        let times = meta
+            .schedule
+            .iter()
+            .flat_map(|span| {
+                [
+                    ("schedule start_s", span.start_s),
+                    ("schedule end_s", span.end_s),
+                ]
+            })
+            .chain([("ending duration_s", meta.ending.duration_s)]);
+        for (name, t) in times {
+            if !(t.is_finite() && (0.0..=MAX_RUN_S).contains(&t)) {
+                return Err(format!("{name} {t:?} is not within 0..={MAX_RUN_S} s"));
+            }
+            end_s = end_s.max(t);
+        }
+        if end_s > MAX_RUN_S {
+            return Err(format!(
+                "the pattern lasts {end_s} s, more than {MAX_RUN_S} s"
+            ));
+        }
+        Ok(Limits::declared(
+            config.flows,
+            interval_us,
+            end_s,
+            config.marker_every_us,
+        ))
+    }
+
+    /// From what a run is to be: `flows` sampled every `interval_us` for
+    /// `duration_s`, with markers every `marker_every_us`; the lab bounds what it copies
+    /// from a remote host with these before any `run.json` exists.
+    pub fn declared(
+        flows: u32,
+        interval_us: u64,
+        duration_s: f64,
+        marker_every_us: Option<u64>,
+    ) -> Limits {
+        let end_s = duration_s.clamp(0.0, MAX_RUN_S) + SLACK_S;
+        let markers_per_flow = match marker_every_us {
+            None => 0,
+            Some(every_us) => (end_s * 1e6 / every_us.max(1) as f64) as u64 + 2,
+        };
+        Limits {
+            flows,
+            intervals: (end_s * 1e6 / interval_us.max(1) as f64).ceil() as u64 + 1,
+            markers_per_flow,
+            end_s,
+        }
+    }
+
+    /// Bytes a whole run directory may hold: each CSV's bound and `run.json`'s.
+    pub fn dir_bytes(&self) -> u64 {
+        [
+            self.bytes::<ReaderSample>(),
+            self.bytes::<SenderSample>(),
+            self.bytes::<HostSample>(),
+            self.bytes::<MarkerRow>(),
+            MAX_META_BYTES,
+        ]
+        .iter()
+        .fold(0, |sum, &b| sum.saturating_add(b))
+    }
+
+    /// Rows `R`'s file may hold: twice what `run.json` declares, and 64 more.
+    pub fn rows<R: Columns>(&self) -> u64 {
+        R::declared_rows(self).saturating_mul(2).saturating_add(64)
+    }
+
+    /// Bytes `R`'s file may hold.
+    pub fn bytes<R: Columns>(&self) -> u64 {
+        self.rows::<R>()
+            .saturating_add(1)
+            .saturating_mul(MAX_ROW_BYTES)
+    }
+
+    /// One row per flow per interval, as reader.csv and sender.csv have.
+    fn flow_intervals(&self) -> u64 {
+        u64::from(self.flows).saturating_mul(self.intervals)
+    }
+
+    /// A flow's sample: a flow the run has, a time and a span within the run.
+    fn check_sample(&self, flow: u32, t_s: f64, span_s: f64) -> Result<(), String> {
+        self.check_flow(flow)?;
+        self.check_time("t_s", t_s)?;
+        self.check_time("span_s", span_s)
+    }
+
+    fn check_flow(&self, flow: u32) -> Result<(), String> {
+        match flow < self.flows {
+            true => Ok(()),
+            false => Err(format!(
+                "flow {flow}, but the run has {} flow(s)",
+                self.flows
+            )),
+        }
+    }
+
+    /// A time since the session's start: finite, from 0 to the run's end.
+    fn check_time(&self, column: &str, t_s: f64) -> Result<(), String> {
+        match t_s.is_finite() && (0.0..=self.end_s).contains(&t_s) {
+            true => Ok(()),
+            false => Err(format!(
+                "{column} {t_s:?} is not within 0..={} s",
+                self.end_s
+            )),
+        }
+    }
+
+    /// A time that may fall a little before the session's start.
+    fn check_signed_time(&self, column: &str, t_s: f64) -> Result<(), String> {
+        match t_s.is_finite() && (-SLACK_S..=self.end_s).contains(&t_s) {
+            true => Ok(()),
+            false => Err(format!(
+                "{column} {t_s:?} is not within -{SLACK_S}..={} s",
+                self.end_s
+            )),
+        }
+    }
+}
+
+/// A kernel congestion control's name: up to 15 letters, digits, `_` or `-`.
+pub fn is_congestion_name(name: &str) -> bool {
+    (1..16).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Reads `run.json` alone: a regular file of bounded size whose declarations are in range.
 pub fn load_meta(dir: &Path) -> Result<RunMeta, RunDirError> {
     let path = dir.join(RUN_JSON);
-    if !path.is_file() {
+    if path.symlink_metadata().is_err() {
         return Err(RunDirError::NotARunDir(dir.to_owned()));
     }
-    let text = fs::read(&path).map_err(io_error(&path))?;
+    let text = safe_fs::read_bounded(&path, MAX_META_BYTES)?;
     let version: Option<u32> = serde_json::from_slice::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| v.get("format_version")?.as_u64())
@@ -430,17 +701,105 @@ pub fn load_meta(dir: &Path) -> Result<RunMeta, RunDirError> {
     if let Some(found) = version.filter(|&v| v > FORMAT_VERSION) {
         return Err(RunDirError::NewerFormat { path, found });
     }
-    serde_json::from_slice(&text).map_err(|source| RunDirError::BadMeta { path, source })
-}
-
-/// Reads one CSV of a run directory, checking its header names every column first.
-pub fn load_csv<R: Columns>(dir: &Path) -> Result<Vec<R>, RunDirError> {
-    let path = dir.join(R::FILE);
-    let bad_csv = |source| RunDirError::BadCsv {
+    let meta: RunMeta = serde_json::from_slice(&text).map_err(|source| RunDirError::BadMeta {
         path: path.clone(),
         source,
+    })?;
+    Limits::of(&meta).map_err(|why| RunDirError::Damaged { path, why })?;
+    Ok(meta)
+}
+
+/// A CSV's rows, and what was dropped from its end when it was cut mid-row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table<R> {
+    pub rows: Vec<R>,
+    pub cut: Option<Cut>,
+}
+
+/// The incomplete last row of a file cut mid-row (a crash, a full disk): dropped, counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    pub file: &'static str,
+    /// Rows dropped: the one incomplete row.
+    pub rows: u64,
+    /// Bytes after the last complete row.
+    pub bytes: u64,
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} was cut mid-row: {} incomplete row ({} bytes) dropped",
+            self.file, self.rows, self.bytes
+        )
+    }
+}
+
+/// The length of the part of `file` (of `len` bytes) that ends with its last newline.
+fn complete_len(file: &mut File, len: u64) -> std::io::Result<u64> {
+    let mut end = len;
+    let mut chunk = vec![0u8; 64 << 10];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let part = &mut chunk[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(part)?;
+        if let Some(at) = part.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + at as u64 + 1);
+        }
+        // No row is longer than MAX_ROW_BYTES: a longer tail is not a cut row.
+        if len - start > MAX_ROW_BYTES * 4 {
+            return Ok(len);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// Reads one CSV of a run directory within `limits`: a regular file, its header naming
+/// every column, at most [`Limits::rows`] rows and [`Limits::bytes`] bytes, every row in
+/// range. A last row cut short is dropped and said in [`Table::cut`].
+pub fn load_csv<R: Columns>(dir: &Path, limits: &Limits) -> Result<Table<R>, RunDirError> {
+    let path = dir.join(R::FILE);
+    let (mut file, len) = safe_fs::open_regular(&path)?;
+    let limit_bytes = limits.bytes::<R>();
+    if len > limit_bytes {
+        return Err(SafeFsError::TooLarge {
+            path,
+            found_bytes: len,
+            limit_bytes,
+        }
+        .into());
+    }
+    let complete = complete_len(&mut file, len).map_err(io_error(&path))?;
+    file.seek(SeekFrom::Start(0)).map_err(io_error(&path))?;
+    let cut = (complete < len).then_some(Cut {
+        file: R::FILE,
+        rows: 1,
+        bytes: len - complete,
+    });
+    let bounded = LineBound::new(file.take(complete), MAX_ROW_BYTES);
+    let rows = read_rows::<R>(&path, csv::Reader::from_reader(bounded), limits)?;
+    Ok(Table { rows, cut })
+}
+
+fn read_rows<R: Columns>(
+    path: &Path,
+    mut reader: csv::Reader<LineBound<std::io::Take<File>>>,
+    limits: &Limits,
+) -> Result<Vec<R>, RunDirError> {
+    let bad_csv = |source: csv::Error| match source.kind() {
+        csv::ErrorKind::Io(e) if LineBound::<File>::is_long_line(e) => SafeFsError::LongLine {
+            path: path.to_owned(),
+            limit_bytes: MAX_ROW_BYTES,
+        }
+        .into(),
+        _ => RunDirError::BadCsv {
+            path: path.to_owned(),
+            source,
+        },
     };
-    let mut reader = csv::Reader::from_path(&path).map_err(bad_csv)?;
     let headers = reader.headers().map_err(bad_csv)?.clone();
     if let Some(column) = R::COLUMNS
         .iter()
@@ -448,28 +807,64 @@ pub fn load_csv<R: Columns>(dir: &Path) -> Result<Vec<R>, RunDirError> {
         .find(|column| !headers.iter().any(|h| h == **column))
     {
         return Err(RunDirError::MissingColumn {
-            path: path.clone(),
+            path: path.to_owned(),
             column,
         });
     }
-    reader
-        .deserialize()
-        .collect::<Result<_, _>>()
-        .map_err(bad_csv)
+    let limit = limits.rows::<R>();
+    let mut rows = Vec::new();
+    for (index, row) in reader.deserialize::<R>().enumerate() {
+        if index as u64 >= limit {
+            return Err(RunDirError::TooManyRows {
+                path: path.to_owned(),
+                limit,
+                flows: limits.flows,
+                end_s: limits.end_s,
+            });
+        }
+        let row = row.map_err(bad_csv)?;
+        row.check(limits).map_err(|why| RunDirError::Damaged {
+            path: path.to_owned(),
+            why: format!("row {}: {why}", index + 1),
+        })?;
+        rows.push(row);
+    }
+    Ok(rows)
 }
 
-/// Reads a whole run directory.
+/// Reads one CSV of a run directory within the limits its `run.json` sets, keeping only
+/// the rows (for the lab's live view and its end figures).
+pub fn load_rows<R: Columns>(dir: &Path) -> Result<Vec<R>, RunDirError> {
+    let meta = load_meta(dir)?;
+    let limits = Limits::of(&meta).expect("load_meta checked it");
+    Ok(load_csv::<R>(dir, &limits)?.rows)
+}
+
+/// Reads a whole run directory, each file within the limits its `run.json` sets.
 pub fn load(dir: &Path) -> Result<Run, RunDirError> {
+    let meta = load_meta(dir)?;
+    let limits = Limits::of(&meta).expect("load_meta checked it");
+    fn rows<R>(cut: &mut Vec<Cut>, table: Table<R>) -> Vec<R> {
+        cut.extend(table.cut);
+        table.rows
+    }
+    let mut cut = Vec::new();
+    let reader = rows(&mut cut, load_csv(dir, &limits)?);
+    let sender = rows(&mut cut, load_csv(dir, &limits)?);
+    let host = rows(&mut cut, load_csv(dir, &limits)?);
+    // Present as anything at all (a link, a FIFO): read, so it is refused, not skipped.
+    let markers = match fs::symlink_metadata(dir.join(MARKERS_CSV)) {
+        Ok(_) => rows(&mut cut, load_csv(dir, &limits)?),
+        Err(_) => Vec::new(),
+    };
     Ok(Run {
         dir: dir.to_owned(),
-        meta: load_meta(dir)?,
-        reader: load_csv(dir)?,
-        sender: load_csv(dir)?,
-        host: load_csv(dir)?,
-        markers: match dir.join(MARKERS_CSV).is_file() {
-            true => load_csv(dir)?,
-            false => Vec::new(),
-        },
+        meta,
+        reader,
+        sender,
+        host,
+        markers,
+        cut,
     })
 }
 
@@ -612,6 +1007,7 @@ mod tests {
     fn marker_rows_read_back_and_runs_without_markers_load_without_them() {
         let dir = tempfile::tempdir().unwrap();
         let mut with_markers = meta();
+        with_markers.config.flows = 2;
         with_markers.config.marker_every_us = Some(1_000_000);
         let mut writer = RunWriter::create(dir.path(), false, with_markers).unwrap();
         let rows = [
@@ -680,5 +1076,236 @@ mod tests {
             message.ends_with("sender.csv: missing column \"cwnd\""),
             "{message}"
         );
+    }
+
+    /// A run of `meta()` with two reader rows written, ended complete.
+    fn written_run() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = RunWriter::create(dir.path(), false, meta()).unwrap();
+        writer.reader_row(&reader_row(0.1)).unwrap();
+        writer.reader_row(&reader_row(0.2)).unwrap();
+        let ending = Ending {
+            status: RunStatus::Complete,
+            reason: "pattern done".into(),
+            duration_s: 60.0,
+            ended_unix_ms: 2,
+        };
+        writer.finish(ending).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_csv_that_is_a_link_to_dev_zero_or_a_fifo_is_refused_at_once() {
+        let dir = written_run();
+        let sender = dir.path().join("sender.csv");
+        fs::remove_file(&sender).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &sender).unwrap();
+        let started = std::time::Instant::now();
+        let err = load(dir.path()).unwrap_err();
+        assert!(err.is_damaged());
+        assert!(
+            err.to_string()
+                .ends_with("sender.csv: not a regular file but a symbolic link; refused"),
+            "{err}"
+        );
+        fs::remove_file(&sender).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&sender)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = load(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_cell_not_finite_or_out_of_range_makes_the_run_damaged() {
+        let dir = written_run();
+        let path = dir.path().join("reader.csv");
+        let good = fs::read_to_string(&path).unwrap();
+        for (cell, shown) in [
+            ("inf", "inf"),
+            ("NaN", "NaN"),
+            ("-1", "-1.0"),
+            ("1e308", "1e308"),
+        ] {
+            let message = damaged(
+                dir.path(),
+                &path,
+                &good.replacen("\n0.2,", &format!("\n{cell},"), 1),
+            );
+            let expected = format!("reader.csv: damaged: row 2: t_s {shown} is not within 0..=");
+            assert!(message.contains(&expected), "{message}");
+        }
+        let message = damaged(dir.path(), &path, &good.replacen(",0.1\n", ",inf\n", 1));
+        assert!(
+            message.contains("row 1: span_s inf is not within"),
+            "{message}"
+        );
+        let message = damaged(dir.path(), &path, &good.replacen("\n0.2,0,", "\n0.2,7,", 1));
+        assert!(
+            message.contains("row 2: flow 7, but the run has 1 flow(s)"),
+            "{message}"
+        );
+    }
+
+    /// Writes `text` into `path` and returns why loading the run in `dir` now fails.
+    fn damaged(dir: &Path, path: &Path, text: &str) -> String {
+        fs::write(path, text).unwrap();
+        let err = load(dir).unwrap_err();
+        assert!(err.is_damaged(), "{err}");
+        err.to_string()
+    }
+
+    #[test]
+    fn a_short_sampling_interval_allows_its_rows() {
+        let mut fine = meta();
+        fine.config.interval_us = 500;
+        let limits = Limits::of(&fine).unwrap();
+        // 60 s of pattern and 60 s of slack at 0.5 ms, one flow.
+        assert_eq!(limits.rows::<ReaderSample>(), 2 * 240_001 + 64);
+        fine.config.interval_us = 0;
+        assert_eq!(
+            Limits::of(&fine).unwrap().intervals,
+            1201,
+            "0: the default 100 ms"
+        );
+    }
+
+    #[test]
+    fn run_json_declaring_a_time_not_finite_is_damaged() {
+        let dir = written_run();
+        let path = dir.path().join(RUN_JSON);
+        let text = fs::read_to_string(&path).unwrap();
+        let bad = text.replacen("\"duration_s\": 60.0", "\"duration_s\": -1.0", 1);
+        assert_ne!(bad, text);
+        let message = damaged(dir.path(), &path, &bad);
+        let expected = "run.json: damaged: ending duration_s -1.0 is not within";
+        assert!(message.contains(expected), "{message}");
+    }
+
+    #[test]
+    fn rows_beyond_what_run_json_declares_are_refused_without_reading_them_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut short = meta();
+        short.config.flows = 2;
+        short.config.pattern = PatternConfig {
+            fast_ms: 1000,
+            slow_ms: 2000,
+            fraction: 0.05,
+            cycles: 1,
+            full_speed: false,
+        };
+        short.schedule = short.config.pattern.schedule();
+        let mut writer = RunWriter::create(dir.path(), false, short).unwrap();
+        for i in 0..10_000 {
+            let mut row = reader_row(0.1);
+            row.flow = i % 2;
+            writer.reader_row(&row).unwrap();
+        }
+        writer.flush().unwrap();
+        let limits = Limits::of(&load_meta(dir.path()).unwrap()).unwrap();
+        // 2 flows over 3 s and the 60 s of slack, at 100 ms: 2 x 631, twice, and 64.
+        assert_eq!(limits.rows::<ReaderSample>(), 2 * 2 * 631 + 64);
+        let err = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RunDirError::TooManyRows {
+                    limit: 2588,
+                    flows: 2,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("beyond what run.json declares (2 flow(s)"),
+            "{err}"
+        );
+        // Ten times as many: refused by its size before a row is read.
+        for _ in 0..90_000 {
+            writer.reader_row(&reader_row(0.1)).unwrap();
+        }
+        writer.flush().unwrap();
+        let err = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(err, RunDirError::File(SafeFsError::TooLarge { .. })),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_file_larger_than_its_rows_allow_or_with_an_endless_line_is_refused() {
+        let dir = written_run();
+        let path = dir.path().join("host.csv");
+        let limits = Limits::of(&load_meta(dir.path()).unwrap()).unwrap();
+        let file = File::options().append(true).open(&path).unwrap();
+        file.set_len(limits.bytes::<HostSample>() + 1).unwrap();
+        let err = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(err, RunDirError::File(SafeFsError::TooLarge { .. })),
+            "{err}"
+        );
+        // A sparse file of zeros within the byte bound: one endless line.
+        fs::write(
+            &path,
+            "t_s,side,tcp_inuse,tcp_orphan,tcp_tw,tcp_alloc,tcp_mem_pages\n",
+        )
+        .unwrap();
+        let mut file = File::options().write(true).open(&path).unwrap();
+        file.set_len(limits.bytes::<HostSample>() - 1).unwrap();
+        file.seek(SeekFrom::End(0)).unwrap();
+        std::io::Write::write_all(&mut file, b"\n").unwrap();
+        let err = load(dir.path()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RunDirError::File(SafeFsError::LongLine {
+                    limit_bytes: MAX_ROW_BYTES,
+                    ..
+                })
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_csv_cut_mid_row_keeps_its_complete_rows_and_says_what_was_dropped() {
+        let dir = written_run();
+        let path = dir.path().join("reader.csv");
+        let text = fs::read_to_string(&path).unwrap();
+        let cut_at = text.len() - 20;
+        fs::write(&path, &text[..cut_at]).unwrap();
+        let run = load(dir.path()).unwrap();
+        assert_eq!(run.reader, vec![reader_row(0.1)]);
+        let dropped = (cut_at - text[..cut_at].rfind('\n').unwrap() - 1) as u64;
+        assert_eq!(
+            run.cut,
+            vec![Cut {
+                file: READER_CSV,
+                rows: 1,
+                bytes: dropped
+            }]
+        );
+        assert_eq!(
+            run.cut[0].to_string(),
+            format!("reader.csv was cut mid-row: 1 incomplete row ({dropped} bytes) dropped")
+        );
+        // A broken row that is not the last is damage, not a cut.
+        fs::write(&path, text.replacen("\n0.1,0,slow,", "\n0.1,0,", 1)).unwrap();
+        assert!(load(dir.path()).unwrap_err().is_damaged());
+    }
+
+    #[test]
+    fn a_long_label_is_escaped_and_bounded() {
+        let dir = written_run();
+        let mut run = load(dir.path()).unwrap();
+        run.meta.label = Some(format!("\u{1b}[31m{}", "x".repeat(2_000_000)));
+        let label = run.label();
+        assert!(label.starts_with("\\u{1b}[31m"), "{}", &label[..20]);
+        assert!(label.len() < 2 * crate::text::LABEL_CHARS);
     }
 }
