@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use oscil_testkit::{is_root, workspace_bin};
+use oscil_testkit::{lacks_root, workspace_bin};
 use serde_json::json;
 
 fn lab(args: &[&str]) -> Output {
@@ -98,8 +98,7 @@ fn a_restore_json_others_may_write_is_refused() {
         stderr.contains("writable by other users (mode 666); refused"),
         "{stderr}"
     );
-    if !is_root() {
-        eprintln!("skipped the owner half: needs root to give the file to nobody");
+    if lacks_root("the owner half: to give the file to nobody") {
         return;
     }
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -155,8 +154,7 @@ fn a_campaign_json_naming_a_proxy_command_is_not_resumed() {
 
 #[test]
 fn an_out_directory_another_user_owns_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root to give the directory to nobody");
+    if lacks_root("to give the directory to nobody") {
         return;
     }
     let scratch = tempfile::tempdir().unwrap();
