@@ -113,6 +113,12 @@ pub struct RunFacts {
     pub clock_uncertainty_us: Option<f64>,
 }
 
+/// The least CPU time a CPU figure is shown for: the kernel counts a process's CPU in
+/// ticks of 10 ms (USER_HZ 100), so below 50 ticks one tick is more than 2% of the figure
+/// and two runs' figures differ by the tick, not by the setting (a 2-run `--quick` spent
+/// 0.01-0.02 s and showed 118.66 s per GB twice).
+pub const MIN_CPU_S: f64 = 0.5;
+
 impl RunFacts {
     /// `per_run` of one side's cost, per GB (10^9 bytes) read.
     fn per_gb(
@@ -122,6 +128,13 @@ impl RunFacts {
     ) -> Option<f64> {
         let cost = side(self.cost.as_ref()?)?;
         (self.bytes_read > 0).then(|| per_run(&cost) / (self.bytes_read as f64 / 1e9))
+    }
+
+    /// CPU seconds of one side per GB read, where it spent enough to count (`MIN_CPU_S`).
+    fn cpu_per_gb(&self, side: fn(&RunCost) -> Option<ProcessCost>) -> Option<f64> {
+        let spent = side(self.cost.as_ref()?)?.cpu_s();
+        self.per_gb(side, ProcessCost::cpu_s)
+            .filter(|_| spent >= MIN_CPU_S)
     }
 }
 
@@ -206,7 +219,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         column: "tcp_mem_peak_sender_mib",
-        title: "Peak host TCP memory, sender host (sockstat)",
+        title: "Peak TCP memory of the whole sender host (sockstat, host-wide)",
         unit: MIBS,
         better: Better::Lower,
         value: |w| mem_bytes(w.both().sender_tcp_mem_peak_pages, w.sender_page_bytes),
@@ -214,7 +227,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         column: "tcp_mem_peak_reader_mib",
-        title: "Peak host TCP memory, reader host (sockstat)",
+        title: "Peak TCP memory of the whole reader host (sockstat, host-wide)",
         unit: MIBS,
         better: Better::Lower,
         value: |w| mem_bytes(w.both().reader_tcp_mem_peak_pages, w.reader_page_bytes),
@@ -272,7 +285,7 @@ pub const METRICS: &[Metric] = &[
         title: "Sender CPU seconds per GB (whole run)",
         unit: PER_GB,
         better: Better::Lower,
-        value: |w| w.run.per_gb(|c| c.sender, ProcessCost::cpu_s),
+        value: |w| w.run.cpu_per_gb(|c| c.sender),
         compared: true,
     },
     Metric {
@@ -280,7 +293,7 @@ pub const METRICS: &[Metric] = &[
         title: "Reader CPU seconds per GB (whole run)",
         unit: PER_GB,
         better: Better::Lower,
-        value: |w| w.run.per_gb(|c| c.reader, ProcessCost::cpu_s),
+        value: |w| w.run.cpu_per_gb(|c| c.reader),
         compared: false,
     },
     Metric {
@@ -354,17 +367,22 @@ pub const METRICS: &[Metric] = &[
     },
     // The seed's yardstick for the smallest TCP_NOTSENT_LOWAT that does not starve the
     // link (`Totals::safe_lowat_bytes`): at the slowest wake-up, and at the median one.
+    // Kept in the CSV tables as a diagnostic of the writer's wake-ups, never shown as a
+    // setting to use: from a writer that answers in microseconds it gives a few bytes
+    // (below one segment, where lowat means nothing), and one late wake-up makes it
+    // megabytes where 128 KiB lost nothing; the comparison of measured lowats answers
+    // the question instead.
     Metric {
         column: "safe_lowat_bytes",
-        title: "Smallest safe lowat: 2 x fast goodput x slowest POLLOUT wake-to-write",
+        title: "Wake-up diagnostic: 2 x fast goodput x slowest POLLOUT wake-to-write (not a lowat to set)",
         unit: BYTES,
         better: Better::Neither,
         value: |w| w.fast.safe_lowat_bytes(WakeSpread::max),
-        compared: true,
+        compared: false,
     },
     Metric {
         column: "safe_lowat_p50_bytes",
-        title: "Lowat for the median wake-up: 2 x fast goodput x median wake-to-write",
+        title: "Wake-up diagnostic: 2 x fast goodput x median wake-to-write (not a lowat to set)",
         unit: BYTES,
         better: Better::Neither,
         value: |w| w.fast.safe_lowat_bytes(WakeSpread::p50),
@@ -450,6 +468,18 @@ mod tests {
             ..Window::default()
         };
         assert_eq!((metric("sender_cpu_s_per_gb").value)(&window), Some(1.5));
+        // 0.3 s of CPU is 30 ticks: too coarse to show.
+        let mut brief = window.clone();
+        brief.run.cost = Some(RunCost {
+            reader: None,
+            sender: Some(ProcessCost {
+                user_s: 0.1,
+                system_s: 0.2,
+                ..spent
+            }),
+        });
+        assert_eq!((metric("sender_cpu_s_per_gb").value)(&brief), None);
+        assert_eq!((metric("sender_ctx_per_gb").value)(&brief), Some(500.0));
         assert_eq!((metric("sender_ctx_per_gb").value)(&window), Some(500.0));
         assert_eq!((metric("reader_cpu_s_per_gb").value)(&window), None);
         assert_eq!((metric("residence_p50_ms").value)(&window), None);

@@ -30,7 +30,10 @@ pub enum Standing {
 /// One path's recommendation.
 #[derive(Debug, Clone)]
 pub struct PathChoice {
+    /// The path in words.
     pub path: String,
+    /// The configurations' `path_key` this choice is for.
+    pub path_key: String,
     pub default: Option<usize>,
     pub best: Option<usize>,
     pub chosen: Option<usize>,
@@ -161,6 +164,7 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
         .unwrap_or_else(|| "measured path (no lab path recorded)".into());
     let mut choice = PathChoice {
         path: path_text,
+        path_key: path.to_string(),
         default,
         best,
         chosen: None,

@@ -115,6 +115,25 @@ pub fn change_text(metric: &Metric, change: &Change) -> String {
     format!("{figures}: clearly {direction}{judgement}")
 }
 
+/// The change in a few words, for a sentence or a table cell: `-88% [-90%, -86%]` when
+/// clear, `no clear change (+1% [-4%, +6%])` when not, and what is missing otherwise.
+pub fn brief_change(change: &Change) -> String {
+    let Some((lo, hi)) = change.ci_percent else {
+        return format!("{} (no interval)", percent(change.percent));
+    };
+    let figures = format!(
+        "{} [{}, {}]",
+        percent(change.percent),
+        percent(lo),
+        percent(hi)
+    );
+    if change.is_clear() {
+        figures
+    } else {
+        format!("no clear change ({figures})")
+    }
+}
+
 /// The verdict of one cell for a configuration: `baseline`, the change in words, or why
 /// there is none.
 pub fn verdict_text(metric: &Metric, cell: &Cell, is_baseline: bool, has_baseline: bool) -> String {

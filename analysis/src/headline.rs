@@ -1,0 +1,153 @@
+//! The answer first: per path, each configuration against its baseline in one sentence
+//! with the figures a person came for and their intervals, then the recommendation or why
+//! there is none. Everything here is words over what `verdict` and `recommend` decided;
+//! nothing is judged twice.
+
+use crate::configs::Configuration;
+use crate::draw::Emphasis;
+use crate::human;
+use crate::metrics::{Metric, METRICS};
+use crate::recommend::{self, PathChoice};
+use crate::recommendation_text;
+use crate::summary::{RunSummary, Scope};
+use crate::verdict::{brief_change, Cell};
+
+/// One path's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathHeadline {
+    /// The path in words: `RTT 466.0 ms, 1 Gbit/s`.
+    pub path: String,
+    /// One sentence per configuration compared with its baseline.
+    pub sentences: Vec<String>,
+    /// The recommendation, or why there is none.
+    pub recommendation: String,
+}
+
+/// How a figure is put in a sentence.
+enum Said {
+    /// `the sender's slow-phase queue -88% [-90%, -86%]`
+    Change,
+    /// `a write's median wait 1.4 s → 1.6 ms`
+    Before(fn(f64) -> String),
+}
+
+/// The figures of a headline, in the order of the questions.
+fn figures() -> Vec<(&'static str, &'static Metric, Said)> {
+    let by = |column: &str| METRICS.iter().find(|m| m.column == column);
+    let mut list = vec![(
+        "the sender's slow-phase queue",
+        recommend::queued(),
+        Said::Change,
+    )];
+    if let Some(m) = by("tcp_mem_ns_peak_sender_mib") {
+        list.push(("its namespace's peak TCP memory", m, Said::Change));
+    }
+    if let Some(m) = by("residence_p50_ms") {
+        list.push(("a write's median wait", m, Said::Before(human::wait)));
+    }
+    if let Some(m) = by("marker_p50_ms") {
+        list.push(("a marker's median latency", m, Said::Before(human::wait)));
+    }
+    list.push(("network goodput", recommend::goodput(), Said::Change));
+    list
+}
+
+fn index(metric: &Metric) -> usize {
+    METRICS
+        .iter()
+        .position(|m| m.column == metric.column)
+        .expect("a metric of the registry")
+}
+
+/// `name figure` for one figure of configuration `i` against its baseline, or `None`
+/// where either lacks it.
+fn phrase(words: &str, metric: &Metric, said: &Said, cell: &Cell, base: &Cell) -> Option<String> {
+    match said {
+        Said::Change => Some(format!("{words} {}", brief_change(cell.change.as_ref()?))),
+        Said::Before(text) => {
+            let (before, after) = (base.estimate?.mean, cell.estimate?.mean);
+            let arrow = format!(
+                "{words} {} → {}",
+                text(before / metric.unit.scale),
+                text(after / metric.unit.scale)
+            );
+            Some(match cell.change.filter(|c| !c.is_clear()) {
+                Some(c) => format!("{arrow}, {}", brief_change(&c)),
+                None => arrow,
+            })
+        }
+    }
+}
+
+/// `lowat 128 KiB against default: ... (n = 3 each)`.
+fn sentence(configs: &[Configuration], cells: &[Vec<Cell>], i: usize, b: usize) -> String {
+    let phrases: Vec<String> = figures()
+        .iter()
+        .filter_map(|(words, m, said)| {
+            let k = index(m);
+            phrase(words, m, said, &cells[i][k], &cells[b][k])
+        })
+        .collect();
+    let (n, nb) = (configs[i].runs.len(), configs[b].runs.len());
+    let runs = if n == nb {
+        format!("n = {n} each")
+    } else {
+        format!("n = {n} and {nb}")
+    };
+    let body = if phrases.is_empty() {
+        "no figure measured in both".to_string()
+    } else {
+        phrases.join(", ")
+    };
+    format!(
+        "{} against {}: {body} ({runs}).",
+        configs[i].name, configs[b].name
+    )
+}
+
+/// Every path's answer, in the order `recommend::recommend` gives the paths.
+pub fn headlines(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    cells: &[Vec<Cell>],
+    choices: &[PathChoice],
+    scope: Scope,
+) -> Vec<PathHeadline> {
+    choices
+        .iter()
+        .map(|choice| {
+            let on_path: Vec<usize> = (0..configs.len())
+                .filter(|&i| configs[i].path_key == choice.path_key)
+                .collect();
+            let sentences = on_path
+                .iter()
+                .filter_map(|&i| Some((i, configs[i].baseline.filter(|&b| b != i)?)))
+                .map(|(i, b)| sentence(configs, cells, i, b))
+                .collect::<Vec<_>>();
+            PathHeadline {
+                path: choice.path.clone(),
+                sentences: if sentences.is_empty() {
+                    vec!["No baseline to compare with: no configuration on this path has the kernel's default lowat (pass --baseline NAME).".into()]
+                } else {
+                    sentences
+                },
+                recommendation: recommendation_text::one_line(summaries, configs, choice, scope),
+            }
+        })
+        .collect()
+}
+
+/// The paragraphs of `headline.png` (and the top of the page): a title, then per path a
+/// heading, its sentences and its recommendation.
+pub fn paragraphs(headlines: &[PathHeadline], figures: &str) -> Vec<(String, Emphasis)> {
+    let mut out = vec![(
+        format!("The answer: each configuration against its baseline ({figures}; 95% intervals)"),
+        Emphasis::Title,
+    )];
+    for h in headlines {
+        out.push((format!("Path: {}", h.path), Emphasis::Heading));
+        out.extend(h.sentences.iter().map(|s| (s.clone(), Emphasis::Text)));
+        out.push((h.recommendation.clone(), Emphasis::Text));
+    }
+    out
+}
