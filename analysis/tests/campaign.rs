@@ -328,11 +328,11 @@ fn output_within(mut command: Command, log: &Path, limit: Duration) -> String {
 }
 
 #[test]
-fn the_page_loads_every_image_in_a_real_browser() {
+fn the_page_loads_every_image_and_fits_1280_pixels_in_a_real_browser() {
     let chromium = Path::new("/usr/bin/chromium");
     if !chromium.exists() {
         eprintln!(
-            "SKIPPED: /usr/bin/chromium is absent (Debian package chromium; .ci/run installs it)"
+            "SKIPPED: /usr/bin/chromium is absent, so neither the images nor the 1280-pixel width are checked (Debian package chromium; .ci/run installs it)"
         );
         return;
     }
@@ -344,7 +344,11 @@ fn the_page_loads_every_image_in_a_real_browser() {
         "no network fetches"
     );
     let images = html.matches("<img ").count();
-    assert_eq!(images, 1 + 6, "comparison.png and one picture per run");
+    assert_eq!(
+        images,
+        3 + 6,
+        "overlay.png, cycles.png, comparison.png and one picture per run"
+    );
     assert!(html.contains("Not reported: default rep 4: failed (the daemon did not listen)"));
 
     let profile = tempfile::tempdir().unwrap();
@@ -387,13 +391,25 @@ fn the_page_loads_every_image_in_a_real_browser() {
     ] {
         assert!(dom.contains(&format!("id=\"{id}\"")), "{id} missing");
     }
+    // In a 1280-pixel window the page is no wider than the window: no horizontal scroll.
+    let narrow = browse(&["--window-size=1280,2000", "--dump-dom"]);
+    let width: u32 = narrow
+        .split("data-scroll-width=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("the page did not measure itself: {narrow:.300}"));
+    assert!(
+        width <= 1280,
+        "the page is {width} px wide in a 1280 px window"
+    );
     let shot = out.join("screenshot.png");
     browse(&[
         &format!("--screenshot={}", shot.display()),
-        "--window-size=1400,2400",
+        "--window-size=1280,2400",
     ]);
     assert!(shot.exists(), "no screenshot");
-    assert_eq!(png_size(&shot), (1400, 2400));
+    assert_eq!(png_size(&shot), (1280, 2400));
 }
 
 #[test]
