@@ -298,13 +298,26 @@ fn configurations(html: &mut String, p: &Page) {
             .unwrap_or_else(|| "measured".into())
     };
     row(html, "path", all.iter().map(path).collect());
+    let mut unmeasured = Vec::new();
     for (m, metric) in METRICS.iter().enumerate() {
+        if p.cells.iter().all(|row| row[m].estimate.is_none()) {
+            unmeasured.push(metric.title);
+            continue;
+        }
         let cells = (0..p.configs.len())
             .map(|i| estimate_text(metric, p.cells[i][m].estimate.as_ref()))
             .collect();
         row(html, metric.title, cells);
     }
-    html.push_str("</tbody></table>\n<p class=\"note\">n/a: not measured in these runs. The tables with every figure by column name: configurations.csv, summary.csv, cycles.csv.</p>\n");
+    html.push_str("</tbody></table>\n");
+    if !unmeasured.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p class=\"note\">Not measured in any of these runs: {}.</p>",
+            escape(&unmeasured.join("; "))
+        );
+    }
+    html.push_str("<p class=\"note\">n/a: not measured in that configuration's runs. Every figure by its column name: configurations.csv, summary.csv, cycles.csv.</p>\n");
 }
 
 /// Every run with links to its files.
