@@ -11,9 +11,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use oscil_testkit::{Csv, Daemon};
+use oscil_testkit::Csv;
 use serde_json::Value;
-use util::{expected, png_size, reader_run, report};
+use util::{expected, png_size, real_runs, report};
 
 const LABELS: [&str; 2] = ["default", "lowat16k"];
 
@@ -21,22 +21,18 @@ const LABELS: [&str; 2] = ["default", "lowat16k"];
 fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
     static RUNS: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let daemon = Daemon::start(&[]);
-        let scratch = tempfile::tempdir().expect("scratch dir");
-        let mut dirs = Vec::new();
+        let mut runs = Vec::new();
         for k in 1..=2 {
             for label in LABELS {
-                let dir = scratch.path().join(format!("{label}-{k}"));
                 let mut args = vec!["--fast", "1s", "--slow", "1s", "--cycles", "2"];
                 args.extend(["--marker-every", "300ms"]);
                 if label == "lowat16k" {
                     args.extend(["--notsent-lowat", "16384"]);
                 }
-                reader_run(&daemon, &dir, label, &args);
-                dirs.push(dir);
+                runs.push((format!("{label}-{k}"), args));
             }
         }
-        (scratch, dirs)
+        real_runs(&runs, |name| name[..name.len() - 2].to_string())
     })
 }
 

@@ -8,32 +8,22 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use oscil_testkit::{number, Csv, Daemon};
+use oscil_testkit::{number, Csv};
 use serde_json::Value;
-use util::{assert_close, expected, one_line_error, png_size, reader_run, report};
+use util::{assert_close, expected, one_line_error, png_size, real_runs, report};
 
 /// Two real runs over loopback, made once for all tests: the kernel's default lowat and
 /// lowat 16 KiB, the second with markers.
 fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
     static RUNS: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let daemon = Daemon::start(&[]);
-        let scratch = tempfile::tempdir().expect("scratch dir");
-        let mut dirs = Vec::new();
-        for (label, extra) in [
-            ("default", &[][..]),
-            (
-                "lowat16k",
-                &["--notsent-lowat", "16384", "--marker-every", "200ms"][..],
-            ),
-        ] {
-            let dir = scratch.path().join(label);
-            let mut args = vec!["--fast", "1s", "--slow", "2s", "--cycles", "1"];
-            args.extend(extra);
-            reader_run(&daemon, &dir, label, &args);
-            dirs.push(dir);
-        }
-        (scratch, dirs)
+        let short = ["--fast", "1s", "--slow", "2s", "--cycles", "1"];
+        let markers = ["--notsent-lowat", "16384", "--marker-every", "200ms"];
+        let runs = [
+            ("default".to_string(), short.to_vec()),
+            ("lowat16k".to_string(), [&short[..], &markers[..]].concat()),
+        ];
+        real_runs(&runs, str::to_string)
     })
 }
 

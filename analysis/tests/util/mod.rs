@@ -26,6 +26,26 @@ pub fn reader_run(daemon: &Daemon, dir: &Path, label: &str, extra: &[&str]) {
     assert!(out.status.success(), "oscil-reader {label}: {out:?}");
 }
 
+/// Real reader runs over loopback against one daemon, each `(name, reader arguments)`
+/// into `<scratch>/<name>` with the label `label(name)`; the scratch directory and the
+/// runs' directories.
+pub fn real_runs(
+    runs: &[(String, Vec<&str>)],
+    label: impl Fn(&str) -> String,
+) -> (tempfile::TempDir, Vec<std::path::PathBuf>) {
+    let daemon = Daemon::start(&[]);
+    let scratch = tempfile::tempdir().expect("scratch dir");
+    let dirs = runs
+        .iter()
+        .map(|(name, args)| {
+            let dir = scratch.path().join(name);
+            reader_run(&daemon, &dir, &label(name), args);
+            dir
+        })
+        .collect();
+    (scratch, dirs)
+}
+
 pub fn report(args: &[&Path], out: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_oscil-report"))
         .args(args)
