@@ -5,9 +5,10 @@
 //! phase's start, so cycles read against each other.
 
 use crate::chart::{
-    byte_unit, rate_unit, Axis, Family, Figure, Line, Panel, Unit, Weight, MS, PALETTE,
+    byte_unit, rate_unit, Axis, Family, Figure, Line, Panel, Unit, Weight, GREY, MS, PALETTE,
 };
 use crate::configs::Configuration;
+use crate::human;
 use crate::run_series::{Question, RunSeries, QUESTIONS};
 use crate::series;
 use crate::summary::RunSummary;
@@ -40,8 +41,14 @@ impl PathRuns<'_> {
     /// The question every run of the path answers, or its stand-in where one did not
     /// record it; `None` where no run has either.
     fn answered(&self, question: Question) -> Option<Question> {
-        let everywhere = |q: Question| self.all().all(|s| !s.get(q).is_empty());
-        let anywhere = |q: Question| self.all().any(|s| !s.get(q).is_empty());
+        // A wait still running is an answer too: a run whose every write stayed queued
+        // has only lower bounds, and its panel is drawn with them.
+        let has = |s: &RunSeries, q: Question| {
+            !s.get(q).is_empty()
+                || (q == Question::WriteWait && !s.get(Question::WriteWaitPending).is_empty())
+        };
+        let everywhere = |q: Question| self.all().all(|s| has(s, q));
+        let anywhere = |q: Question| self.all().any(|s| has(s, q));
         if everywhere(question) {
             return Some(question);
         }
@@ -142,8 +149,10 @@ fn config_lines(
         1 => format!("{} (1 run)", config.name),
         n => format!("{}: mean of {n} runs", config.name),
     };
-    lines
-        .push(Line::new(label, color, gapped(mean_line(&stretches, bin_s))).weighted(Weight::Bold));
+    let mean = mean_line(&stretches, bin_s);
+    if !mean.is_empty() {
+        lines.push(Line::new(label, color, gapped(mean)).weighted(Weight::Bold));
+    }
     if q == Question::WriteWait {
         let pending: Vec<(f64, f64)> = path
             .runs(config)
@@ -173,9 +182,12 @@ fn question_panel(path: &PathRuns, q: Question, align: Alignment, frame: &Frame)
         "wait" => (MS, None),
         _ => (byte_unit(largest(path, q)), Some(Family::Bytes)),
     };
-    let lines = (0..path.configs.len())
+    let mut lines: Vec<Line> = (0..path.configs.len())
         .flat_map(|i| config_lines(path, i, q, align, unit))
         .collect();
+    if quantity == "rate" {
+        lines.extend(rate_line(path, frame.x_end, unit));
+    }
     let mut left = Axis {
         label: format!("{quantity} ({})", unit.name),
         lines,
@@ -195,6 +207,15 @@ fn question_panel(path: &PathRuns, q: Question, align: Alignment, frame: &Frame)
         right: None,
         shade: frame.shade.clone(),
     }
+}
+
+/// The path's rate as the lab set it, a dashed level line: goodput reads against it.
+fn rate_line(path: &PathRuns, x_end: f64, unit: Unit) -> Option<Line> {
+    let config = path.configs.first()?;
+    let rate = path.summaries[config.runs[0]].settings.path_rate_bps?;
+    let y = rate / unit.scale;
+    let label = format!("the path's rate, {}", human::rate(rate));
+    Some(Line::new(label, GREY, vec![(0.0, y), (x_end, y)]).dashed())
 }
 
 /// What the panels of one picture share.

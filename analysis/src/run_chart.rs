@@ -269,7 +269,7 @@ fn throughput_panel(run: &Run, frame: &Frame) -> Panel {
         .then(|| spread_axis("rate", Family::Rate, &[&goodput], 0.0).0);
     frame.panel(
         "throughput",
-        "Throughput: what the reader read, what TCP delivered to it, and the sender's delivery rate; slow phases shaded",
+        "Throughput: what the reader read (above the path's rate just after a slow phase, when it drains its receive queue), what TCP delivered to it, and the sender's delivery rate; slow phases shaded",
         left,
         right,
     )
