@@ -67,9 +67,12 @@ impl PathRuns<'_> {
                 .cycles
                 .iter()
                 .map(|&(start, length)| {
+                    // A sample closes the interval before it: it belongs to the cycle
+                    // holding that interval's middle.
+                    let middle = |t: f64| t - run.interval_s / 2.0;
                     points
                         .iter()
-                        .filter(|p| p.0 >= start && p.0 < start + length)
+                        .filter(|p| middle(p.0) >= start && middle(p.0) < start + length)
                         .map(|p| (p.0 - start, p.1))
                         .collect()
                 })
