@@ -4,6 +4,7 @@ use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
 use oscil_protocol::Run;
 
 use crate::chart::*;
+use crate::human;
 use crate::metrics::metric;
 use crate::run_series;
 use crate::series::{self, Tick};
@@ -481,7 +482,22 @@ fn has_namespace_memory(run: &Run) -> bool {
 
 fn host_memory_title(run: &Run) -> String {
     if has_namespace_memory(run) {
-        return "TCP memory: each side's own network namespace (points: summed every 0.1-0.5 s); faint dashed: sockstat, host-wide (every socket of the host, not this run's alone)".into();
+        let page = |side: Side| {
+            let host = match side {
+                Side::Sender => run.meta.sender_host.as_ref(),
+                Side::Reader => None,
+            };
+            host.unwrap_or(&run.meta.reader_host).page_size_bytes as f64
+        };
+        let peak = run
+            .host
+            .iter()
+            .map(|h| h.tcp_mem_pages as f64 * page(h.side))
+            .fold(0.0, f64::max);
+        return format!(
+            "TCP memory of each side's own network namespace (points: summed every 0.1-0.5 s). Host-wide sockstat, every socket of the host and not this run's alone, peaked at {} and is not drawn",
+            human::mib(peak)
+        );
     }
     let same_machine = run
         .meta
@@ -496,8 +512,8 @@ fn host_memory_title(run: &Run) -> String {
     format!("Host TCP memory (sockstat mem x page size); {note}")
 }
 
-/// Each side's namespace memory (solid) where recorded, and each side's sockstat figure
-/// (dashed) as recorded.
+/// Each side's namespace memory (points) where recorded, else each side's sockstat figure
+/// as recorded.
 fn host_memory_axis(run: &Run) -> Axis {
     let meta = &run.meta;
     let namespace = has_namespace_memory(run);
@@ -521,16 +537,15 @@ fn host_memory_axis(run: &Run) -> Axis {
                     .weighted(Weight::Points),
             );
         }
-        if !sockstat.is_empty() {
+        // Where the namespace sum exists, host-wide sockstat would only stand in for it
+        // with other work's memory: the title gives its peak instead.
+        if !namespace && !sockstat.is_empty() {
             let mut line = Line::new(
                 format!("{name} host, host-wide (sockstat)"),
                 color,
                 sockstat,
             );
-            line.dashed = namespace || side == Side::Reader;
-            if namespace {
-                line.weight = Weight::Faint;
-            }
+            line.dashed = side == Side::Reader;
             raw.push(line);
         }
     }

@@ -66,27 +66,23 @@ fn medians(ticks: Vec<Tick>) -> Vec<(f64, f64)> {
 
 /// Bytes TCP delivered to the receive queue over a row's span, where recorded.
 pub fn delivered_bytes(row: &ReaderSample) -> Option<u64> {
-    let _ = row;
-    None // STUB until workload's columns are merged
+    row.delivered_bytes
 }
 
 /// The age of the oldest tagged write not yet sent at a sample, where one was queued.
 pub fn pending_age_us(row: &SenderSample) -> Option<u64> {
-    let _ = row;
-    None // STUB
+    row.pending_write_age_us
 }
 
 /// A marker still unread when the run ended: its latency is a lower bound.
 pub fn marker_censored(row: &oscil_protocol::markers::MarkerRow) -> bool {
-    let _ = row;
-    false // STUB
+    row.censored
 }
 
 /// A sender row whose delivery rate is a fresh sample: bytes were acknowledged over its
 /// span (rows of runs recorded before `acked_bytes` are taken as they are).
 pub fn fresh_delivery(row: &SenderSample) -> bool {
-    let _ = row;
-    true // STUB
+    row.acked_bytes.is_none_or(|acked| acked > 0)
 }
 
 impl RunSeries {

@@ -24,15 +24,15 @@ fn axis_mut(panel: &mut Panel, right: bool) -> Option<&mut Axis> {
     }
 }
 
-/// Gives the axes of panels that share a title, a side and a scale across `figures` one
-/// unit and one range: the widest any of them needs.
+/// Gives the axes of panels that answer one question (their `key`), on the same side and
+/// scale, across `figures` one unit and one range: the widest any of them needs.
 pub fn share_ranges(figures: &mut [Figure]) {
     let mut groups: BTreeMap<(String, bool, bool), Vec<(usize, usize)>> = BTreeMap::new();
     for (f, figure) in figures.iter().enumerate() {
         for (p, panel) in figure.panels.iter().enumerate() {
             for right in [false, true] {
                 if let Some(a) = axis(panel, right) {
-                    let key = (panel.title.clone(), right, a.scale == Scale::Log);
+                    let key = (panel.key.clone(), right, a.scale == Scale::Log);
                     groups.entry(key).or_default().push((f, p));
                 }
             }
