@@ -247,6 +247,7 @@ mod tests {
             path_key: format!("{rtt_ms:?}"),
             campaign_label: None,
             repetition: None,
+            slow_rate_bps: None,
         }
     }
 

@@ -69,6 +69,8 @@ pub enum Emphasis {
     Title,
     Heading,
     Text,
+    /// In red: what makes the rest unsafe to read as it stands.
+    Warning,
 }
 
 impl Emphasis {
@@ -77,6 +79,7 @@ impl Emphasis {
             Emphasis::Title => font(24, true),
             Emphasis::Heading => font(20, true),
             Emphasis::Text => font(18, false),
+            Emphasis::Warning => font(18, true).color(&RGBColor(200, 0, 0)),
         }
     }
 }

@@ -11,12 +11,15 @@ use crate::recommend::{self, PathChoice};
 use crate::recommendation_text;
 use crate::summary::{RunSummary, Scope};
 use crate::verdict::{brief_change, Cell};
+use oscil_protocol::pattern::{slow_rates_agree, SLOW_RATE_TOLERANCE};
 
 /// One path's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathHeadline {
     /// The path in words: `RTT 466.0 ms, 1 Gbit/s`.
     pub path: String,
+    /// Said before anything else: the configurations did not run one workload.
+    pub warning: Option<String>,
     /// One sentence per configuration compared with its baseline.
     pub sentences: Vec<String>,
     /// The recommendation, or why there is none.
@@ -126,6 +129,7 @@ pub fn headlines(
                 .collect::<Vec<_>>();
             PathHeadline {
                 path: choice.path.clone(),
+                warning: workload_warning(summaries, configs, &on_path),
                 sentences: if sentences.is_empty() {
                     vec!["No baseline to compare with: no configuration on this path has the kernel's default lowat (pass --baseline NAME).".into()]
                 } else {
@@ -137,6 +141,41 @@ pub fn headlines(
         .collect()
 }
 
+/// A warning when the configurations of a path read their slow phases at rates further
+/// apart than `pattern::slow_rates_agree` allows: their figures compare two workloads,
+/// not two settings.
+fn workload_warning(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    on_path: &[usize],
+) -> Option<String> {
+    let rates: Vec<(&str, f64)> = on_path
+        .iter()
+        .filter_map(|&i| {
+            let runs: Vec<f64> = configs[i]
+                .runs
+                .iter()
+                .filter_map(|&r| summaries[r].slow_rate_bps)
+                .collect();
+            let mean = runs.iter().sum::<f64>() / runs.len() as f64;
+            (!runs.is_empty()).then_some((configs[i].name.as_str(), mean))
+        })
+        .collect();
+    let values: Vec<f64> = rates.iter().map(|r| r.1).collect();
+    if slow_rates_agree(&values) {
+        return None;
+    }
+    let each: Vec<String> = rates
+        .iter()
+        .map(|(name, bps)| format!("{name} at {}", human::rate(*bps)))
+        .collect();
+    Some(format!(
+        "Not one workload: the configurations read their slow phases at different rates ({}), more than {:.0}% apart, so their figures differ by workload as well as by setting. Give every run the same rate (--slow-rate) and compare again.",
+        each.join(", "),
+        SLOW_RATE_TOLERANCE * 100.0
+    ))
+}
+
 /// The paragraphs of `headline.png` (and the top of the page): a title, then per path a
 /// heading, its sentences and its recommendation.
 pub fn paragraphs(headlines: &[PathHeadline], figures: &str) -> Vec<(String, Emphasis)> {
@@ -146,6 +185,9 @@ pub fn paragraphs(headlines: &[PathHeadline], figures: &str) -> Vec<(String, Emp
     )];
     for h in headlines {
         out.push((format!("Path: {}", h.path), Emphasis::Heading));
+        if let Some(warning) = &h.warning {
+            out.push((warning.clone(), Emphasis::Warning));
+        }
         out.extend(h.sentences.iter().map(|s| (s.clone(), Emphasis::Text)));
         out.push((h.recommendation.clone(), Emphasis::Text));
     }

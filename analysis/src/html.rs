@@ -121,6 +121,9 @@ fn answer(html: &mut String, p: &Page) {
     html.push_str("<h2 id=\"answer\">The answer</h2>\n<div class=\"answer\">\n");
     for h in p.headlines {
         let _ = writeln!(html, "<h3>Path: {}</h3>", escape(&h.path));
+        if let Some(warning) = &h.warning {
+            let _ = writeln!(html, "<p class=\"worse\"><b>{}</b></p>", escape(warning));
+        }
         for sentence in &h.sentences {
             let _ = writeln!(html, "<p>{}</p>", escape(sentence));
         }

@@ -277,6 +277,7 @@ mod tests {
             path_key: "lab".into(),
             campaign_label: Some(name.into()),
             repetition: None,
+            slow_rate_bps: None,
         }
     }
 

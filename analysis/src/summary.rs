@@ -56,6 +56,9 @@ pub struct RunSummary {
     /// From a campaign: the configuration's name and this run's repetition.
     pub campaign_label: Option<String>,
     pub repetition: Option<u32>,
+    /// The slow phases' reading rate over the run's cycles, bit/s (run.json
+    /// `config.slow_rate`); `None` in runs recorded before it.
+    pub slow_rate_bps: Option<f64>,
 }
 
 impl RunSummary {
@@ -153,6 +156,12 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         repetition: campaign
             .map(|c| c.repetition)
             .or_else(|| lab_number(meta, "repetition")),
+        slow_rate_bps: meta
+            .config
+            .slow_rate
+            .as_ref()
+            .and_then(|r| r.mean_bytes_per_s())
+            .map(|bytes| bytes * 8.0),
     }
 }
 

@@ -363,3 +363,49 @@ fn a_latency_spanning_decades_is_drawn_on_a_log_scale() {
         assert_tall_run_picture(&picture);
     }
 }
+
+/// A copy of a real run whose run.json says its slow phases read at `bytes_per_s`.
+fn with_slow_rate(run: &Path, bytes_per_s: u64) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(run).unwrap() {
+        let path = entry.unwrap().path();
+        fs::copy(&path, copy.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let meta_path = copy.path().join("run.json");
+    let mut meta: Value = serde_json::from_str(&fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["config"]["slow_rate"] = serde_json::json!({
+        "chosen_by": {"by": "peak_delivered"},
+        "cycles": [{"cycle": 1, "bytes_per_s": bytes_per_s}],
+    });
+    fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+    copy
+}
+
+/// The 100 Mbit/s campaign: the default read its slow phases at 31 Mbit/s, lowat
+/// at 14. The answer says first that the two ran different workloads; at 31 and 33 it
+/// does not.
+#[test]
+fn configurations_read_at_different_slow_rates_are_flagged_first() {
+    let (_scratch, dirs) = runs();
+    let headline = |rates: [u64; 2]| -> String {
+        let copies = [
+            with_slow_rate(&dirs[0], rates[0]),
+            with_slow_rate(&dirs[1], rates[1]),
+        ];
+        let out = tempfile::tempdir().unwrap();
+        let result = report(&[copies[0].path(), copies[1].path()], out.path(), &[]);
+        assert!(result.status.success(), "{result:?}");
+        let page = fs::read_to_string(out.path().join("index.html")).unwrap();
+        let start = page.find("id=\"answer\"").unwrap();
+        let end = page.find("id=\"verdicts\"").unwrap();
+        page[start..end].to_string()
+    };
+    let apart = headline([31_000_000 / 8, 14_000_000 / 8]);
+    assert!(apart.contains("Not one workload"), "{apart}");
+    assert!(
+        apart.contains("default at 31.0 Mbit/s") && apart.contains("lowat16k at 14.0 Mbit/s"),
+        "{apart}"
+    );
+    let close = headline([31_000_000 / 8, 33_000_000 / 8]);
+    assert!(!close.contains("Not one workload"), "{close}");
+}
