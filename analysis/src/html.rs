@@ -129,7 +129,7 @@ fn answer(html: &mut String, p: &Page) {
         }
         let _ = writeln!(html, "<p><b>{}</b></p>", escape(&h.recommendation));
     }
-    html.push_str("</div>\n<p class=\"note\">How to read the figures: a change is the ratio of the means against the baseline with its 95% interval (Fieller's interval, Welch's degrees of freedom); a figure alone is a mean with its 95% interval (Student's t). A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. One run gives no interval. The same answer as a picture: <a href=\"headline.png\">headline.png</a>.</p>\n");
+    html.push_str("</div>\n<p class=\"note\">How to read the figures: a change is the ratio of the means against the baseline with its 95% interval (Fieller's interval, Welch's degrees of freedom); a figure alone is a mean with its 95% interval (Student's t). A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. \"No interval\": one run on a side, or a baseline whose runs are too far apart to tell its mean from zero; more runs give one. The same answer as a picture: <a href=\"headline.png\">headline.png</a>.</p>\n");
 }
 
 /// Charts across runs first, then each run's picture.
@@ -237,20 +237,22 @@ fn verdicts(html: &mut String, p: &Page) {
     if compared.is_empty() {
         html.push_str("<p>No configuration has a baseline to compare with (none has the kernel's default lowat; pass --baseline NAME).</p>\n");
     } else {
-        let names: Vec<&Configuration> = compared.iter().map(|(_, c)| *c).collect();
-        html.push_str("<table id=\"verdicts-table\">");
-        config_header(html, "figure", &names);
+        html.push_str("<table id=\"verdicts-table\"><thead><tr><th>figure</th>");
+        for (_, c) in &compared {
+            let base = c.baseline.map_or("", |b| p.configs[b].name.as_str());
+            let _ = write!(
+                html,
+                "<th>{} against {}</th>",
+                escape(&c.name),
+                escape(base)
+            );
+        }
+        html.push_str("</tr></thead><tbody>\n");
         for &m in &shown.metrics {
             let _ = write!(html, "<tr><td>{}</td>", escape(METRICS[m].title));
-            for (i, c) in &compared {
-                let base = c
-                    .baseline
-                    .map_or(String::new(), |b| p.configs[b].name.clone());
+            for (i, _) in &compared {
                 let (words, class) = match &p.cells[*i][m].change {
-                    Some(change) => (
-                        format!("{} vs {base}", brief_change(change)),
-                        class_of(&METRICS[m], change),
-                    ),
+                    Some(change) => (brief_change(change), class_of(&METRICS[m], change)),
                     None => ("no figure on both sides".to_string(), ""),
                 };
                 let _ = write!(html, "<td class=\"{class}\">{}</td>", escape(&words));
