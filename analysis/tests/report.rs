@@ -251,13 +251,14 @@ fn with_sender_rows(
 }
 
 /// The real default run with every sender row's residence set to `fast_us` in the fast
-/// phase (the first second) and `slow_us` after it, and its time to acknowledgement half
-/// as long again.
+/// phase (the first second) and `slow_us` after it, its time to acknowledgement half as
+/// long again, and no write still queued at a sample.
 fn with_residence(run: &Path, fast_us: u64, slow_us: u64) -> tempfile::TempDir {
     with_sender_rows(run, |t_s, fields, column| {
         let us = if t_s - 0.05 < 1.0 { fast_us } else { slow_us };
         fields[column("residence_us")] = us.to_string();
         fields[column("write_to_ack_us")] = (us * 3 / 2).to_string();
+        fields[column("pending_write_age_us")] = String::new();
     })
 }
 
