@@ -327,6 +327,15 @@ fn output_within(mut command: Command, log: &Path, limit: Duration) -> String {
     fs::read_to_string(log).unwrap_or_default()
 }
 
+/// The page's width once laid out, as its script wrote it into `body[data-scroll-width]`.
+fn scroll_width(dom: &str) -> u32 {
+    dom.split("data-scroll-width=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("the page did not measure itself: {dom:.300}"))
+}
+
 #[test]
 fn the_page_loads_every_image_and_fits_1280_pixels_in_a_real_browser() {
     let chromium = Path::new("/usr/bin/chromium");
@@ -393,12 +402,7 @@ fn the_page_loads_every_image_and_fits_1280_pixels_in_a_real_browser() {
     }
     // In a 1280-pixel window the page is no wider than the window: no horizontal scroll.
     let narrow = browse(&["--window-size=1280,2000", "--dump-dom"]);
-    let width: u32 = narrow
-        .split("data-scroll-width=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .and_then(|w| w.parse().ok())
-        .unwrap_or_else(|| panic!("the page did not measure itself: {narrow:.300}"));
+    let width = scroll_width(&narrow);
     assert!(
         width <= 1280,
         "the page is {width} px wide in a 1280 px window"
