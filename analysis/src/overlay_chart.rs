@@ -88,7 +88,7 @@ fn words(q: Question) -> (&'static str, &'static str) {
         Question::SendQueues => ("The sender's send-queue memory (wmem_queued, sum over flows; the runs recorded no namespace sum)", "memory"),
         Question::Unsent => ("Bytes written but not yet sent (notsent_bytes, sum over flows)", "bytes"),
         Question::ReceiveWindow => ("The receive window the reader advertises (sum over flows)", "bytes"),
-        Question::Goodput => ("Network goodput: what TCP delivered to the reader (sum over flows; one 100 ms row can pass the path's rate when TCP releases out-of-order data at once)", "rate"),
+        Question::Goodput => ("Network goodput: what TCP delivered to the reader (sum over flows; one sampling interval can pass the path's rate when TCP releases out-of-order data at once)", "rate"),
         Question::ReadingRate => ("What the reader read per second (the runs did not record what TCP delivered, so a drain after a slow phase can exceed the path's rate)", "rate"),
         Question::WriteWait | Question::WriteWaitPending => ("A write's wait in the send queue (median over flows; hollow points: writes still queued at a sample, waiting at least that long)", "wait"),
     }
