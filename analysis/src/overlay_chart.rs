@@ -295,3 +295,26 @@ pub fn path_overlay(path: &PathRuns, align: Alignment) -> Figure {
         panels,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mean_is_over_the_runs_with_a_value_in_each_bin() {
+        // Two runs sampled a little apart; the second has no sample at 0.2 s.
+        let runs = vec![
+            vec![(0.1, 2.0), (0.2, 4.0), (0.3, 6.0)],
+            vec![(0.1004, 4.0), (0.2998, 10.0)],
+        ];
+        let mean = mean_line(&runs, 0.1);
+        let rounded: Vec<(f64, f64)> = mean
+            .iter()
+            .map(|p| ((p.0 * 10.0).round() / 10.0, p.1))
+            .collect();
+        assert_eq!(rounded, [(0.1, 3.0), (0.2, 4.0), (0.3, 8.0)]);
+        // A gap in the record stays a gap, not a value.
+        let holed = vec![vec![(0.1, 1.0), (f64::NAN, f64::NAN), (0.5, 1.0)]];
+        assert_eq!(mean_line(&holed, 0.1).len(), 2);
+    }
+}
