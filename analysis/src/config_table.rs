@@ -2,7 +2,7 @@
 //! change against the baseline) and `cycles.csv` (one row per cycle of every run).
 
 use crate::configs::Configuration;
-use crate::metrics::METRICS;
+use crate::metrics::{lower_bound, Metric, Window, METRICS};
 use crate::summary::{RunSummary, Scope};
 use crate::table::cell;
 use crate::verdict::Cell;
@@ -39,6 +39,11 @@ pub fn configurations_csv(
             header.push(format!("{}{suffix}", m.column));
         }
     }
+    let censorable: Vec<&Metric> = METRICS
+        .iter()
+        .filter(|m| lower_bound(m, &Window::default()).is_some())
+        .collect();
+    header.extend(censorable.iter().map(|m| format!("{}_censored", m.column)));
     writer.write_record(&header)?;
     for (i, c) in configs.iter().enumerate() {
         let first = &summaries[c.runs[0]];
@@ -62,6 +67,14 @@ pub fn configurations_csv(
                 percent(change_ci.map(|c| c.0)),
                 percent(change_ci.map(|c| c.1)),
             ]);
+        }
+        // "true" where some run's figure is only a lower bound (`metrics::lower_bound`).
+        for m in &censorable {
+            let censored = c
+                .runs
+                .iter()
+                .any(|&r| lower_bound(m, &summaries[r].window(scope)) == Some(true));
+            row.push(censored.to_string());
         }
         writer.write_record(&row)?;
     }

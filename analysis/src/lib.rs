@@ -12,6 +12,7 @@ pub mod comparison;
 pub mod config_table;
 pub mod configs;
 pub mod draw;
+pub mod end_table;
 pub mod html;
 pub mod human;
 pub mod input;
@@ -194,7 +195,10 @@ fn write_outputs(
         ),
         (
             "summary.md".to_string(),
-            table::markdown(summaries, &run_baselines),
+            with_warnings(
+                table::markdown(summaries, &run_baselines),
+                &verdict::workload_warnings(configs, &cells),
+            ),
         ),
         (
             "configurations.csv".to_string(),
@@ -229,6 +233,17 @@ fn write_outputs(
         files.push(path);
     }
     Ok(files)
+}
+
+/// The summary with the comparisons of different workloads flagged under its title, where
+/// nobody reads past them.
+fn with_warnings(md: String, warnings: &[String]) -> String {
+    if warnings.is_empty() {
+        return md;
+    }
+    let (title, rest) = md.split_once("\n\n").unwrap_or((&md, ""));
+    let lines: String = warnings.iter().map(|w| format!("- **{w}**\n")).collect();
+    format!("{title}\n\n{lines}\n{rest}")
 }
 
 /// `recommendation.md` first, then a sysctl file per path with a choice.

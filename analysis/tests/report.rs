@@ -82,8 +82,10 @@ fn reports_real_runs_with_figures_matching_the_csvs() {
             "{label}: namespace memory recorded"
         );
         for (column, value, decimals) in [
-            ("goodput_fast_mbps", want.goodput_fast_mbps, 3),
-            ("goodput_slow_mbps", want.goodput_slow_mbps, 3),
+            ("net_goodput_fast_mbps", want.net_goodput_fast_mbps, 3),
+            ("net_goodput_slow_mbps", want.net_goodput_slow_mbps, 3),
+            ("read_fast_mbps", want.read_fast_mbps, 3),
+            ("read_slow_mbps", want.read_slow_mbps, 3),
             ("slow_queued_peak_mib", want.slow_queued_peak_mib, 4),
             ("slow_queued_mean_mib", want.slow_queued_mean_mib, 4),
             ("tcp_mem_peak_sender_mib", want.tcp_mem_peak_sender_mib, 4),
