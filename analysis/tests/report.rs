@@ -307,3 +307,54 @@ fn a_latency_spanning_decades_is_drawn_on_a_log_scale() {
         assert_tall_run_picture(&picture);
     }
 }
+
+#[test]
+fn a_comparison_of_different_slow_rates_is_flagged_as_not_one_workload() {
+    let daemon = Daemon::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (default, lowat) = (dir.path().join("default"), dir.path().join("lowat"));
+    let pattern = ["--fast", "1s", "--slow", "1s", "--cycles", "1"];
+    let args = |rate: &'static str, lowat: Option<&'static str>| {
+        let mut args = pattern.to_vec();
+        args.extend(["--slow-rate", rate]);
+        args.extend(lowat.map(|l| ["--notsent-lowat", l]).into_iter().flatten());
+        args
+    };
+    reader_run(&daemon, &default, "default", &args("16mbit", None));
+    reader_run(&daemon, &lowat, "lowat", &args("4mbit", Some("16384")));
+    let meta: Value =
+        serde_json::from_str(&fs::read_to_string(lowat.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta["config"]["slow_rate"]["chosen_by"],
+        serde_json::json!({"by": "absolute", "bytes_per_s": 500_000}),
+    );
+    assert_eq!(
+        meta["config"]["slow_rate"]["cycles"][0]["bytes_per_s"],
+        500_000
+    );
+
+    let out = dir.path().join("report");
+    let output = report(&[&default, &lowat], &out, &[]);
+    assert!(output.status.success(), "{output:?}");
+    let configs = Csv::read(&out.join("configurations.csv")).rows;
+    let mut rates: Vec<f64> = configs
+        .iter()
+        .map(|r| number(r, "slow_rate_mbps"))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    assert_eq!(rates, [4.0, 16.0], "{configs:?}");
+    let summary = fs::read_to_string(out.join("summary.md")).unwrap();
+    let warning = summary
+        .lines()
+        .find(|l| l.contains("WARNING: not one workload"))
+        .unwrap_or_else(|| panic!("no warning in summary.md:\n{summary}"));
+    assert!(
+        warning.contains("4.0 Mbit/s") && warning.contains("16.0 Mbit/s"),
+        "{warning}"
+    );
+    let page = fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        page.contains("WARNING: not one workload"),
+        "verdicts say it too"
+    );
+}

@@ -465,9 +465,11 @@ impl Cli {
                 interval_us as f64 / 1000.0
             )));
         }
-        Ok(Some(every.map_or(DEFAULT_MARKER_EVERY_US.max(interval_us), |d| {
-            d.as_micros() as u64
-        })))
+        Ok(Some(
+            every.map_or(DEFAULT_MARKER_EVERY_US.max(interval_us), |d| {
+                d.as_micros() as u64
+            }),
+        ))
     }
 
     fn matrix(&self, backend: &BackendSpec) -> Result<Matrix, CliError> {
