@@ -170,7 +170,10 @@ impl Across<'_> {
             ("summary.csv".into(), table::csv(summaries, &run_baselines)?),
             (
                 "summary.md".into(),
-                table::markdown(summaries, &run_baselines),
+                with_warnings(
+                    table::markdown(summaries, &run_baselines),
+                    &verdict::workload_warnings(configs, cells),
+                ),
             ),
             (
                 "configurations.csv".into(),
@@ -200,6 +203,17 @@ impl Across<'_> {
         }
         files
     }
+}
+
+/// The summary with the comparisons of different workloads flagged under its title, where
+/// nobody reads past them.
+fn with_warnings(md: String, warnings: &[String]) -> String {
+    if warnings.is_empty() {
+        return md;
+    }
+    let (title, rest) = md.split_once("\n\n").unwrap_or((&md, ""));
+    let lines: String = warnings.iter().map(|w| format!("- **{w}**\n")).collect();
+    format!("{title}\n\n{lines}\n{rest}")
 }
 
 /// For each run, the run `summary.csv` compares it with: the first run of its

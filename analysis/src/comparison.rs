@@ -60,7 +60,7 @@ pub fn comparison(
                 .map(|(i, c)| {
                     let cell = &cells[i][m];
                     let scale = metric.unit.scale;
-                    let estimate = verdict::estimate_text(metric, cell.estimate.as_ref());
+                    let estimate = verdict::estimate_text_of(summaries, c, metric, cell, scope);
                     let words = match (&cell.change, c.is_baseline(i)) {
                         (_, true) => "baseline".to_string(),
                         (Some(change), false) => verdict::brief_change(change),
@@ -118,5 +118,6 @@ fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> 
         ),
         "Each run is a dot; the bar is the mean and the line its 95% interval (Student's t; one run has none). A change is clear when its interval leaves out zero; \"no clear change\": the interval holds zero, more runs would tell".into(),
         baseline,
+        format!("{}.", verdict::LOWER_BOUND_NOTE),
     ]
 }

@@ -247,7 +247,6 @@ mod tests {
             path_key: format!("{rtt_ms:?}"),
             campaign_label: None,
             repetition: None,
-            slow_rate_bps: None,
         }
     }
 

@@ -10,8 +10,7 @@ use crate::metrics::{Metric, METRICS};
 use crate::recommend::{self, PathChoice};
 use crate::recommendation_text;
 use crate::summary::{RunSummary, Scope};
-use crate::verdict::{brief_change, Cell};
-use oscil_protocol::pattern::{slow_rates_agree, SLOW_RATE_TOLERANCE};
+use crate::verdict::{self, brief_change, Cell};
 
 /// One path's answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,50 +61,70 @@ fn index(metric: &Metric) -> usize {
         .expect("a metric of the registry")
 }
 
-/// `name figure` for one figure of configuration `i` against its baseline, or `None`
-/// where either lacks it.
-fn phrase(words: &str, metric: &Metric, said: &Said, cell: &Cell, base: &Cell) -> Option<String> {
-    match said {
-        Said::Change => Some(format!("{words} {}", brief_change(cell.change.as_ref()?))),
-        Said::Before(text) => {
-            let (before, after) = (base.estimate?.mean, cell.estimate?.mean);
-            let arrow = format!(
-                "{words} {} → {}",
-                text(before / metric.unit.scale),
-                text(after / metric.unit.scale)
-            );
-            Some(match cell.change.filter(|c| !c.is_clear()) {
-                Some(c) => format!("{arrow}, {}", brief_change(&c)),
-                None => arrow,
-            })
-        }
-    }
+/// What a sentence is built from.
+struct Evidence<'a> {
+    summaries: &'a [RunSummary],
+    configs: &'a [Configuration],
+    cells: &'a [Vec<Cell>],
+    scope: Scope,
 }
 
-/// `lowat 128 KiB against default: ... (n = 3 each)`.
-fn sentence(configs: &[Configuration], cells: &[Vec<Cell>], i: usize, b: usize) -> String {
-    let phrases: Vec<String> = figures()
-        .iter()
-        .filter_map(|(words, m, said)| {
-            let k = index(m);
-            phrase(words, m, said, &cells[i][k], &cells[b][k])
-        })
-        .collect();
-    let (n, nb) = (configs[i].runs.len(), configs[b].runs.len());
-    let runs = if n == nb {
-        format!("n = {n} each")
-    } else {
-        format!("n = {n} and {nb}")
-    };
-    let body = if phrases.is_empty() {
-        "no figure measured in both".to_string()
-    } else {
-        phrases.join(", ")
-    };
-    format!(
-        "{} against {}: {body} ({runs}).",
-        configs[i].name, configs[b].name
-    )
+impl Evidence<'_> {
+    /// A configuration's mean of a figure in words, `≥` before it where it is only a lower
+    /// bound (a wait still running when a run ended).
+    fn mean_text(&self, config: usize, metric: &Metric, text: fn(f64) -> String) -> Option<String> {
+        let mean = self.cells[config][index(metric)].estimate?.mean;
+        let at_least =
+            verdict::is_lower_bound(self.summaries, &self.configs[config], metric, self.scope);
+        let bound = if at_least { "≥ " } else { "" };
+        Some(format!("{bound}{}", text(mean / metric.unit.scale)))
+    }
+
+    /// `words figure` for one figure of configuration `i` against its baseline `b`, or
+    /// `None` where either lacks it.
+    fn phrase(
+        &self,
+        (words, metric, said): &(&str, &Metric, Said),
+        i: usize,
+        b: usize,
+    ) -> Option<String> {
+        let cell = &self.cells[i][index(metric)];
+        match said {
+            Said::Change => Some(format!("{words} {}", brief_change(cell.change.as_ref()?))),
+            Said::Before(text) => {
+                let before = self.mean_text(b, metric, *text)?;
+                let arrow = format!("{words} {before} → {}", self.mean_text(i, metric, *text)?);
+                Some(match cell.change.filter(|c| !c.is_clear()) {
+                    Some(c) => format!("{arrow}, {}", brief_change(&c)),
+                    None => arrow,
+                })
+            }
+        }
+    }
+
+    /// `lowat 128 KiB against default: ... (n = 3 each)`.
+    fn sentence(&self, i: usize, b: usize) -> String {
+        let configs = self.configs;
+        let phrases: Vec<String> = figures()
+            .iter()
+            .filter_map(|figure| self.phrase(figure, i, b))
+            .collect();
+        let (n, nb) = (configs[i].runs.len(), configs[b].runs.len());
+        let runs = if n == nb {
+            format!("n = {n} each")
+        } else {
+            format!("n = {n} and {nb}")
+        };
+        let body = if phrases.is_empty() {
+            "no figure measured in both".to_string()
+        } else {
+            phrases.join(", ")
+        };
+        format!(
+            "{} against {}: {body} ({runs}).",
+            configs[i].name, configs[b].name
+        )
+    }
 }
 
 /// Every path's answer, in the order `recommend::recommend` gives the paths.
@@ -116,6 +135,12 @@ pub fn headlines(
     choices: &[PathChoice],
     scope: Scope,
 ) -> Vec<PathHeadline> {
+    let evidence = Evidence {
+        summaries,
+        configs,
+        cells,
+        scope,
+    };
     choices
         .iter()
         .map(|choice| {
@@ -125,11 +150,11 @@ pub fn headlines(
             let sentences = on_path
                 .iter()
                 .filter_map(|&i| Some((i, configs[i].baseline.filter(|&b| b != i)?)))
-                .map(|(i, b)| sentence(configs, cells, i, b))
+                .map(|(i, b)| evidence.sentence(i, b))
                 .collect::<Vec<_>>();
             PathHeadline {
                 path: choice.path.clone(),
-                warning: workload_warning(summaries, configs, &on_path),
+                warning: workload_warning(configs, cells, &on_path),
                 sentences: if sentences.is_empty() {
                     vec!["No baseline to compare with: no configuration on this path has the kernel's default lowat (pass --baseline NAME).".into()]
                 } else {
@@ -141,39 +166,22 @@ pub fn headlines(
         .collect()
 }
 
-/// A warning when the configurations of a path read their slow phases at rates further
-/// apart than `pattern::slow_rates_agree` allows: their figures compare two workloads,
-/// not two settings.
+/// `verdict`'s warning for the first configuration of the path whose baseline ran another
+/// workload (slow phases read at rates too far apart), with the pair named.
 fn workload_warning(
-    summaries: &[RunSummary],
     configs: &[Configuration],
+    cells: &[Vec<Cell>],
     on_path: &[usize],
 ) -> Option<String> {
-    let rates: Vec<(&str, f64)> = on_path
-        .iter()
-        .filter_map(|&i| {
-            let runs: Vec<f64> = configs[i]
-                .runs
-                .iter()
-                .filter_map(|&r| summaries[r].slow_rate_bps)
-                .collect();
-            let mean = runs.iter().sum::<f64>() / runs.len() as f64;
-            (!runs.is_empty()).then_some((configs[i].name.as_str(), mean))
-        })
-        .collect();
-    let values: Vec<f64> = rates.iter().map(|r| r.1).collect();
-    if slow_rates_agree(&values) {
-        return None;
-    }
-    let each: Vec<String> = rates
-        .iter()
-        .map(|(name, bps)| format!("{name} at {}", human::rate(*bps)))
-        .collect();
-    Some(format!(
-        "Not one workload: the configurations read their slow phases at different rates ({}), more than {:.0}% apart, so their figures differ by workload as well as by setting. Give every run the same rate (--slow-rate) and compare again.",
-        each.join(", "),
-        SLOW_RATE_TOLERANCE * 100.0
-    ))
+    on_path.iter().find_map(|&i| {
+        let rates = cells[i].first()?.workload_differs?;
+        let base = &configs[configs[i].baseline?].name;
+        Some(format!(
+            "{} ({} against {base}).",
+            verdict::workload_warning(rates),
+            configs[i].name
+        ))
+    })
 }
 
 /// The paragraphs of `headline.png` (and the top of the page): a title, then per path a

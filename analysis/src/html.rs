@@ -16,7 +16,7 @@ use crate::input::relative;
 use crate::metrics::METRICS;
 use crate::shown_figures::shown;
 use crate::summary::{RunSummary, Scope};
-use crate::verdict::{brief_change, estimate_text, Cell};
+use crate::verdict::{self, brief_change, Cell};
 
 /// What the page shows, all already computed.
 pub struct Page<'a> {
@@ -129,7 +129,11 @@ fn answer(html: &mut String, p: &Page) {
         }
         let _ = writeln!(html, "<p><b>{}</b></p>", escape(&h.recommendation));
     }
-    html.push_str("</div>\n<p class=\"note\">How to read the figures: a change is the ratio of the means against the baseline with its 95% interval (Fieller's interval, Welch's degrees of freedom); a figure alone is a mean with its 95% interval (Student's t). A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. \"No interval\": one run on a side, or a baseline whose runs are too far apart to tell its mean from zero; more runs give one. The same answer as a picture: <a href=\"headline.png\">headline.png</a>.</p>\n");
+    let _ = write!(
+        html,
+        "</div>\n<p class=\"note\">How to read the figures: a change is the ratio of the means against the baseline with its 95% interval (Fieller's interval, Welch's degrees of freedom); a figure alone is a mean with its 95% interval (Student's t). A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. \"No interval\": one run on a side, or a baseline whose runs are too far apart to tell its mean from zero; more runs give one. {} The same answer as a picture: <a href=\"headline.png\">headline.png</a>.</p>\n",
+        escape(&format!("{}.", verdict::LOWER_BOUND_NOTE))
+    );
 }
 
 /// Charts across runs first, then each run's picture.
@@ -310,7 +314,10 @@ fn configurations(html: &mut String, p: &Page) {
             continue;
         }
         let cells = (0..p.configs.len())
-            .map(|i| estimate_text(metric, p.cells[i][m].estimate.as_ref()))
+            .map(|i| {
+                let cell = &p.cells[i][m];
+                verdict::estimate_text_of(p.summaries, &p.configs[i], metric, cell, p.scope)
+            })
             .collect();
         row(html, metric.title, cells);
     }

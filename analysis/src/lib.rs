@@ -13,6 +13,7 @@ pub mod comparison;
 pub mod config_table;
 pub mod configs;
 pub mod draw;
+pub mod end_table;
 pub mod headline;
 pub mod html;
 pub mod human;

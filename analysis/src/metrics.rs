@@ -111,6 +111,9 @@ pub struct RunFacts {
     /// How far the marker latencies may be off: half the best clock exchange's round trip
     /// (run.json `clock.uncertainty_us`); `None` in a run without markers.
     pub clock_uncertainty_us: Option<f64>,
+    /// The slow phases' reading rate the reader recorded (run.json `config.slow_rate`,
+    /// mean over its cycles), bit/s; `None` in runs before it was recorded.
+    pub slow_rate_bps: Option<f64>,
 }
 
 /// The least CPU time a CPU figure is shown for: the kernel counts a process's CPU in
@@ -167,20 +170,22 @@ fn mem_bytes(pages: Option<u64>, page_bytes: f64) -> Option<f64> {
 }
 
 pub const METRICS: &[Metric] = &[
+    // Network goodput: what TCP delivered to the reader's receive queues, never above the
+    // path's rate. The verdicts and the recommendation judge these.
     Metric {
-        column: "goodput_fast_mbps",
-        title: "Goodput, fast phases",
+        column: "net_goodput_fast_mbps",
+        title: "Network goodput, fast phases (what TCP delivered)",
         unit: MBPS,
         better: Better::Higher,
-        value: |w| w.fast.goodput_bps(),
+        value: |w| w.fast.net_goodput_bps(),
         compared: true,
     },
     Metric {
-        column: "goodput_slow_mbps",
-        title: "Goodput, slow phases",
+        column: "net_goodput_slow_mbps",
+        title: "Network goodput, slow phases (what TCP delivered)",
         unit: MBPS,
         better: Better::Higher,
-        value: |w| w.slow.goodput_bps(),
+        value: |w| w.slow.net_goodput_bps(),
         compared: true,
     },
     Metric {
@@ -252,7 +257,7 @@ pub const METRICS: &[Metric] = &[
     // How long a byte waits behind the send queue: the tagged writes' TX timestamps.
     Metric {
         column: "residence_p50_ms",
-        title: "Median send-queue residence of a write",
+        title: "Median send-queue residence of a write (a write still queued at the end counts at its age: then a lower bound)",
         unit: MS,
         better: Better::Lower,
         value: |w| ms_of_us(w.both().residence_quantile_us(0.5)),
@@ -260,7 +265,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         column: "residence_p99_ms",
-        title: "99th percentile send-queue residence of a write",
+        title: "99th percentile send-queue residence of a write (lower bound where writes were still queued)",
         unit: MS,
         better: Better::Lower,
         value: |w| ms_of_us(w.both().residence_quantile_us(0.99)),
@@ -343,7 +348,7 @@ pub const METRICS: &[Metric] = &[
     // it (markers.csv), each give or take the clock uncertainty beside them.
     Metric {
         column: "marker_p50_ms",
-        title: "Median marker latency, write to read (give or take the clock uncertainty)",
+        title: "Median marker latency, write to read (give or take the clock uncertainty; a marker unread at the end counts at its wait: then a lower bound)",
         unit: MS,
         better: Better::Lower,
         value: |w| ms_of_us(w.both().marker_quantile_us(0.5)),
@@ -351,7 +356,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         column: "marker_p99_ms",
-        title: "99th percentile marker latency, write to read (give or take the clock uncertainty)",
+        title: "99th percentile marker latency, write to read (give or take the clock uncertainty; lower bound where markers were unread)",
         unit: MS,
         better: Better::Lower,
         value: |w| ms_of_us(w.both().marker_quantile_us(0.99)),
@@ -388,7 +393,50 @@ pub const METRICS: &[Metric] = &[
         value: |w| w.fast.safe_lowat_bytes(WakeSpread::p50),
         compared: false,
     },
+    // What the application read: the workload, not a result. After a slow phase the fast
+    // phase's reads drain the receive buffer at memory speed, so this can exceed the
+    // path's rate; the slow phases read what the pattern set.
+    Metric {
+        column: "read_fast_mbps",
+        title: "Application read rate, fast phases (drains the receive buffer: may exceed the path's rate)",
+        unit: MBPS,
+        better: Better::Neither,
+        value: |w| w.fast.read_bps(),
+        compared: false,
+    },
+    Metric {
+        column: "read_slow_mbps",
+        title: "Application read rate, slow phases (the workload's slow rate)",
+        unit: MBPS,
+        better: Better::Neither,
+        value: |w| w.slow.read_bps(),
+        compared: false,
+    },
+    // The workload's slow rate: configurations compared must share it
+    // (`oscil_protocol::pattern::slow_rates_agree`), or they ran different workloads.
+    Metric {
+        column: "slow_rate_mbps",
+        title: "Slow phases' reading rate set by the pattern (recorded; else what was read)",
+        unit: MBPS,
+        better: Better::Neither,
+        value: |w| w.run.slow_rate_bps.or_else(|| w.slow.read_bps()),
+        compared: false,
+    },
 ];
+
+/// Whether a figure of `w` is only a lower bound ("≥"): a percentile of waits at or above
+/// a censored one (a write still queued, a marker still unread, when the run ended; see
+/// `oscil_protocol::phase_figures`). `None` for figures that are never censored.
+pub fn lower_bound(metric: &Metric, w: &Window) -> Option<bool> {
+    let both = || w.both();
+    match metric.column {
+        "residence_p50_ms" => Some(both().residence_at_least(0.5)),
+        "residence_p99_ms" => Some(both().residence_at_least(0.99)),
+        "marker_p50_ms" => Some(both().marker_at_least(0.5)),
+        "marker_p99_ms" => Some(both().marker_at_least(0.99)),
+        _ => None,
+    }
+}
 
 fn ms_of_us(us: Option<u64>) -> Option<f64> {
     us.map(|us| us as f64 / 1000.0)
@@ -464,6 +512,7 @@ mod tests {
                 pollout_notsent_max_bytes: None,
                 link_cpu_s: None,
                 clock_uncertainty_us: None,
+                slow_rate_bps: None,
             },
             ..Window::default()
         };

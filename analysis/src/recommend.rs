@@ -44,7 +44,7 @@ pub struct PathChoice {
 }
 
 pub(crate) fn goodput() -> &'static Metric {
-    metric("goodput_fast_mbps")
+    metric("net_goodput_fast_mbps")
 }
 
 pub(crate) fn queued() -> &'static Metric {
@@ -220,8 +220,8 @@ mod tests {
     use oscil_protocol::phase_figures::{RunPhases, SpanTotals, Totals};
     use oscil_protocol::{Phase, PhaseSpan};
 
-    /// A one-cycle run: 1 s fast reading `goodput_bps`, 1 s slow with one sender pass of
-    /// `queued` bytes.
+    /// A one-cycle run: 1 s fast in which TCP delivered (and the reader read)
+    /// `goodput_bps`, 1 s slow with one sender pass of `queued` bytes.
     fn run(name: &str, lowat: Option<u64>, goodput_bps: f64, queued: u64) -> RunSummary {
         let span = |phase, start_s| PhaseSpan {
             cycle: 1,
@@ -232,6 +232,7 @@ mod tests {
         let fast = Totals {
             seconds: 1.0,
             bytes_read: (goodput_bps / 8.0) as u64,
+            bytes_delivered: Some((goodput_bps / 8.0) as u64),
             ..Totals::default()
         };
         let slow = Totals {
@@ -277,7 +278,6 @@ mod tests {
             path_key: "lab".into(),
             campaign_label: Some(name.into()),
             repetition: None,
-            slow_rate_bps: None,
         }
     }
 

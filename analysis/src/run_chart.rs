@@ -604,9 +604,9 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
         ),
     };
     let mut figures = format!(
-        "goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {memory}; RTT slow mean {}",
-        text("goodput_fast_mbps"),
-        text("goodput_slow_mbps"),
+        "network goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {memory}; RTT slow mean {}",
+        text("net_goodput_fast_mbps"),
+        text("net_goodput_slow_mbps"),
         text("slow_queued_peak_mib"),
         text("slow_queued_mean_mib"),
         text("slow_notsent_peak_mib"),

@@ -93,6 +93,7 @@ mod tests {
                     .contains(&m.column)
                     .then(|| Estimate::of(&[1.0, 2.0]).unwrap()),
                 change: None,
+                workload_differs: None,
             })
             .collect();
         vec![row]

@@ -56,9 +56,6 @@ pub struct RunSummary {
     /// From a campaign: the configuration's name and this run's repetition.
     pub campaign_label: Option<String>,
     pub repetition: Option<u32>,
-    /// The slow phases' reading rate over the run's cycles, bit/s (run.json
-    /// `config.slow_rate`); `None` in runs recorded before it.
-    pub slow_rate_bps: Option<f64>,
 }
 
 impl RunSummary {
@@ -148,6 +145,12 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
                 .max(),
             link_cpu_s: link_cpu_s(&run.dir),
             clock_uncertainty_us: meta.clock.map(|c| c.uncertainty_us),
+            slow_rate_bps: meta
+                .config
+                .slow_rate
+                .as_ref()
+                .and_then(|r| r.mean_bytes_per_s())
+                .map(|b| b * 8.0),
         },
         config_key: configuration_key(meta, campaign.map(|c| &c.settings)),
         campaign_label: campaign
@@ -156,12 +159,6 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         repetition: campaign
             .map(|c| c.repetition)
             .or_else(|| lab_number(meta, "repetition")),
-        slow_rate_bps: meta
-            .config
-            .slow_rate
-            .as_ref()
-            .and_then(|r| r.mean_bytes_per_s())
-            .map(|bytes| bytes * 8.0),
     }
 }
 

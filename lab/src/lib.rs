@@ -6,7 +6,6 @@
 pub mod cli;
 pub mod config;
 pub mod execute;
-pub mod figures;
 pub mod host;
 pub mod hosts;
 pub mod meta;

@@ -140,3 +140,33 @@ fn network_goodput_columns_count_what_tcp_delivered_not_what_was_read() {
         "no slow row delivered more than it read: the column is the read count"
     );
 }
+
+#[test]
+fn an_absolute_slow_rate_is_read_by_all_flows_together_and_recorded() {
+    // 1 s fast, 3 s slow at 8 Mbit/s: 1,000,000 bytes a second over two flows.
+    let (_dir, out, _) = fresh_run(&[
+        "--fast",
+        "1s",
+        "--slow",
+        "3s",
+        "--cycles",
+        "1",
+        "--flows",
+        "2",
+        "--slow-rate",
+        "8mbit",
+    ]);
+    let seconds = bytes_per_second(&Csv::read(&out.join("reader.csv")));
+    for second in 2..=3 {
+        let read = seconds[&second];
+        assert!(
+            (read - 1e6).abs() <= 0.01 * 1e6,
+            "slow second {second} read {read} bytes"
+        );
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let rate = &meta["config"]["slow_rate"];
+    assert_eq!(rate["chosen_by"]["by"], "absolute", "{rate}");
+    assert_eq!(rate["cycles"][0]["bytes_per_s"], 1_000_000, "{rate}");
+}
