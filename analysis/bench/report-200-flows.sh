@@ -15,7 +15,7 @@ rows=$(($(wc -l <"$scratch/run/sender.csv") - 1))
 echo "synthetic run: $flows flows, $seconds s, $rows sender rows, $(du -sh "$scratch/run" | cut -f1)"
 for attempt in 1 2 3; do
   start=$(date +%s.%N)
-  "$target/release/oscil-report" "$scratch/run" --out "$scratch/out" >/dev/null
+  "$target/release/oscil-report" "$scratch/run" --out "$scratch/out" --force >/dev/null
   end=$(date +%s.%N)
   awk -v a="$start" -v b="$end" -v n="$attempt" 'BEGIN { printf "report %d: %.2f s\n", n, b - a }'
 done

@@ -24,6 +24,24 @@ pub struct Line {
     pub markers: bool,
     /// A vertical interval at some points: (x, low, high).
     pub intervals: Vec<(f64, f64, f64)>,
+    /// How the line is drawn: one run among several (faint), a mean (bold), a sparse
+    /// series (points, no line), a lower bound (hollow points).
+    pub weight: Weight,
+}
+
+/// How heavily a line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Weight {
+    #[default]
+    Normal,
+    /// One run of a configuration, behind its mean.
+    Faint,
+    /// A configuration's mean over its runs.
+    Bold,
+    /// Filled dots only: a series sampled too sparsely for a line (every 0.3-0.5 s).
+    Points,
+    /// Hollow dots only: lower bounds ("at least this long"), a wait still running.
+    Hollow,
 }
 
 impl Line {
@@ -35,11 +53,17 @@ impl Line {
             dashed: false,
             markers: false,
             intervals: Vec::new(),
+            weight: Weight::Normal,
         }
     }
 
     pub fn dashed(mut self) -> Self {
         self.dashed = true;
+        self
+    }
+
+    pub fn weighted(mut self, weight: Weight) -> Self {
+        self.weight = weight;
         self
     }
 }
@@ -72,6 +96,28 @@ pub struct Axis {
     /// Values above this run off the top, so one wild series does not flatten the rest.
     pub cap: Option<f64>,
     pub scale: Scale,
+    /// A range fixed from outside (the same across the runs of a report), instead of the
+    /// one this axis's own values need: (bottom, top) in display units.
+    pub range: Option<(f64, f64)>,
+    /// The display unit of its values, so a shared range can bring axes to one unit.
+    pub unit: Option<(Unit, Family)>,
+}
+
+/// Which units an axis may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Bytes,
+    Rate,
+}
+
+impl Family {
+    /// The unit that shows values up to `max` (in base units) best.
+    pub fn pick(self, max: f64) -> Unit {
+        match self {
+            Family::Bytes => byte_unit(max),
+            Family::Rate => rate_unit(max),
+        }
+    }
 }
 
 impl Axis {
@@ -126,6 +172,33 @@ impl Axis {
         }
     }
 
+    /// Takes another unit of the same family: every value and the label's unit name.
+    pub fn rescale(&mut self, to: Unit) {
+        let Some((from, family)) = self.unit else {
+            return;
+        };
+        if from == to {
+            return;
+        }
+        let factor = from.scale / to.scale;
+        for p in self.lines.iter_mut().flat_map(|l| l.points.iter_mut()) {
+            p.1 *= factor;
+        }
+        for line in &mut self.lines {
+            for i in &mut line.intervals {
+                (i.1, i.2) = (i.1 * factor, i.2 * factor);
+            }
+        }
+        for p in self.bands.iter_mut().flat_map(|b| b.points.iter_mut()) {
+            (p.1, p.2) = (p.1 * factor, p.2 * factor);
+        }
+        self.cap = self.cap.map(|c| c * factor);
+        self.label = self
+            .label
+            .replace(&format!("({})", from.name), &format!("({})", to.name));
+        self.unit = Some((to, family));
+    }
+
     /// The largest value to fit on this axis.
     pub fn max(&self) -> f64 {
         let lines = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
@@ -138,6 +211,10 @@ impl Axis {
 /// One chart with a shared x axis; a right axis holds per-flow figures when there are many.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Panel {
+    /// What the panel answers, for the manifest: `unsent`, `goodput`, `latency`.
+    pub key: String,
+    /// The configurations drawn in it (empty: the figure's own).
+    pub configurations: Vec<String>,
     pub title: String,
     pub x_label: String,
     pub x_range: (f64, f64),
@@ -157,7 +234,7 @@ pub struct Figure {
 }
 
 /// A display unit: values are divided by `scale` and the axis says `name`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Unit {
     pub scale: f64,
     pub name: &'static str,

@@ -1,9 +1,11 @@
-//! `comparison.png` as data: for every compared figure, each configuration's runs as
-//! points, their mean and its 95% interval, and the verdict against the baseline.
+//! `comparison.png` as data: for every compared figure that was measured, in the order of
+//! the questions (`shown_figures`), each configuration's runs as points, their mean and
+//! its 95% interval, and the verdict against the baseline; a line for each figure left out.
 
 use crate::chart::PALETTE;
 use crate::configs::Configuration;
 use crate::metrics::METRICS;
+use crate::shown_figures::shown;
 use crate::summary::{RunSummary, Scope};
 use crate::verdict::{self, Cell};
 
@@ -23,6 +25,8 @@ pub struct IntervalRow {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct IntervalPanel {
+    /// The figure's column name.
+    pub key: String,
     pub title: String,
     pub unit: String,
     pub rows: Vec<IntervalRow>,
@@ -41,11 +45,13 @@ pub fn comparison(
     cells: &[Vec<Cell>],
     scope: Scope,
 ) -> IntervalFigure {
-    let panels = METRICS
+    let shown = shown(cells);
+    let panels = shown
+        .metrics
         .iter()
-        .enumerate()
-        .filter(|(_, m)| m.compared)
+        .map(|&m| (m, &METRICS[m]))
         .map(|(m, metric)| IntervalPanel {
+            key: metric.column.to_string(),
             title: metric.title.to_string(),
             unit: metric.unit.name.to_string(),
             rows: configs
@@ -54,9 +60,14 @@ pub fn comparison(
                 .map(|(i, c)| {
                     let cell = &cells[i][m];
                     let scale = metric.unit.scale;
-                    let estimate = verdict::estimate_text(metric, cell.estimate.as_ref());
-                    let words =
-                        verdict::verdict_text(metric, cell, c.is_baseline(i), c.baseline.is_some());
+                    let estimate = verdict::estimate_text_of(summaries, c, metric, cell, scope);
+                    let words = match (&cell.change, c.is_baseline(i)) {
+                        (_, true) => "baseline".to_string(),
+                        (Some(change), false) => verdict::brief_change(change),
+                        (None, false) => {
+                            verdict::verdict_text(metric, cell, false, c.baseline.is_some())
+                        }
+                    };
                     IntervalRow {
                         label: c.name.clone(),
                         points: verdict::values(summaries, c, metric, scope)
@@ -76,10 +87,9 @@ pub fn comparison(
                 .collect(),
         })
         .collect();
-    IntervalFigure {
-        header: header(summaries, configs, scope),
-        panels,
-    }
+    let mut header = header(summaries, configs, scope);
+    header.extend(shown.left_out);
+    IntervalFigure { header, panels }
 }
 
 fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> Vec<String> {
@@ -106,7 +116,8 @@ fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> 
             summaries.len(),
             scope.text(cycles)
         ),
-        "Each run is a dot; the bar is the mean and the line its 95% interval (Student's t; one run has none)".into(),
+        "Each run is a dot; the bar is the mean and the line its 95% interval (Student's t; one run has none). A change is clear when its interval leaves out zero; \"no clear change\": the interval holds zero, more runs would tell".into(),
         baseline,
+        format!("{}.", verdict::LOWER_BOUND_NOTE),
     ]
 }

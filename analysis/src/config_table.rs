@@ -2,10 +2,10 @@
 //! change against the baseline) and `cycles.csv` (one row per cycle of every run).
 
 use crate::configs::Configuration;
-use crate::metrics::METRICS;
+use crate::metrics::{lower_bound, Metric, Window, METRICS};
 use crate::summary::{RunSummary, Scope};
 use crate::table::cell;
-use crate::verdict::Cell;
+use crate::verdict::{self, Cell};
 
 fn finish(writer: csv::Writer<Vec<u8>>) -> Result<String, csv::Error> {
     let bytes = writer.into_inner().map_err(|e| e.into_error())?;
@@ -39,6 +39,11 @@ pub fn configurations_csv(
             header.push(format!("{}{suffix}", m.column));
         }
     }
+    let censorable: Vec<&Metric> = METRICS
+        .iter()
+        .filter(|m| lower_bound(m, &Window::default()).is_some())
+        .collect();
+    header.extend(censorable.iter().map(|m| format!("{}_censored", m.column)));
     writer.write_record(&header)?;
     for (i, c) in configs.iter().enumerate() {
         let first = &summaries[c.runs[0]];
@@ -62,6 +67,10 @@ pub fn configurations_csv(
                 percent(change_ci.map(|c| c.0)),
                 percent(change_ci.map(|c| c.1)),
             ]);
+        }
+        // "true" where some run's figure is only a lower bound (`metrics::lower_bound`).
+        for m in &censorable {
+            row.push(verdict::is_lower_bound(summaries, c, m, scope).to_string());
         }
         writer.write_record(&row)?;
     }

@@ -1,24 +1,26 @@
-//! Renders figures to PNG with plotters and the bundled DejaVu font (no system fonts).
+//! Renders figures of time-series panels to PNG with plotters and the bundled DejaVu font
+//! (no system fonts). Every line of text drawn is returned (`text_layout::DrawnText`), so
+//! the manifest lists what a picture says; titles and headers wrap rather than run off.
 
 use std::path::Path;
-use std::sync::Once;
 
 use plotters::chart::DualCoordChartContext;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::FontStyle;
 
-use crate::chart::{Axis, Figure, Line, Panel, Scale};
-use crate::comparison::{IntervalFigure, IntervalPanel, IntervalRow};
+use crate::chart::{Axis, Figure, Line, Panel, Scale, Weight};
+use crate::text_layout::{self, fit, font, single, DrawnText, FONT};
 
 /// Width of every picture, in pixels.
 pub const WIDTH_PX: u32 = 1600;
-/// Height of one time-series panel.
+/// Height of one time-series panel, its title included.
 pub const PANEL_HEIGHT_PX: u32 = 380;
-const LINE_HEIGHT_PX: u32 = 30;
-const FONT: &str = "sans-serif";
+pub(crate) const LINE_HEIGHT_PX: u32 = 30;
+const TITLE_LINE_PX: u32 = 24;
+/// Room beside a plot for the axis labels on either side.
+const Y_LABEL_AREA_PX: u32 = 90;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: drawing failed: {message}")]
@@ -27,97 +29,93 @@ pub struct DrawError {
     message: String,
 }
 
-type Result<T> = std::result::Result<T, String>;
+pub(crate) type Result<T> = std::result::Result<T, String>;
 
-fn register_fonts() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // The bytes are the crate's own font files, so registering cannot fail.
-        let _ = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
-        let _ = plotters::style::register_font(FONT, FontStyle::Bold, dejavu::sans::bold());
-    });
-}
-
-fn rgb(c: (u8, u8, u8)) -> RGBColor {
+pub(crate) fn rgb(c: (u8, u8, u8)) -> RGBColor {
     RGBColor(c.0, c.1, c.2)
 }
 
 /// The header as drawn: the first line as a title, the rest as text, a warning in red,
 /// each broken into as many lines as the picture's width needs.
-fn header_lines(header: &[String], warning: Option<&str>) -> Vec<(String, TextStyle<'static>)> {
-    register_fonts();
-    let title = (FONT, 24).into_font().style(FontStyle::Bold).color(&BLACK);
-    let text = (FONT, 18).into_font().color(&BLACK);
-    let red = (FONT, 22)
-        .into_font()
-        .style(FontStyle::Bold)
-        .color(&RGBColor(200, 0, 0));
+pub(crate) fn header_lines(
+    header: &[String],
+    warning: Option<&str>,
+) -> Vec<(DrawnText, TextStyle<'static>)> {
+    let red = font(22, true).color(&RGBColor(200, 0, 0));
     let styled = header
         .iter()
         .enumerate()
-        .map(|(i, line)| (line.as_str(), if i == 0 { &title } else { &text }))
-        .chain(warning.map(|w| (w, &red)));
+        .map(|(i, line)| {
+            let emphasis = if i == 0 {
+                Emphasis::Title
+            } else {
+                Emphasis::Text
+            };
+            (line.as_str(), emphasis.style())
+        })
+        .chain(warning.map(|w| (w, red)));
     styled
         .flat_map(|(line, style)| {
-            wrap(line, WIDTH_PX - 40, |s| {
-                style.font.box_size(s).map_or(u32::MAX, |(w, _)| w)
-            })
-            .into_iter()
-            .map(|l| (l, style.clone()))
+            fit(line, &style, WIDTH_PX - 40)
+                .into_iter()
+                .map(move |l| (l, style.clone()))
         })
         .collect()
 }
 
-fn header_height(lines: &[(String, TextStyle)]) -> u32 {
+/// How a paragraph of a page of text is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emphasis {
+    Title,
+    Heading,
+    Text,
+    /// In red: what makes the rest unsafe to read as it stands.
+    Warning,
+}
+
+impl Emphasis {
+    fn style(self) -> TextStyle<'static> {
+        match self {
+            Emphasis::Title => font(24, true),
+            Emphasis::Heading => font(20, true),
+            Emphasis::Text => font(18, false),
+            Emphasis::Warning => font(18, true).color(&RGBColor(200, 0, 0)),
+        }
+    }
+}
+
+/// A picture of text alone (the report's answer): each paragraph wrapped to the width;
+/// returns every line drawn.
+pub fn draw_text_page(
+    paragraphs: &[(String, Emphasis)],
+    path: &Path,
+) -> std::result::Result<Vec<DrawnText>, DrawError> {
+    let lines: Vec<(DrawnText, TextStyle)> = paragraphs
+        .iter()
+        .flat_map(|(text, emphasis)| {
+            let style = emphasis.style();
+            fit(text, &style, WIDTH_PX - 40)
+                .into_iter()
+                .map(move |l| (l, style.clone()))
+        })
+        .collect();
+    render(path, (WIDTH_PX, header_height(&lines)), |root| {
+        draw_header(root, &lines)
+    })?;
+    Ok(lines.into_iter().map(|(text, _)| text).collect())
+}
+
+pub(crate) fn header_height<T>(lines: &[T]) -> u32 {
     lines.len() as u32 * LINE_HEIGHT_PX + 20
 }
 
-/// Breaks text into lines no wider than `max_px`, after a space, comma, semicolon or
-/// underscore where there is one (long lab labels have no spaces), else anywhere; never
-/// between a number and its unit.
-fn wrap(text: &str, max_px: u32, width_px: impl Fn(&str) -> u32) -> Vec<String> {
-    let mut pieces: Vec<String> = Vec::new();
-    for piece in text.split_inclusive([' ', ',', ';', '_']) {
-        let after_number = pieces.last().is_some_and(|last| {
-            let mut tail = last.chars().rev();
-            tail.next() == Some(' ') && tail.next().is_some_and(|c| c.is_ascii_digit())
-        });
-        match pieces.last_mut() {
-            Some(last) if after_number && piece.starts_with(char::is_alphabetic) => {
-                last.push_str(piece)
-            }
-            _ => pieces.push(piece.to_string()),
-        }
-    }
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for piece in &pieces {
-        let candidate = format!("{line}{piece}");
-        if line.is_empty() || width_px(candidate.trim_end()) <= max_px {
-            line = candidate;
-        } else {
-            lines.push(line.trim_end().to_string());
-            line = piece.to_string();
-        }
-        // A piece wider than a whole line is cut where the line is full.
-        while width_px(line.trim_end()) > max_px {
-            let mut head = String::new();
-            for c in line.chars() {
-                head.push(c);
-                if width_px(&head) > max_px {
-                    head.pop();
-                    break;
-                }
-            }
-            if head.is_empty() {
-                break;
-            }
-            line = line[head.len()..].to_string();
-            lines.push(head);
-        }
-    }
-    lines.push(line.trim_end().to_string());
-    lines
+/// A panel's title, wrapped to the panel's width.
+fn title_lines(panel: &Panel) -> Vec<DrawnText> {
+    fit(&panel.title, &font(19, true), WIDTH_PX - 60)
+}
+
+fn panel_height(panel: &Panel) -> u32 {
+    PANEL_HEIGHT_PX + (title_lines(panel).len() as u32).saturating_sub(1) * TITLE_LINE_PX
 }
 
 /// The size a figure is drawn at: full width, a header, then its panels stacked.
@@ -125,60 +123,34 @@ pub fn figure_size(figure: &Figure) -> (u32, u32) {
     (
         WIDTH_PX,
         header_height(&header_lines(&figure.header, figure.warning.as_deref()))
-            + figure.panels.len() as u32 * PANEL_HEIGHT_PX,
+            + figure.panels.iter().map(panel_height).sum::<u32>(),
     )
 }
 
-pub fn interval_figure_size(figure: &IntervalFigure) -> (u32, u32) {
-    let rows = figure.panels.first().map_or(1, |p| p.rows.len()) as u32;
-    (
-        WIDTH_PX,
-        header_height(&header_lines(&figure.header, None))
-            + figure.panels.len() as u32 * interval_panel_height(rows),
-    )
-}
-
-fn interval_panel_height(rows: u32) -> u32 {
-    100 + rows.max(2) * 36
-}
-
-/// Writes a figure of time-series panels to `path`.
-pub fn draw_figure(figure: &Figure, path: &Path) -> std::result::Result<(), DrawError> {
+/// Writes a figure of time-series panels to `path`; returns every line of text drawn.
+pub fn draw_figure(figure: &Figure, path: &Path) -> std::result::Result<Vec<DrawnText>, DrawError> {
+    let mut drawn = Vec::new();
     render(path, figure_size(figure), |root| {
         let header = header_lines(&figure.header, figure.warning.as_deref());
-        let (head, body) = root.split_vertically(header_height(&header));
+        let (head, mut body) = root.split_vertically(header_height(&header));
         draw_header(&head, &header)?;
-        let areas = body.split_evenly((figure.panels.len().max(1), 1));
-        for (panel, area) in figure.panels.iter().zip(&areas) {
-            draw_panel(area, panel)?;
+        drawn.extend(header.into_iter().map(|(text, _)| text));
+        for panel in &figure.panels {
+            let (area, rest) = body.split_vertically(panel_height(panel));
+            drawn.extend(draw_panel(&area, panel)?);
+            body = rest;
         }
         Ok(())
-    })
+    })?;
+    Ok(drawn)
 }
 
-/// Writes a figure of interval panels, one to a row.
-pub fn draw_interval_figure(
-    figure: &IntervalFigure,
-    path: &Path,
-) -> std::result::Result<(), DrawError> {
-    render(path, interval_figure_size(figure), |root| {
-        let header = header_lines(&figure.header, None);
-        let (head, body) = root.split_vertically(header_height(&header));
-        draw_header(&head, &header)?;
-        let areas = body.split_evenly((figure.panels.len().max(1), 1));
-        for (panel, area) in figure.panels.iter().zip(&areas) {
-            draw_intervals(area, panel)?;
-        }
-        Ok(())
-    })
-}
-
-fn render(
+pub(crate) fn render(
     path: &Path,
     size: (u32, u32),
     draw: impl FnOnce(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
 ) -> std::result::Result<(), DrawError> {
-    register_fonts();
+    text_layout::register_fonts();
     let fail = |message: String| DrawError {
         path: path.display().to_string(),
         message,
@@ -189,13 +161,13 @@ fn render(
     root.present().map_err(|e| fail(e.to_string()))
 }
 
-fn draw_header<DB: DrawingBackend>(
+pub(crate) fn draw_header<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    lines: &[(String, TextStyle)],
+    lines: &[(DrawnText, TextStyle)],
 ) -> Result<()> {
     for (i, (line, style)) in lines.iter().enumerate() {
         let y = 12 + i as i32 * LINE_HEIGHT_PX as i32;
-        area.draw_text(line, style, (20, y))
+        area.draw_text(&line.text, style, (20, y))
             .map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -204,6 +176,9 @@ fn draw_header<DB: DrawingBackend>(
 /// The top of an axis: room above the highest value for the legend (which sits in the top
 /// left corner, one row per entry), never an empty range.
 fn axis_top(axis: &Axis, legend_rows: usize) -> f64 {
+    if let Some((_, top)) = axis.range {
+        return top;
+    }
     let max = axis.max();
     if max > 0.0 {
         max * (1.1 + 0.085 * legend_rows as f64)
@@ -215,6 +190,9 @@ fn axis_top(axis: &Axis, legend_rows: usize) -> f64 {
 /// A log axis's range: from a little below the smallest value to the same share of room
 /// above the highest as `axis_top` leaves, in decades instead of units.
 fn log_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
+    if let Some(range) = axis.range {
+        return range;
+    }
     let max = axis.max();
     let Some(min) = axis.min_positive().filter(|_| max > 0.0) else {
         return (0.1, 1.0);
@@ -228,8 +206,16 @@ fn log_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
     )
 }
 
+/// The range an axis takes on its own: what `share_ranges` compares across pictures.
+pub fn natural_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
+    match axis.scale {
+        Scale::Linear => (0.0, axis_top(axis, legend_rows)),
+        Scale::Log => log_range(axis, legend_rows),
+    }
+}
+
 /// Tick labels with as many decimals as the axis needs.
-fn tick(value: f64, top: f64) -> String {
+pub(crate) fn tick(value: f64, top: f64) -> String {
     if top >= 20.0 {
         format!("{value:.0}")
     } else if top >= 2.0 {
@@ -248,33 +234,84 @@ fn log_tick(value: f64) -> String {
 type Cartesian<Y = RangedCoordf64> = Cartesian2d<RangedCoordf64, Y>;
 type Dual<'a, DB, Y = RangedCoordf64> = DualCoordChartContext<'a, DB, Cartesian<Y>, Cartesian>;
 
-fn legend_rows(panel: &Panel) -> usize {
+/// Entries in a panel's legend: every named line and band, and the shaded phases.
+pub fn legend_rows(panel: &Panel) -> usize {
     [Some(&panel.left), panel.right.as_ref()]
         .into_iter()
         .flatten()
-        .map(|a| a.lines.len() + a.bands.len())
+        .map(|a| {
+            a.lines.iter().filter(|l| !l.label.is_empty()).count()
+                + a.bands.iter().filter(|b| !b.label.is_empty()).count()
+        })
         .sum::<usize>()
         + usize::from(!panel.shade.is_empty())
 }
 
-/// The panel's frame on `area`, with its left axis linear or log as it asks.
-fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<()> {
+/// The texts a panel holds besides its title: its legend entries and axis names.
+fn panel_texts(panel: &Panel, height_px: u32) -> Vec<DrawnText> {
+    let legend = font(14, false);
+    let axis_name = font(16, false);
+    let plot_width = WIDTH_PX - 2 * Y_LABEL_AREA_PX - 40;
+    let plot_height = height_px.saturating_sub(46 + 24);
+    let mut texts = vec![single(&panel.x_label, &axis_name, plot_width)];
+    for axis in [Some(&panel.left), panel.right.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        texts.push(single(&axis.label, &axis_name, plot_height));
+        let named = axis
+            .lines
+            .iter()
+            .map(|l| &l.label)
+            .chain(axis.bands.iter().map(|b| &b.label));
+        texts.extend(
+            named
+                .filter(|l| !l.is_empty())
+                .map(|l| single(l, &legend, plot_width - 40)),
+        );
+    }
+    if !panel.shade.is_empty() {
+        texts.push(single("slow phase", &legend, plot_width - 40));
+    }
+    texts
+}
+
+/// The panel on `area`: its wrapped title, then its frame with the left axis linear or
+/// log as it asks. Returns the texts drawn.
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &Panel,
+) -> Result<Vec<DrawnText>> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let title = title_lines(panel);
+    let title_style = font(19, true);
+    let (title_area, chart_area) = area.split_vertically(title.len() as u32 * TITLE_LINE_PX + 10);
+    for (i, line) in title.iter().enumerate() {
+        title_area
+            .draw_text(
+                &line.text,
+                &title_style,
+                (30, 8 + i as i32 * TITLE_LINE_PX as i32),
+            )
+            .map_err(err)?;
+    }
+    let mut drawn = title;
+    drawn.extend(panel_texts(panel, chart_area.dim_in_pixel().1));
     let (x0, x1) = panel.x_range;
     let legend_rows = legend_rows(panel);
     let right_top = panel
         .right
         .as_ref()
         .map_or(1.0, |axis| axis_top(axis, legend_rows));
-    let mut builder = ChartBuilder::on(area);
+    let mut builder = ChartBuilder::on(&chart_area);
     builder
-        .caption(&panel.title, (FONT, 19).into_font().style(FontStyle::Bold))
         .margin(12)
+        .margin_top(4)
         .margin_right(20)
         .x_label_area_size(46)
-        .y_label_area_size(90)
+        .y_label_area_size(Y_LABEL_AREA_PX)
         // Always, so stacked panels share the same time axis pixel for pixel.
-        .right_y_label_area_size(90);
+        .right_y_label_area_size(Y_LABEL_AREA_PX);
     match panel.left.scale {
         Scale::Linear => {
             let top = axis_top(&panel.left, legend_rows);
@@ -282,7 +319,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
                 .build_cartesian_2d(x0..x1, 0.0..top)
                 .map_err(err)?
                 .set_secondary_coord(x0..x1, 0.0..right_top);
-            fill_panel(chart, panel, (0.0, top, right_top), &|y| tick(*y, top))
+            fill_panel(chart, panel, (0.0, top, right_top), &|y| tick(*y, top))?;
         }
         Scale::Log => {
             let (bottom, top) = log_range(&panel.left, legend_rows);
@@ -290,9 +327,10 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
                 .build_cartesian_2d(x0..x1, (bottom..top).log_scale())
                 .map_err(err)?
                 .set_secondary_coord(x0..x1, 0.0..right_top);
-            fill_panel(chart, panel, (bottom, top, right_top), &|y| log_tick(*y))
+            fill_panel(chart, panel, (bottom, top, right_top), &|y| log_tick(*y))?;
         }
     }
+    Ok(drawn)
 }
 
 /// The mesh, the shaded slow phases, every series and the legend, on a frame whose left
@@ -349,6 +387,9 @@ where
             draw_axis_series(&mut chart, axis, secondary)?;
         }
     }
+    if legend_rows(panel) == 0 {
+        return Ok(());
+    }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
@@ -384,31 +425,83 @@ fn draw_axis_series<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
             chart.draw_series(polygons)
         }
         .map_err(err)?;
-        anno.label(band.label.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled()));
+        if !band.label.is_empty() {
+            anno.label(band.label.as_str()).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled())
+            });
+        }
     }
     for line in &axis.lines {
-        let color = rgb(line.color);
-        let style = color.stroke_width(2);
-        // One series per unbroken stretch; only the first is named in the legend.
-        for (i, part) in unbroken(&line.points, |p| p.1.is_nan()).enumerate() {
-            let points = || part.iter().copied();
-            let anno = match (line.dashed, secondary) {
-                (true, false) => chart.draw_series(DashedLineSeries::new(points(), 8, 5, style)),
-                (true, true) => {
-                    chart.draw_secondary_series(DashedLineSeries::new(points(), 8, 5, style))
-                }
-                (false, false) => chart.draw_series(LineSeries::new(points(), style)),
-                (false, true) => chart.draw_secondary_series(LineSeries::new(points(), style)),
-            }
-            .map_err(err)?;
-            if i == 0 {
-                anno.label(line.label.as_str()).legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
-                });
-            }
+        match line.weight {
+            Weight::Points | Weight::Hollow => draw_points(chart, line, secondary)?,
+            _ => draw_line(chart, line, secondary)?,
         }
         draw_marks(chart, line)?;
+    }
+    Ok(())
+}
+
+/// A line, broken at its gaps; only its first stretch is named in the legend.
+fn draw_line<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    chart: &mut Dual<'_, DB, Y>,
+    line: &Line,
+    secondary: bool,
+) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let (color, width) = match line.weight {
+        Weight::Faint => (rgb(line.color).mix(0.3), 1),
+        Weight::Bold => (rgb(line.color).mix(1.0), 3),
+        _ => (rgb(line.color).mix(1.0), 2),
+    };
+    let style = color.stroke_width(width);
+    for (i, part) in unbroken(&line.points, |p| p.1.is_nan()).enumerate() {
+        let points = || part.iter().copied();
+        let anno = match (line.dashed, secondary) {
+            (true, false) => chart.draw_series(DashedLineSeries::new(points(), 8, 5, style)),
+            (true, true) => {
+                chart.draw_secondary_series(DashedLineSeries::new(points(), 8, 5, style))
+            }
+            (false, false) => chart.draw_series(LineSeries::new(points(), style)),
+            (false, true) => chart.draw_secondary_series(LineSeries::new(points(), style)),
+        }
+        .map_err(err)?;
+        if i == 0 && !line.label.is_empty() {
+            anno.label(line.label.as_str()).legend(move |(x, y)| {
+                PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A sparse series as filled dots, a series of lower bounds as hollow ones: no line
+/// joins them, so nothing is drawn where nothing was measured.
+fn draw_points<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    chart: &mut Dual<'_, DB, Y>,
+    line: &Line,
+    secondary: bool,
+) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let color = rgb(line.color);
+    let style = match line.weight {
+        Weight::Hollow => color.stroke_width(2),
+        _ => color.filled(),
+    };
+    let radius = if line.weight == Weight::Hollow { 4 } else { 3 };
+    let dots = line
+        .points
+        .iter()
+        .filter(|p| p.1.is_finite())
+        .map(move |&p| Circle::new(p, radius, style));
+    let anno = if secondary {
+        chart.draw_secondary_series(dots)
+    } else {
+        chart.draw_series(dots)
+    }
+    .map_err(err)?;
+    if !line.label.is_empty() {
+        anno.label(line.label.as_str())
+            .legend(move |(x, y)| Circle::new((x + 9, y), radius, style));
     }
     Ok(())
 }
@@ -445,158 +538,4 @@ fn draw_marks<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         }))
         .map_err(err)?;
     Ok(())
-}
-
-/// One row per configuration: its runs as dots, the mean as a bar, the 95% interval as a
-/// line with end caps, and the estimate and verdict as text on the right.
-fn draw_intervals<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    panel: &IntervalPanel,
-) -> Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    let n = panel.rows.len();
-    let max = panel
-        .rows
-        .iter()
-        .flat_map(|r| r.points.iter().copied().chain(r.ci.map(|c| c.1)))
-        .fold(0.0, f64::max);
-    // The right part of the panel holds the words.
-    let right = if max > 0.0 { max * 2.3 } else { 1.0 };
-    let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, (FONT, 17).into_font().style(FontStyle::Bold))
-        .margin(10)
-        .margin_right(24)
-        .x_label_area_size(40)
-        .y_label_area_size(360)
-        .build_cartesian_2d(0.0..right, -0.5..(n as f64 - 0.5))
-        .map_err(err)?;
-    let labels: Vec<String> = panel.rows.iter().map(|r| shorten(&r.label, 50)).collect();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .disable_x_mesh()
-        .x_desc(panel.unit.as_str())
-        .axis_desc_style((FONT, 15))
-        .label_style((FONT, 13))
-        .y_labels(n.max(1))
-        .x_labels(8)
-        .x_label_formatter(&|x| {
-            if *x <= max * 1.05 {
-                tick(*x, max)
-            } else {
-                String::new()
-            }
-        })
-        .light_line_style(WHITE)
-        .y_label_formatter(&|y| {
-            let index = y.round();
-            if (y - index).abs() > 0.01 || index < 0.0 {
-                return String::new();
-            }
-            labels
-                .get(n - 1 - index as usize)
-                .cloned()
-                .unwrap_or_default()
-        })
-        .draw()
-        .map_err(err)?;
-    let text_x = if max > 0.0 { max * 1.08 } else { 0.0 };
-    for (i, row) in panel.rows.iter().enumerate() {
-        draw_interval_row(&mut chart, row, (n - 1 - i) as f64, text_x)?;
-    }
-    Ok(())
-}
-
-/// One configuration's row at height `y`: mean bar, interval, runs, words.
-fn draw_interval_row<DB: DrawingBackend>(
-    chart: &mut ChartContext<'_, DB, Cartesian>,
-    row: &IntervalRow,
-    y: f64,
-    text_x: f64,
-) -> Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    let color = rgb(row.color);
-    if let Some(mean) = row.mean {
-        let style = color.mix(if row.baseline { 0.35 } else { 0.6 }).filled();
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(0.0, y - 0.22), (mean, y + 0.22)],
-                style,
-            )))
-            .map_err(err)?;
-    }
-    if let Some((lo, hi)) = row.ci {
-        let mid = row.mean.unwrap_or((lo + hi) / 2.0);
-        chart
-            .draw_series(std::iter::once(ErrorBar::new_horizontal(
-                y,
-                lo,
-                mid,
-                hi,
-                BLACK.stroke_width(2),
-                14,
-            )))
-            .map_err(err)?;
-    }
-    chart
-        .draw_series(
-            row.points
-                .iter()
-                .map(|&v| Circle::new((v, y), 5, color.filled().stroke_width(1))),
-        )
-        .map_err(err)?;
-    let text_style =
-        (FONT, 14)
-            .into_font()
-            .color(&BLACK)
-            .pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Left,
-                plotters::style::text_anchor::VPos::Center,
-            ));
-    chart
-        .draw_series(std::iter::once(Text::new(
-            shorten(&row.text, 95),
-            (text_x, y),
-            text_style,
-        )))
-        .map_err(err)?;
-    Ok(())
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let mut short: String = text.chars().take(max_chars - 1).collect();
-    short.push('…');
-    short
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_labels_wrap_at_separators() {
-        let chars = |s: &str| s.chars().count() as u32;
-        let label = "100mbit_20ms_cubic_lowat-default_wmem-4096-16384-536870912";
-        assert_eq!(
-            wrap(label, 30, chars),
-            vec![
-                "100mbit_20ms_cubic_",
-                "lowat-default_",
-                "wmem-4096-16384-536870912"
-            ]
-        );
-        assert_eq!(wrap("a short line", 30, chars), vec!["a short line"]);
-        assert_eq!(
-            wrap("one, two, three", 9, chars),
-            vec!["one, two,", "three"]
-        );
-        assert_eq!(wrap("abcdefgh", 3, chars), vec!["abc", "def", "gh"]);
-        assert_eq!(
-            wrap("RTT 466.0 ms, 1 Gbit/s", 10, chars),
-            vec!["RTT", "466.0 ms,", "1 Gbit/s"]
-        );
-    }
 }

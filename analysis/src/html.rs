@@ -1,17 +1,22 @@
 //! `index.html`: one page that holds the whole report and loads nothing from the network:
-//! the verdicts, the configurations table (sortable by a few lines of inline script), every
-//! chart (relative links to the PNGs beside it), the recommendation, and links to each
-//! run's files. Once loaded, its script writes how many images loaded into
-//! `body[data-images]`, so a headless browser can check the page.
+//! the answer first (each path's verdict in words and the recommendation), the verdicts
+//! and the configurations in words (figures as rows, configurations as columns, so the
+//! page fits a 1280-pixel window however many figures there are), every chart (relative
+//! links to the PNGs beside it), the recommendation, and links to each run's files. Each
+//! caveat is said once. Once loaded, its script writes how many images loaded into
+//! `body[data-images]` and the page's width into `body[data-scroll-width]`, so a headless
+//! browser can check the page.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::configs::Configuration;
+use crate::headline::PathHeadline;
 use crate::input::relative;
-use crate::metrics::{compared, METRICS};
+use crate::metrics::METRICS;
+use crate::shown_figures::shown;
 use crate::summary::{RunSummary, Scope};
-use crate::verdict::{estimate_text, verdict_text, Cell};
+use crate::verdict::{self, brief_change, Cell};
 
 /// What the page shows, all already computed.
 pub struct Page<'a> {
@@ -19,6 +24,8 @@ pub struct Page<'a> {
     pub configs: &'a [Configuration],
     pub cells: &'a [Vec<Cell>],
     pub scope: Scope,
+    /// The answer, per path.
+    pub headlines: &'a [PathHeadline],
     /// File names of the charts beside the page, in order.
     pub charts: &'a [String],
     /// The PNG of each run, by summary index.
@@ -26,6 +33,8 @@ pub struct Page<'a> {
     pub recommendation: Option<&'a str>,
     /// Runs of a campaign that were not complete, and why.
     pub skipped: &'a [String],
+    /// Said once (a run given twice).
+    pub warnings: &'a [String],
     /// The directory the page is written to (links to runs are relative to it).
     pub out_dir: &'a Path,
 }
@@ -46,38 +55,24 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;max-width:1700px;color:#222}\
-table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #bbb;padding:3px 7px;font-size:13px;vertical-align:top}\
-th{background:#eef;cursor:pointer}th.nosort{cursor:default}img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}\
-.clear{color:#064}.worse{color:#a00}pre{background:#f6f6f6;padding:1em;overflow-x:auto;white-space:pre-wrap}";
+const STYLE: &str =
+    "body{font-family:sans-serif;margin:1em;color:#222;max-width:100%;overflow-wrap:anywhere}\
+table{border-collapse:collapse;margin:0.5em 0 1.5em;width:100%;table-layout:fixed}\
+td,th{border:1px solid #bbb;padding:3px 6px;font-size:13px;vertical-align:top;text-align:left}\
+th{background:#eef}img{max-width:100%;height:auto;border:1px solid #ddd;margin:0.5em 0}\
+.answer{font-size:16px;line-height:1.45}.answer p{margin:0.3em 0}\
+.clear{color:#064}.worse{color:#a00}.note{color:#555;font-size:13px}\
+pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}";
 
-/// Sorts a table by the clicked column (numbers by `data-sort`, else text), and marks how
-/// many images loaded.
+/// Marks how many images loaded and how wide the page is once laid out.
 const SCRIPT: &str = r#"
-document.querySelectorAll('table.sortable th').forEach(function (th, col) {
-  th.addEventListener('click', function () {
-    var body = th.closest('table').tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    var up = th.dataset.dir !== 'up';
-    th.dataset.dir = up ? 'up' : 'down';
-    var key = function (row) {
-      var cell = row.cells[col];
-      var n = parseFloat(cell.dataset.sort);
-      return isNaN(n) ? cell.textContent : n;
-    };
-    rows.sort(function (a, b) {
-      var x = key(a), y = key(b);
-      return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1);
-    });
-    rows.forEach(function (row) { body.appendChild(row); });
-  });
-});
 window.addEventListener('load', function () {
   var images = document.images, ok = 0;
   for (var i = 0; i < images.length; i++) {
     if (images[i].complete && images[i].naturalWidth > 0) ok++;
   }
   document.body.dataset.images = ok + '/' + images.length;
+  document.body.dataset.scrollWidth = document.documentElement.scrollWidth;
 });
 "#;
 
@@ -92,11 +87,14 @@ pub fn page(p: &Page) -> String {
     let mut html = String::new();
     let _ = write!(
         html,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oscil report</title><style>{STYLE}</style></head><body>\n<h1>oscil report</h1>\n<p>{} runs in {} configurations; verdicts and intervals over figures {}; 95% intervals (Student's t; changes: Fieller's interval for the ratio of means, Welch's degrees of freedom).</p>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>oscil report</title><style>{STYLE}</style></head><body>\n<h1>oscil report</h1>\n<p>{} runs in {} configurations; figures {}.</p>\n",
         p.summaries.len(),
         p.configs.len(),
         escape(&p.scope.text(cycles))
     );
+    for line in p.warnings {
+        let _ = writeln!(html, "<p class=\"worse\">Warning: {}</p>", escape(line));
+    }
     for skipped in p.skipped {
         let _ = writeln!(
             html,
@@ -104,23 +102,51 @@ pub fn page(p: &Page) -> String {
             escape(skipped)
         );
     }
+    answer(&mut html, p);
     verdicts(&mut html, p);
+    charts(&mut html, p);
     configurations(&mut html, p);
     if let Some(md) = p.recommendation {
         html.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
         html.push_str(&markdown(md));
     }
+    runs(&mut html, p);
+    let _ = write!(html, "<script>{SCRIPT}</script>\n</body></html>\n");
+    html
+}
+
+/// Each path's verdict in words and its recommendation, with how to read the intervals
+/// (said here once for the whole page).
+fn answer(html: &mut String, p: &Page) {
+    html.push_str("<h2 id=\"answer\">The answer</h2>\n<div class=\"answer\">\n");
+    for h in p.headlines {
+        let _ = writeln!(html, "<h3>Path: {}</h3>", escape(&h.path));
+        if let Some(warning) = &h.warning {
+            let _ = writeln!(html, "<p class=\"worse\"><b>{}</b></p>", escape(warning));
+        }
+        for sentence in &h.sentences {
+            let _ = writeln!(html, "<p>{}</p>", escape(sentence));
+        }
+        let _ = writeln!(html, "<p><b>{}</b></p>", escape(&h.recommendation));
+    }
+    let _ = write!(
+        html,
+        "</div>\n<p class=\"note\">How to read the figures: a change is the ratio of the means against the baseline with its 95% interval (Fieller's interval, Welch's degrees of freedom); a figure alone is a mean with its 95% interval (Student's t). A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. \"No interval\": one run on a side, or a baseline whose runs are too far apart to tell its mean from zero; more runs give one. {} The same answer as a picture: <a href=\"headline.png\">headline.png</a>.</p>\n",
+        escape(&format!("{}.", verdict::LOWER_BOUND_NOTE))
+    );
+}
+
+/// Charts across runs first, then each run's picture.
+fn charts(html: &mut String, p: &Page) {
     html.push_str("<h2 id=\"charts\">Charts</h2>\n");
-    for chart in p.charts.iter().chain(p.run_pngs) {
+    let across = p.charts.iter().filter(|c| c.as_str() != "headline.png");
+    for chart in across.chain(p.run_pngs) {
         let _ = writeln!(
             html,
             "<figure><img src=\"{0}\" alt=\"{0}\"><figcaption>{0}</figcaption></figure>",
             escape(chart)
         );
     }
-    runs(&mut html, p);
-    let _ = write!(html, "<script>{SCRIPT}</script>\n</body></html>\n");
-    html
 }
 
 /// Text between each pair of `mark`s put in a `tag` element.
@@ -192,67 +218,118 @@ fn markdown(md: &str) -> String {
     html
 }
 
-/// For every configuration and compared figure, the change against the baseline in words.
-fn verdicts(html: &mut String, p: &Page) {
-    html.push_str("<h2 id=\"verdicts\">Verdicts</h2>\n<table id=\"verdicts-table\"><thead><tr><th class=\"nosort\">configuration</th>");
-    for m in compared() {
-        let _ = write!(html, "<th class=\"nosort\">{}</th>", escape(m.title));
+/// A header row naming each configuration, after a first column of `first`.
+fn config_header(html: &mut String, first: &str, configs: &[&Configuration]) {
+    let _ = write!(html, "<thead><tr><th>{}</th>", escape(first));
+    for c in configs {
+        let _ = write!(html, "<th>{}</th>", escape(&c.name));
     }
     html.push_str("</tr></thead><tbody>\n");
-    for (i, c) in p.configs.iter().enumerate() {
-        let _ = write!(html, "<tr><td>{}</td>", escape(&c.name));
-        for (m, cell) in METRICS.iter().zip(&p.cells[i]).filter(|(m, _)| m.compared) {
-            let words = verdict_text(m, cell, c.is_baseline(i), c.baseline.is_some());
-            let class = if words.contains("(worse)") {
-                "worse"
-            } else if words.contains("clearly") {
-                "clear"
-            } else {
-                ""
-            };
-            let _ = write!(html, "<td class=\"{class}\">{}</td>", escape(&words));
-        }
-        html.push_str("</tr>\n");
-    }
-    html.push_str("</tbody></table>\n");
 }
 
-/// The configurations with every figure's mean and interval; click a header to sort.
-fn configurations(html: &mut String, p: &Page) {
-    html.push_str("<h2 id=\"configurations\">Configurations</h2>\n<div style=\"overflow-x:auto\"><table class=\"sortable\" id=\"configurations-table\"><thead><tr><th>configuration</th><th>runs</th><th>path</th>");
-    for m in METRICS {
-        let _ = write!(
-            html,
-            "<th>{} ({})</th>",
-            escape(m.column),
-            escape(m.unit.name)
-        );
-    }
-    html.push_str("</tr></thead><tbody>\n");
-    for (i, c) in p.configs.iter().enumerate() {
-        let path = p.summaries[c.runs[0]]
-            .settings
-            .path_text()
-            .unwrap_or_default();
-        let _ = write!(
-            html,
-            "<tr><td>{}</td><td data-sort=\"{}\">{}</td><td>{}</td>",
-            escape(&c.name),
-            c.runs.len(),
-            c.runs.len(),
-            escape(&path)
-        );
-        for (m, cell) in METRICS.iter().zip(&p.cells[i]) {
-            let sort = cell.estimate.map_or(String::new(), |e| e.mean.to_string());
+/// The figures shown, one row each, against the configurations compared with a baseline:
+/// the change in a few words; then a line for each figure left out.
+fn verdicts(html: &mut String, p: &Page) {
+    let compared: Vec<(usize, &Configuration)> = p
+        .configs
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| c.baseline.is_some_and(|b| b != *i))
+        .collect();
+    html.push_str("<h2 id=\"verdicts\">Verdicts: each configuration against its baseline</h2>\n");
+    let shown = shown(p.cells);
+    if compared.is_empty() {
+        html.push_str("<p>No configuration has a baseline to compare with (none has the kernel's default lowat; pass --baseline NAME).</p>\n");
+    } else {
+        html.push_str("<table id=\"verdicts-table\"><thead><tr><th>figure</th>");
+        for (_, c) in &compared {
+            let base = c.baseline.map_or("", |b| p.configs[b].name.as_str());
             let _ = write!(
                 html,
-                "<td data-sort=\"{sort}\">{}</td>",
-                escape(&estimate_text(m, cell.estimate.as_ref()))
+                "<th>{} against {}</th>",
+                escape(&c.name),
+                escape(base)
             );
         }
-        html.push_str("</tr>\n");
+        html.push_str("</tr></thead><tbody>\n");
+        for &m in &shown.metrics {
+            let _ = write!(html, "<tr><td>{}</td>", escape(METRICS[m].title));
+            for (i, _) in &compared {
+                let (words, class) = match &p.cells[*i][m].change {
+                    Some(change) => (brief_change(change), class_of(&METRICS[m], change)),
+                    None => ("no figure on both sides".to_string(), ""),
+                };
+                let _ = write!(html, "<td class=\"{class}\">{}</td>", escape(&words));
+            }
+            html.push_str("</tr>\n");
+        }
+        html.push_str("</tbody></table>\n");
     }
-    html.push_str("</tbody></table></div>\n");
+    for line in &shown.left_out {
+        let _ = writeln!(html, "<p class=\"note\">{}</p>", escape(line));
+    }
+}
+
+/// `clear` for a clear change for the better, `worse` for one for the worse.
+fn class_of(metric: &crate::metrics::Metric, change: &crate::stats::Change) -> &'static str {
+    use crate::metrics::Better;
+    if !change.is_clear() {
+        return "";
+    }
+    match (metric.better, change.percent > 0.0) {
+        (Better::Higher, true) | (Better::Lower, false) => "clear",
+        (Better::Neither, _) => "",
+        _ => "worse",
+    }
+}
+
+/// Every figure's mean and interval, one row per figure, one column per configuration.
+fn configurations(html: &mut String, p: &Page) {
+    html.push_str("<h2 id=\"configurations\">Configurations: every figure</h2>\n<table id=\"configurations-table\">");
+    let all: Vec<&Configuration> = p.configs.iter().collect();
+    config_header(html, "figure", &all);
+    let row = |html: &mut String, name: &str, cells: Vec<String>| {
+        let _ = write!(html, "<tr><td>{}</td>", escape(name));
+        for cell in cells {
+            let _ = write!(html, "<td>{}</td>", escape(&cell));
+        }
+        html.push_str("</tr>\n");
+    };
+    row(
+        html,
+        "runs",
+        all.iter().map(|c| c.runs.len().to_string()).collect(),
+    );
+    let path = |c: &&Configuration| {
+        p.summaries[c.runs[0]]
+            .settings
+            .path_text()
+            .unwrap_or_else(|| "measured".into())
+    };
+    row(html, "path", all.iter().map(path).collect());
+    let mut unmeasured = Vec::new();
+    for (m, metric) in METRICS.iter().enumerate() {
+        if p.cells.iter().all(|row| row[m].estimate.is_none()) {
+            unmeasured.push(metric.title);
+            continue;
+        }
+        let cells = (0..p.configs.len())
+            .map(|i| {
+                let cell = &p.cells[i][m];
+                verdict::estimate_text_of(p.summaries, &p.configs[i], metric, cell, p.scope)
+            })
+            .collect();
+        row(html, metric.title, cells);
+    }
+    html.push_str("</tbody></table>\n");
+    if !unmeasured.is_empty() {
+        let _ = writeln!(
+            html,
+            "<p class=\"note\">Not measured in any of these runs: {}.</p>",
+            escape(&unmeasured.join("; "))
+        );
+    }
+    html.push_str("<p class=\"note\">n/a: not measured in that configuration's runs. Every figure by its column name: configurations.csv, summary.csv, cycles.csv.</p>\n");
 }
 
 /// Every run with links to its files.

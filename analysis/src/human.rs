@@ -31,6 +31,17 @@ pub fn ms(ms: f64) -> String {
     format!("{ms:.1} ms")
 }
 
+/// A wait in the unit that reads best: `1.4 s` from a second up, `1.6 ms`, `0.25 ms`.
+pub fn wait(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1000.0)
+    } else if ms >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
 /// A change against a baseline, signed: `+12%`, `-45%`.
 pub fn change(percent: f64) -> String {
     if percent.round() == 0.0 {
@@ -65,5 +76,8 @@ mod tests {
         assert_eq!(change(-44.6), "-45%");
         assert_eq!(change(12.0), "+12%");
         assert_eq!(change(-0.2), "±0%");
+        assert_eq!(wait(1400.0), "1.4 s");
+        assert_eq!(wait(1.6), "1.6 ms");
+        assert_eq!(wait(0.25), "0.25 ms");
     }
 }

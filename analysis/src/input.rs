@@ -27,6 +27,8 @@ pub struct CampaignEntry {
 pub struct Inputs {
     pub runs: Vec<RunInput>,
     pub skipped: Vec<String>,
+    /// Said to the user once, on stderr and on the page (a run given twice).
+    pub warnings: Vec<String>,
 }
 
 pub fn expand(dirs: &[PathBuf]) -> Result<Inputs, CampaignError> {
@@ -71,7 +73,29 @@ pub fn expand(dirs: &[PathBuf]) -> Result<Inputs, CampaignError> {
             });
         }
     }
+    inputs.warnings = drop_repeats(&mut inputs.runs);
     Ok(inputs)
+}
+
+/// Keeps the first of runs that are one directory (however the path was written: a
+/// second name, `..`, a symbolic link), so a run given twice counts once; says which
+/// were dropped.
+fn drop_repeats(runs: &mut Vec<RunInput>) -> Vec<String> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut warnings = Vec::new();
+    runs.retain(|run| {
+        let identity = std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone());
+        if seen.contains(&identity) {
+            warnings.push(format!(
+                "{} was given more than once: counted once",
+                run.dir.display()
+            ));
+            return false;
+        }
+        seen.push(identity);
+        true
+    });
+    warnings
 }
 
 /// Where the report goes when `--out` is not given: `<campaign>/report` for one campaign

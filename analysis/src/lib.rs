@@ -7,26 +7,36 @@
 //! `draw`; the tables, the recommendation and the page are text (`table`, `config_table`,
 //! `recommendation_text`, `html`); `report` ties them together.
 
+mod across;
 pub mod chart;
 pub mod comparison;
 pub mod config_table;
 pub mod configs;
 pub mod draw;
+pub mod end_table;
+pub mod headline;
 pub mod html;
 pub mod human;
 pub mod input;
+pub mod interval_draw;
+pub mod manifest;
 pub mod metrics;
 pub mod out_dir;
+pub mod overlay_chart;
 pub mod path_chart;
 pub mod recommend;
 pub mod recommendation_text;
 pub mod run_chart;
+pub mod run_series;
 pub mod series;
 pub mod settings;
+pub mod shared_scale;
+pub mod shown_figures;
 pub mod stats;
 pub mod summary;
 pub mod sys;
 pub mod table;
+pub mod text_layout;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -38,9 +48,13 @@ use oscil_protocol::campaign::CampaignError;
 use oscil_protocol::{rundir, Run, RunDirError, RunMeta};
 use sha2::{Digest, Sha256};
 
+use crate::across::Across;
+use crate::chart::Figure;
 use crate::configs::Configuration;
 use crate::draw::DrawError;
 use crate::input::RunInput;
+use crate::manifest::FigureRecord;
+use crate::run_series::RunSeries;
 use crate::summary::{RunSummary, Scope};
 
 /// What went wrong making a report; every message names the file or the flag.
@@ -97,35 +111,30 @@ pub struct Report {
     pub files: Vec<PathBuf>,
     pub summaries: Vec<RunSummary>,
     pub configs: Vec<Configuration>,
+    /// Said once to the user (a run given twice).
+    pub warnings: Vec<String>,
 }
 
-/// Reads every run, writes one PNG per run, the charts across runs, the tables, the
-/// recommendation when asked, and the page.
+/// One run, loaded, summarised and turned into its picture's data; its rows are dropped.
+struct LoadedRun {
+    summary: RunSummary,
+    figure: Figure,
+    series: RunSeries,
+}
+
+/// Reads every run, writes one PNG per run (y-scales shared across runs), the pictures
+/// across runs, the tables, the recommendation when asked, the page and the manifest.
 pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
-    let inputs = input::expand(&config.run_dirs)?;
+    let mut inputs = input::expand(&config.run_dirs)?;
     if inputs.runs.is_empty() {
-        return Err(ReportError::NoRuns(format!(
-            "no complete run in {} ({})",
-            config
-                .run_dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            if inputs.skipped.is_empty() {
-                "the campaign lists none".to_string()
-            } else {
-                inputs.skipped.join("; ")
-            }
-        )));
+        return Err(no_runs(config, &inputs));
     }
     // Every run.json first, so a directory that is not a run fails before any work; a
     // damaged run is left out, and the report says so.
-    let mut skipped = inputs.skipped;
     let mut damaged = Vec::new();
     let mut runs = Vec::new();
     let mut labels = Vec::new();
-    for run in inputs.runs {
+    for run in std::mem::take(&mut inputs.runs) {
         match rundir::load_meta(&run.dir) {
             Ok(meta) => {
                 labels.push(run_label(&run.dir, meta));
@@ -141,12 +150,17 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         .into_iter()
         .map(|name| format!("{name}.png"))
         .collect();
+    let loaded = parallel_map(&runs, load);
     let mut summaries = Vec::new();
+    let mut figures = Vec::new();
+    let mut series = Vec::new();
     let mut drawn = Vec::new();
-    for (outcome, png) in summarize_and_draw(&runs, &pngs, out).into_iter().zip(pngs) {
+    for (outcome, png) in loaded.into_iter().zip(pngs) {
         match outcome {
-            Ok(summary) => {
-                summaries.push(summary);
+            Ok(run) => {
+                summaries.push(run.summary);
+                figures.push(run.figure);
+                series.push(run.series);
                 drawn.push(png);
             }
             Err(ReportError::Run(e)) if e.is_damaged() => damaged.push(e.to_string()),
@@ -162,144 +176,96 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
     for why in &damaged {
         eprintln!("oscil-report: warning: a damaged run is left out: {why}");
     }
-    skipped.extend(
+    inputs.skipped.extend(
         damaged
             .iter()
             .map(|why| format!("damaged, left out: {why}")),
     );
+    let pngs = drawn;
+    shared_scale::share_ranges(&mut figures);
     let configs =
         configs::group(&summaries, config.baseline.as_deref()).map_err(ReportError::Baseline)?;
-    let mut files: Vec<PathBuf> = drawn.iter().map(|png| out.join(png)).collect();
-    let written = write_outputs(config, &summaries, &configs, &drawn, &skipped)?;
-    files.extend(written);
+    let mut records = draw_runs(&figures, &pngs, out, &summaries, &configs)?;
+    let across = Across {
+        config,
+        summaries: &summaries,
+        configs: &configs,
+        series: &series,
+        pngs: &pngs,
+        inputs: &inputs,
+    };
+    let mut names: Vec<String> = pngs.clone();
+    names.extend(across.write(&mut records)?);
+    write(
+        &out.join("report.json"),
+        &manifest::manifest(&names, &inputs.warnings, &records),
+    )?;
+    names.push("report.json".into());
     Ok(Report {
-        files,
+        files: names.iter().map(|n| out.join(n)).collect(),
         summaries,
         configs,
+        warnings: inputs.warnings,
     })
 }
 
-/// Each run is loaded, summarised and drawn on its own, a few at a time, so memory holds
-/// only the runs in hand however many there are; each run's outcome in order.
-fn summarize_and_draw(
-    runs: &[RunInput],
+fn no_runs(config: &ReportConfig, inputs: &input::Inputs) -> ReportError {
+    ReportError::NoRuns(format!(
+        "no complete run in {} ({})",
+        config
+            .run_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if inputs.skipped.is_empty() {
+            "the campaign lists none".to_string()
+        } else {
+            inputs.skipped.join("; ")
+        }
+    ))
+}
+
+/// One run loaded and reduced to what the report keeps of it; runs are loaded a few at a
+/// time, so memory holds only the rows of the runs in hand however many there are.
+fn load(input: &RunInput) -> Result<LoadedRun, ReportError> {
+    let run = rundir::load(&input.dir)?;
+    let summary = summary::summarize(&run, input);
+    Ok(LoadedRun {
+        figure: run_chart::run_figure(&run, &summary),
+        series: RunSeries::of(&run),
+        summary,
+    })
+}
+
+/// Every run's picture, in parallel; their records for the manifest.
+fn draw_runs(
+    figures: &[Figure],
     pngs: &[String],
     out: &Path,
-) -> Vec<Result<RunSummary, ReportError>> {
-    let jobs: Vec<(&RunInput, PathBuf)> = runs
-        .iter()
-        .zip(pngs)
-        .map(|(run, png)| (run, out.join(png)))
-        .collect();
-    parallel_map(&jobs, |(input, png)| -> Result<RunSummary, ReportError> {
-        let run = rundir::load(&input.dir)?;
-        let summary = summary::summarize(&run, input);
-        draw::draw_figure(&run_chart::run_figure(&run, &summary), png)?;
-        Ok(summary)
-    })
-}
-
-/// The charts across runs, the tables, the recommendation and the page.
-fn write_outputs(
-    config: &ReportConfig,
     summaries: &[RunSummary],
     configs: &[Configuration],
-    pngs: &[String],
-    skipped: &[String],
-) -> Result<Vec<PathBuf>, ReportError> {
-    let out = &config.out_dir;
-    let scope = config.scope;
-    let cells = verdict::evaluate(summaries, configs, scope);
-    let mut files = Vec::new();
-    let mut charts = Vec::new();
-    if summaries.len() > 1 {
-        let figure = comparison::comparison(summaries, configs, &cells, scope);
-        draw::draw_interval_figure(&figure, &out.join("comparison.png"))?;
-        charts.push("comparison.png".to_string());
-    }
-    if configs::paths_differ(summaries) {
-        let figure = path_chart::path_figure(summaries, configs, scope);
-        draw::draw_figure(&figure, &out.join("path.png"))?;
-        charts.push("path.png".to_string());
-    }
-    files.extend(charts.iter().map(|c| out.join(c)));
-    let run_baselines = run_baselines(summaries, configs);
-    let mut texts = vec![
-        (
-            "summary.csv".to_string(),
-            table::csv(summaries, &run_baselines)?,
-        ),
-        (
-            "summary.md".to_string(),
-            table::markdown(summaries, &run_baselines),
-        ),
-        (
-            "configurations.csv".to_string(),
-            config_table::configurations_csv(summaries, configs, &cells, scope)?,
-        ),
-        (
-            "cycles.csv".to_string(),
-            config_table::cycles_csv(summaries, configs)?,
-        ),
-    ];
-    let recommendation = config
-        .recommend
-        .map(|tolerance| recommendation_files(summaries, configs, scope, tolerance));
-    if let Some(files) = &recommendation {
-        texts.extend(files.iter().cloned());
-    }
-    let page = html::page(&html::Page {
-        summaries,
-        configs,
-        cells: &cells,
-        scope,
-        charts: &charts,
-        run_pngs: pngs,
-        recommendation: recommendation.as_ref().map(|files| files[0].1.as_str()),
-        skipped,
-        out_dir: out,
-    });
-    texts.push(("index.html".into(), page));
-    for (name, text) in texts {
-        let path = out.join(name);
-        write(&path, &text)?;
-        files.push(path);
-    }
-    Ok(files)
-}
-
-/// `recommendation.md` first, then a sysctl file per path with a choice.
-fn recommendation_files(
-    summaries: &[RunSummary],
-    configs: &[Configuration],
-    scope: Scope,
-    tolerance: f64,
-) -> Vec<(String, String)> {
-    let choices = recommend::recommend(summaries, configs, scope, tolerance);
-    let md = recommendation_text::markdown(summaries, configs, &choices, scope, tolerance);
-    let mut files = vec![("recommendation.md".to_string(), md)];
-    for (choice, name) in choices
-        .iter()
-        .zip(recommendation_text::conf_names(&choices))
-    {
-        let conf = recommendation_text::sysctl_conf(summaries, configs, choice, scope);
-        if let (Some(name), Some(conf)) = (name, conf) {
-            files.push((name, conf));
-        }
-    }
-    files
-}
-
-/// For each run, the run `summary.csv` compares it with: the first run of its
-/// configuration's baseline.
-fn run_baselines(summaries: &[RunSummary], configs: &[Configuration]) -> Vec<Option<usize>> {
-    let mut baselines = vec![None; summaries.len()];
+) -> Result<Vec<FigureRecord>, ReportError> {
+    let mut config_of = vec![String::new(); summaries.len()];
     for c in configs {
         for &r in &c.runs {
-            baselines[r] = c.baseline.map(|b| configs[b].runs[0]);
+            config_of[r] = c.name.clone();
         }
     }
-    baselines
+    let jobs: Vec<usize> = (0..figures.len()).collect();
+    parallel_map(&jobs, |&i| -> Result<FigureRecord, ReportError> {
+        let texts = draw::draw_figure(&figures[i], &out.join(&pngs[i]))?;
+        let drawn = std::slice::from_ref(&config_of[i]);
+        Ok(FigureRecord::of_figure(
+            &pngs[i],
+            "run",
+            &figures[i],
+            drawn,
+            texts,
+        ))
+    })
+    .into_iter()
+    .collect()
 }
 
 /// The run's name as `Run::label` gives it, from `run.json` alone.
@@ -317,7 +283,7 @@ fn run_label(dir: &Path, meta: RunMeta) -> String {
 }
 
 /// `f` over every item on as many threads as there are cores, results in item order.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, items.len().max(1));
@@ -342,7 +308,7 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
 }
 
 /// Replaces `path` atomically, never writing through a link left in `--out`.
-fn write(path: &Path, text: &str) -> Result<(), ReportError> {
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), ReportError> {
     Ok(oscil_protocol::safe_fs::write_atomic(
         path,
         text.as_bytes(),

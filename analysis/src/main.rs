@@ -85,6 +85,9 @@ fn main() -> ExitCode {
     };
     match report(&config) {
         Ok(report) => {
+            for warning in &report.warnings {
+                eprintln!("oscil-report: warning: {warning}");
+            }
             for file in &report.files {
                 println!("{}", file.display());
             }

@@ -111,7 +111,16 @@ pub struct RunFacts {
     /// How far the marker latencies may be off: half the best clock exchange's round trip
     /// (run.json `clock.uncertainty_us`); `None` in a run without markers.
     pub clock_uncertainty_us: Option<f64>,
+    /// The slow phases' reading rate the reader recorded (run.json `config.slow_rate`,
+    /// mean over its cycles), bit/s; `None` in runs before it was recorded.
+    pub slow_rate_bps: Option<f64>,
 }
+
+/// The least CPU time a CPU figure is shown for: the kernel counts a process's CPU in
+/// ticks of 10 ms (USER_HZ 100), so below 50 ticks one tick is more than 2% of the figure
+/// and two runs' figures differ by the tick, not by the setting (a 2-run `--quick` spent
+/// 0.01-0.02 s and showed 118.66 s per GB twice).
+pub const MIN_CPU_S: f64 = 0.5;
 
 impl RunFacts {
     /// `per_run` of one side's cost, per GB (10^9 bytes) read.
@@ -122,6 +131,13 @@ impl RunFacts {
     ) -> Option<f64> {
         let cost = side(self.cost.as_ref()?)?;
         (self.bytes_read > 0).then(|| per_run(&cost) / (self.bytes_read as f64 / 1e9))
+    }
+
+    /// CPU seconds of one side per GB read, where it spent enough to count (`MIN_CPU_S`).
+    fn cpu_per_gb(&self, side: fn(&RunCost) -> Option<ProcessCost>) -> Option<f64> {
+        let spent = side(self.cost.as_ref()?)?.cpu_s();
+        self.per_gb(side, ProcessCost::cpu_s)
+            .filter(|_| spent >= MIN_CPU_S)
     }
 }
 
@@ -154,20 +170,22 @@ fn mem_bytes(pages: Option<u64>, page_bytes: f64) -> Option<f64> {
 }
 
 pub const METRICS: &[Metric] = &[
+    // Network goodput: what TCP delivered to the reader's receive queues, never above the
+    // path's rate. The verdicts and the recommendation judge these.
     Metric {
-        column: "goodput_fast_mbps",
-        title: "Goodput, fast phases",
+        column: "net_goodput_fast_mbps",
+        title: "Network goodput, fast phases (what TCP delivered)",
         unit: MBPS,
         better: Better::Higher,
-        value: |w| w.fast.goodput_bps(),
+        value: |w| w.fast.net_goodput_bps(),
         compared: true,
     },
     Metric {
-        column: "goodput_slow_mbps",
-        title: "Goodput, slow phases",
+        column: "net_goodput_slow_mbps",
+        title: "Network goodput, slow phases (what TCP delivered)",
         unit: MBPS,
         better: Better::Higher,
-        value: |w| w.slow.goodput_bps(),
+        value: |w| w.slow.net_goodput_bps(),
         compared: true,
     },
     Metric {
@@ -206,7 +224,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         column: "tcp_mem_peak_sender_mib",
-        title: "Peak host TCP memory, sender host (sockstat)",
+        title: "Peak TCP memory of the whole sender host (sockstat, host-wide)",
         unit: MIBS,
         better: Better::Lower,
         value: |w| mem_bytes(w.both().sender_tcp_mem_peak_pages, w.sender_page_bytes),
@@ -214,7 +232,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         column: "tcp_mem_peak_reader_mib",
-        title: "Peak host TCP memory, reader host (sockstat)",
+        title: "Peak TCP memory of the whole reader host (sockstat, host-wide)",
         unit: MIBS,
         better: Better::Lower,
         value: |w| mem_bytes(w.both().reader_tcp_mem_peak_pages, w.reader_page_bytes),
@@ -239,7 +257,7 @@ pub const METRICS: &[Metric] = &[
     // How long a byte waits behind the send queue: the tagged writes' TX timestamps.
     Metric {
         column: "residence_p50_ms",
-        title: "Median send-queue residence of a write",
+        title: "Median send-queue residence of a write (a write still queued at the end counts at its age: then a lower bound)",
         unit: MS,
         better: Better::Lower,
         value: |w| ms_of_us(w.both().residence_quantile_us(0.5)),
@@ -247,7 +265,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         column: "residence_p99_ms",
-        title: "99th percentile send-queue residence of a write",
+        title: "99th percentile send-queue residence of a write (lower bound where writes were still queued)",
         unit: MS,
         better: Better::Lower,
         value: |w| ms_of_us(w.both().residence_quantile_us(0.99)),
@@ -272,7 +290,7 @@ pub const METRICS: &[Metric] = &[
         title: "Sender CPU seconds per GB (whole run)",
         unit: PER_GB,
         better: Better::Lower,
-        value: |w| w.run.per_gb(|c| c.sender, ProcessCost::cpu_s),
+        value: |w| w.run.cpu_per_gb(|c| c.sender),
         compared: true,
     },
     Metric {
@@ -280,7 +298,7 @@ pub const METRICS: &[Metric] = &[
         title: "Reader CPU seconds per GB (whole run)",
         unit: PER_GB,
         better: Better::Lower,
-        value: |w| w.run.per_gb(|c| c.reader, ProcessCost::cpu_s),
+        value: |w| w.run.cpu_per_gb(|c| c.reader),
         compared: false,
     },
     Metric {
@@ -330,7 +348,7 @@ pub const METRICS: &[Metric] = &[
     // it (markers.csv), each give or take the clock uncertainty beside them.
     Metric {
         column: "marker_p50_ms",
-        title: "Median marker latency, write to read (give or take the clock uncertainty)",
+        title: "Median marker latency, write to read (give or take the clock uncertainty; a marker unread at the end counts at its wait: then a lower bound)",
         unit: MS,
         better: Better::Lower,
         value: |w| ms_of_us(w.both().marker_quantile_us(0.5)),
@@ -338,7 +356,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         column: "marker_p99_ms",
-        title: "99th percentile marker latency, write to read (give or take the clock uncertainty)",
+        title: "99th percentile marker latency, write to read (give or take the clock uncertainty; lower bound where markers were unread)",
         unit: MS,
         better: Better::Lower,
         value: |w| ms_of_us(w.both().marker_quantile_us(0.99)),
@@ -354,23 +372,71 @@ pub const METRICS: &[Metric] = &[
     },
     // The seed's yardstick for the smallest TCP_NOTSENT_LOWAT that does not starve the
     // link (`Totals::safe_lowat_bytes`): at the slowest wake-up, and at the median one.
+    // Kept in the CSV tables as a diagnostic of the writer's wake-ups, never shown as a
+    // setting to use: from a writer that answers in microseconds it gives a few bytes
+    // (below one segment, where lowat means nothing), and one late wake-up makes it
+    // megabytes where 128 KiB lost nothing; the comparison of measured lowats answers
+    // the question instead.
     Metric {
         column: "safe_lowat_bytes",
-        title: "Smallest safe lowat: 2 x fast goodput x slowest POLLOUT wake-to-write",
+        title: "Wake-up diagnostic: 2 x fast goodput x slowest POLLOUT wake-to-write (not a lowat to set)",
         unit: BYTES,
         better: Better::Neither,
         value: |w| w.fast.safe_lowat_bytes(WakeSpread::max),
-        compared: true,
+        compared: false,
     },
     Metric {
         column: "safe_lowat_p50_bytes",
-        title: "Lowat for the median wake-up: 2 x fast goodput x median wake-to-write",
+        title: "Wake-up diagnostic: 2 x fast goodput x median wake-to-write (not a lowat to set)",
         unit: BYTES,
         better: Better::Neither,
         value: |w| w.fast.safe_lowat_bytes(WakeSpread::p50),
         compared: false,
     },
+    // What the application read: the workload, not a result. After a slow phase the fast
+    // phase's reads drain the receive buffer at memory speed, so this can exceed the
+    // path's rate; the slow phases read what the pattern set.
+    Metric {
+        column: "read_fast_mbps",
+        title: "Application read rate, fast phases (drains the receive buffer: may exceed the path's rate)",
+        unit: MBPS,
+        better: Better::Neither,
+        value: |w| w.fast.read_bps(),
+        compared: false,
+    },
+    Metric {
+        column: "read_slow_mbps",
+        title: "Application read rate, slow phases (the workload's slow rate)",
+        unit: MBPS,
+        better: Better::Neither,
+        value: |w| w.slow.read_bps(),
+        compared: false,
+    },
+    // The workload's slow rate: configurations compared must share it
+    // (`oscil_protocol::pattern::slow_rates_agree`), or they ran different workloads.
+    Metric {
+        column: "slow_rate_mbps",
+        title: "Slow phases' reading rate set by the pattern (recorded; else what was read)",
+        unit: MBPS,
+        better: Better::Neither,
+        value: |w| w.run.slow_rate_bps.or_else(|| w.slow.read_bps()),
+        compared: false,
+    },
 ];
+
+/// Whether a figure of `w` is only a lower bound ("≥"): a percentile of waits at or above
+/// a censored one (a write still queued, a marker still unread, when the run ended; see
+/// `oscil_protocol::phase_figures`). `None` for figures that are never censored.
+pub fn lower_bound(metric: &Metric, w: &Window) -> Option<bool> {
+    let both = || w.both();
+    match metric.column {
+        "residence_p50_ms" => Some(both().residence_at_least(0.5)),
+        "residence_p99_ms" => Some(both().residence_at_least(0.99)),
+        "marker_p50_ms" => Some(both().marker_at_least(0.5)),
+        "marker_p99_ms" => Some(both().marker_at_least(0.99)),
+        _ => None,
+    }
+}
 
 fn ms_of_us(us: Option<u64>) -> Option<f64> {
     us.map(|us| us as f64 / 1000.0)
@@ -446,10 +512,23 @@ mod tests {
                 pollout_notsent_max_bytes: None,
                 link_cpu_s: None,
                 clock_uncertainty_us: None,
+                slow_rate_bps: None,
             },
             ..Window::default()
         };
         assert_eq!((metric("sender_cpu_s_per_gb").value)(&window), Some(1.5));
+        // 0.3 s of CPU is 30 ticks: too coarse to show.
+        let mut brief = window.clone();
+        brief.run.cost = Some(RunCost {
+            reader: None,
+            sender: Some(ProcessCost {
+                user_s: 0.1,
+                system_s: 0.2,
+                ..spent
+            }),
+        });
+        assert_eq!((metric("sender_cpu_s_per_gb").value)(&brief), None);
+        assert_eq!((metric("sender_ctx_per_gb").value)(&brief), Some(500.0));
         assert_eq!((metric("sender_ctx_per_gb").value)(&window), Some(500.0));
         assert_eq!((metric("reader_cpu_s_per_gb").value)(&window), None);
         assert_eq!((metric("residence_p50_ms").value)(&window), None);

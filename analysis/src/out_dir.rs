@@ -18,8 +18,12 @@ pub fn is_report_file(name: &str) -> bool {
         "recommendation.md",
         "comparison.png",
         "path.png",
+        "headline.png",
+        "report.json",
     ];
+    let png = name.ends_with(".png");
     FIXED.contains(&name)
+        || (png && (name.starts_with("overlay") || name.starts_with("cycles")))
         || (name.starts_with("run-") && name.ends_with(".png"))
         || (name.starts_with("99-oscil-tcp") && name.ends_with(".conf"))
 }

@@ -51,6 +51,8 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
             .collect();
         lines.extend(bdp.iter().cloned());
         Panel {
+            key: column.into(),
+            configurations: configs.iter().map(|c| c.name.clone()).collect(),
             title: title.into(),
             x_label: x_label.into(),
             x_range: (0.0, x_max),

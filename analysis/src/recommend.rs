@@ -30,7 +30,10 @@ pub enum Standing {
 /// One path's recommendation.
 #[derive(Debug, Clone)]
 pub struct PathChoice {
+    /// The path in words.
     pub path: String,
+    /// The configurations' `path_key` this choice is for.
+    pub path_key: String,
     pub default: Option<usize>,
     pub best: Option<usize>,
     pub chosen: Option<usize>,
@@ -41,7 +44,7 @@ pub struct PathChoice {
 }
 
 pub(crate) fn goodput() -> &'static Metric {
-    metric("goodput_fast_mbps")
+    metric("net_goodput_fast_mbps")
 }
 
 pub(crate) fn queued() -> &'static Metric {
@@ -161,6 +164,7 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
         .unwrap_or_else(|| "measured path (no lab path recorded)".into());
     let mut choice = PathChoice {
         path: path_text,
+        path_key: path.to_string(),
         default,
         best,
         chosen: None,
@@ -216,8 +220,8 @@ mod tests {
     use oscil_protocol::phase_figures::{RunPhases, SpanTotals, Totals};
     use oscil_protocol::{Phase, PhaseSpan};
 
-    /// A one-cycle run: 1 s fast reading `goodput_bps`, 1 s slow with one sender pass of
-    /// `queued` bytes.
+    /// A one-cycle run: 1 s fast in which TCP delivered (and the reader read)
+    /// `goodput_bps`, 1 s slow with one sender pass of `queued` bytes.
     fn run(name: &str, lowat: Option<u64>, goodput_bps: f64, queued: u64) -> RunSummary {
         let span = |phase, start_s| PhaseSpan {
             cycle: 1,
@@ -228,6 +232,7 @@ mod tests {
         let fast = Totals {
             seconds: 1.0,
             bytes_read: (goodput_bps / 8.0) as u64,
+            bytes_delivered: Some((goodput_bps / 8.0) as u64),
             ..Totals::default()
         };
         let slow = Totals {

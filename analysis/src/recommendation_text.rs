@@ -143,6 +143,32 @@ fn not_tested(md: &mut String, evidence: &Evidence, choice: &PathChoice) {
     );
 }
 
+/// The recommendation for one path in a sentence, for the top of the report: the choice
+/// and the sysctl it sets, or why there is none.
+pub fn one_line(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    choice: &PathChoice,
+    scope: Scope,
+) -> String {
+    let evidence = Evidence {
+        summaries,
+        configs,
+        scope,
+    };
+    match (choice.chosen, &choice.nothing_because) {
+        (Some(i), _) => {
+            let (lowat, _, _) = sysctls(&evidence, i);
+            format!(
+                "Recommendation: {} (net.ipv4.tcp_notsent_lowat = {lowat}): the least sender memory whose network goodput is not clearly below the best, with a clear saving over the default.",
+                configs[i].name
+            )
+        }
+        (None, Some(why)) => format!("No recommendation: {why}."),
+        (None, None) => "No recommendation.".into(),
+    }
+}
+
 fn conf_summary(evidence: &Evidence, i: usize) -> String {
     let (lowat, wmem, rmem) = sysctls(evidence, i);
     format!("It sets `net.ipv4.tcp_notsent_lowat = {lowat}`, `net.ipv4.tcp_wmem = {wmem}`, `net.ipv4.tcp_rmem = {rmem}`.")

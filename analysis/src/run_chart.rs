@@ -4,7 +4,9 @@ use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
 use oscil_protocol::Run;
 
 use crate::chart::*;
+use crate::human;
 use crate::metrics::metric;
+use crate::run_series;
 use crate::series::{self, Tick};
 use crate::summary::{RunSummary, Scope};
 
@@ -100,16 +102,12 @@ impl Quantity {
 }
 
 /// The sums over flows of some quantities, in one unit chosen to fit them and `at_least`.
-fn sum_axis(
-    quantity: &str,
-    unit_for: fn(f64) -> Unit,
-    sums: &[&Quantity],
-    at_least: f64,
-) -> (Axis, Unit) {
-    let unit = unit_for(sums.iter().map(|q| q.max_sum()).fold(at_least, f64::max));
+fn sum_axis(quantity: &str, family: Family, sums: &[&Quantity], at_least: f64) -> (Axis, Unit) {
+    let unit = family.pick(sums.iter().map(|q| q.max_sum()).fold(at_least, f64::max));
     let axis = Axis {
         label: format!("{quantity}, sum over flows ({})", unit.name),
         lines: sums.iter().map(|q| q.line(unit, |t| t.sum)).collect(),
+        unit: Some((unit, family)),
         ..Axis::default()
     };
     (axis, unit)
@@ -118,11 +116,11 @@ fn sum_axis(
 /// Each quantity's per-flow p10-p90 band, for the right axis of a run with several flows.
 fn spread_axis(
     quantity: &str,
-    unit_for: fn(f64) -> Unit,
+    family: Family,
     per_flow: &[&Quantity],
     at_least: f64,
 ) -> (Axis, Unit) {
-    let unit = unit_for(
+    let unit = family.pick(
         per_flow
             .iter()
             .map(|q| q.max_p90())
@@ -130,6 +128,7 @@ fn spread_axis(
     );
     let axis = Axis {
         label: format!("{quantity} per flow ({})", unit.name),
+        unit: Some((unit, family)),
         lines: Vec::new(),
         bands: per_flow
             .iter()
@@ -183,8 +182,10 @@ impl Frame {
         self.flows > 1
     }
 
-    fn panel(&self, title: &str, left: Axis, right: Option<Axis>) -> Panel {
+    fn panel(&self, key: &str, title: &str, left: Axis, right: Option<Axis>) -> Panel {
         Panel {
+            key: key.into(),
+            configurations: Vec::new(),
             title: sum_title(title, self.flows),
             x_label: "time since session start (s)".into(),
             x_range: (0.0, self.x_end),
@@ -210,7 +211,7 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
             Some(queue_panel(run, summary, &frame)),
             Some(Panel {
                 title: host_memory_title(run),
-                ..frame.panel("", host_memory_axis(run), None)
+                ..frame.panel("memory", "", host_memory_axis(run), None)
             }),
             Some(rtt_panel(run, &frame)),
             latency_panel(run, &frame),
@@ -225,17 +226,32 @@ fn throughput_panel(run: &Run, frame: &Frame) -> Panel {
     // Each row's bytes over the seconds it really covers: a late sample holds several
     // intervals' bytes.
     let interval_s = frame.interval_s;
+    let rate = move |bytes: u64, r: &ReaderSample| bytes as f64 * 8.0 / r.span_or(interval_s);
     let goodput = Quantity::new(
-        "receiver goodput",
+        "read by the reader",
         BLUE,
-        reader_ticks(run, |r| Some(r.bytes as f64 * 8.0 / r.span_or(interval_s))),
+        reader_ticks(run, |r| Some(rate(r.bytes, r))),
     );
+    let network = Quantity::new(
+        "network goodput: delivered by TCP to the reader",
+        GREEN,
+        reader_ticks(run, |r| run_series::delivered_bytes(r).map(|b| rate(b, r))),
+    );
+    // The kernel keeps its last delivery-rate sample while nothing is acknowledged: a
+    // row with nothing acked has no fresh rate, and is left out (a gap, not a line).
     let delivery = Quantity::new(
-        "sender delivery rate",
+        "sender delivery rate, where fresh (bytes were acked)",
         ORANGE,
-        sender_ticks(run, |r| Some(r.delivery_rate_bps as f64)),
+        sender_ticks(run, |r| {
+            run_series::fresh_delivery(r).then_some(r.delivery_rate_bps as f64)
+        }),
     );
-    let (mut left, unit) = sum_axis("rate", rate_unit, &[&goodput, &delivery], 0.0);
+    let mut shown = vec![&goodput];
+    if !network.ticks.is_empty() {
+        shown.push(&network);
+    }
+    shown.push(&delivery);
+    let (mut left, unit) = sum_axis("rate", Family::Rate, &shown, 0.0);
     // One interval can run tens of times above the path's rate: the reader draining a full
     // receive queue at memory speed when a fast phase starts, or the kernel's delivery-rate
     // estimate on loopback. Past 1.5 x the 98th percentile of goodput such spikes run off
@@ -251,9 +267,10 @@ fn throughput_panel(run: &Run, frame: &Frame) -> Panel {
     }
     let right = frame
         .several()
-        .then(|| spread_axis("rate", rate_unit, &[&goodput], 0.0).0);
+        .then(|| spread_axis("rate", Family::Rate, &[&goodput], 0.0).0);
     frame.panel(
-        "Throughput: what the reader read, and the sender's delivery rate; slow phases shaded",
+        "throughput",
+        "Throughput: what the reader read (above the path's rate just after a slow phase, when it drains its receive queue), what TCP delivered to it, and the sender's delivery rate; slow phases shaded",
         left,
         right,
     )
@@ -271,11 +288,16 @@ fn window_panel(run: &Run, frame: &Frame) -> Panel {
         sender_ticks(run, |r| Some(r.inflight_bytes as f64)),
     );
     let both = [&rcv_wnd, &inflight];
-    let (left, _) = sum_axis("bytes", byte_unit, &both, 0.0);
+    let (left, _) = sum_axis("bytes", Family::Bytes, &both, 0.0);
     let right = frame
         .several()
-        .then(|| spread_axis("bytes", byte_unit, &both, 0.0).0);
-    frame.panel("Receive window against bytes in flight", left, right)
+        .then(|| spread_axis("bytes", Family::Bytes, &both, 0.0).0);
+    frame.panel(
+        "window",
+        "Receive window against bytes in flight",
+        left,
+        right,
+    )
 }
 
 fn queue_panel(run: &Run, summary: &RunSummary, frame: &Frame) -> Panel {
@@ -301,19 +323,19 @@ fn queue_panel(run: &Run, summary: &RunSummary, frame: &Frame) -> Panel {
     let sums = [&queued, &notsent, &sndbuf];
     let x_end = frame.x_end;
     let (left, right) = if frame.several() {
-        let (left, _) = sum_axis("bytes", byte_unit, &sums, 0.0);
-        let (mut right, unit) = spread_axis("bytes", byte_unit, &[&notsent], lowat_bytes);
+        let (left, _) = sum_axis("bytes", Family::Bytes, &sums, 0.0);
+        let (mut right, unit) = spread_axis("bytes", Family::Bytes, &[&notsent], lowat_bytes);
         right
             .lines
             .extend(lowat_line(summary, x_end, unit, " per flow (right axis)"));
         (left, Some(right))
     } else {
-        let (mut left, unit) = sum_axis("bytes", byte_unit, &sums, lowat_bytes);
+        let (mut left, unit) = sum_axis("bytes", Family::Bytes, &sums, lowat_bytes);
         left.label = format!("bytes ({})", unit.name);
         left.lines.extend(lowat_line(summary, x_end, unit, ""));
         (left, None)
     };
-    frame.panel("The sender's queue", left, right)
+    frame.panel("queue", "The sender's queue", left, right)
 }
 
 fn rtt_panel(run: &Run, frame: &Frame) -> Panel {
@@ -329,7 +351,12 @@ fn rtt_panel(run: &Run, frame: &Frame) -> Panel {
             (r.rcv_rtt_us > 0).then_some(f64::from(r.rcv_rtt_us))
         }),
     );
-    median_ms_panel("Round-trip time", "RTT (ms)", &[&rtt, &rcv_rtt], frame)
+    median_ms_panel(
+        ("rtt", "Round-trip time"),
+        "RTT (ms)",
+        &[&rtt, &rcv_rtt],
+        frame,
+    )
 }
 
 /// How long a byte waits: the tagged writes' time in the send queue and until acknowledged
@@ -348,24 +375,47 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
         BLUE,
         sender_ticks(run, |r| us(r.write_to_ack_us)),
     );
-    let marker = Quantity::new(
-        &marker_label(run),
-        GREEN,
+    let markers = |censored: bool| {
         series::ticks(
             &run.markers,
             frame.interval_s,
             |m| m.sent_t_s,
-            |m| m.latency_us,
+            move |m| {
+                m.latency_us
+                    .filter(|_| run_series::marker_censored(m) == censored)
+            },
+        )
+    };
+    let marker = Quantity::new(&marker_label(run), GREEN, markers(false)).dotted();
+    // Waits still running: drawn hollow, as lower bounds, so a phase whose every write is
+    // still queued shows how long at least, never an empty panel.
+    let bounds = [
+        Quantity::new(
+            "write still queued at a sample: waiting at least (pending_write_age_us)",
+            VERMILLION,
+            sender_ticks(run, |r| us(run_series::pending_age_us(r))),
         ),
-    )
-    .dotted();
-    (!residence.ticks.is_empty() || !marker.ticks.is_empty()).then(|| {
+        Quantity::new(
+            "marker still unread when the run ended: at least",
+            GREEN,
+            markers(true),
+        ),
+    ];
+    let measured = !residence.ticks.is_empty()
+        || !marker.ticks.is_empty()
+        || bounds.iter().any(|q| !q.ticks.is_empty());
+    measured.then(|| {
         let mut panel = median_ms_panel(
-            "Latency: how long a written byte waits; slow phases shaded",
+            ("latency", "Latency: how long a written byte waits (hollow: still waiting, a lower bound); slow phases shaded"),
             "time (ms)",
             &[&residence, &to_ack, &marker],
             frame,
         );
+        let lower_bounds = bounds
+            .iter()
+            .filter(|q| !q.ticks.is_empty())
+            .map(|q| q.line(MS, |t| t.median).weighted(Weight::Hollow));
+        panel.left.lines.extend(lower_bounds);
         panel.left.fit_scale();
         panel
     })
@@ -381,7 +431,12 @@ fn marker_label(run: &Run) -> String {
 
 /// Medians over flows of quantities in microseconds, drawn in ms; with several flows, each
 /// with its p10-p90 band.
-fn median_ms_panel(title: &str, label: &str, quantities: &[&Quantity], frame: &Frame) -> Panel {
+fn median_ms_panel(
+    (key, title): (&str, &str),
+    label: &str,
+    quantities: &[&Quantity],
+    frame: &Frame,
+) -> Panel {
     let mut axis = Axis {
         label: label.into(),
         ..Axis::default()
@@ -401,7 +456,7 @@ fn median_ms_panel(title: &str, label: &str, quantities: &[&Quantity], frame: &F
     }
     Panel {
         title: title.into(),
-        ..frame.panel("", axis, None)
+        ..frame.panel(key, "", axis, None)
     }
 }
 
@@ -427,7 +482,22 @@ fn has_namespace_memory(run: &Run) -> bool {
 
 fn host_memory_title(run: &Run) -> String {
     if has_namespace_memory(run) {
-        return "TCP memory: each side's network namespace (solid), sockstat mem as recorded (dashed; global across namespaces)".into();
+        let page = |side: Side| {
+            let host = match side {
+                Side::Sender => run.meta.sender_host.as_ref(),
+                Side::Reader => None,
+            };
+            host.unwrap_or(&run.meta.reader_host).page_size_bytes as f64
+        };
+        let peak = run
+            .host
+            .iter()
+            .map(|h| h.tcp_mem_pages as f64 * page(h.side))
+            .fold(0.0, f64::max);
+        return format!(
+            "TCP memory of each side's own network namespace (points: summed every 0.1-0.5 s). Host-wide sockstat, every socket of the host and not this run's alone, peaked at {} and is not drawn",
+            human::mib(peak)
+        );
     }
     let same_machine = run
         .meta
@@ -442,8 +512,8 @@ fn host_memory_title(run: &Run) -> String {
     format!("Host TCP memory (sockstat mem x page size); {note}")
 }
 
-/// Each side's namespace memory (solid) where recorded, and each side's sockstat figure
-/// (dashed) as recorded.
+/// Each side's namespace memory (points) where recorded, else each side's sockstat figure
+/// as recorded.
 fn host_memory_axis(run: &Run) -> Axis {
     let meta = &run.meta;
     let namespace = has_namespace_memory(run);
@@ -462,20 +532,20 @@ fn host_memory_axis(run: &Run) -> Axis {
             .filter_map(|h| Some((h.t_s, h.tcp_mem_ns_bytes? as f64)))
             .collect();
         if namespace && !own.is_empty() {
-            raw.push(Line::new(
-                format!("{name} namespace TCP memory"),
-                color,
-                own,
-            ));
+            raw.push(
+                Line::new(format!("{name} namespace TCP memory"), color, own)
+                    .weighted(Weight::Points),
+            );
         }
-        if !sockstat.is_empty() {
-            let label = if namespace {
-                format!("sockstat on the {name} host (global)")
-            } else {
-                format!("{name} host")
-            };
-            let mut line = Line::new(label, color, sockstat);
-            line.dashed = namespace || side == Side::Reader;
+        // Where the namespace sum exists, host-wide sockstat would only stand in for it
+        // with other work's memory: the title gives its peak instead.
+        if !namespace && !sockstat.is_empty() {
+            let mut line = Line::new(
+                format!("{name} host, host-wide (sockstat)"),
+                color,
+                sockstat,
+            );
+            line.dashed = side == Side::Reader;
             raw.push(line);
         }
     }
@@ -485,6 +555,10 @@ fn host_memory_axis(run: &Run) -> Axis {
         .fold(0.0, f64::max);
     let unit = byte_unit(max);
     for line in &mut raw {
+        if line.weight == Weight::Points {
+            line.points.iter_mut().for_each(|p| p.1 /= unit.scale);
+            continue;
+        }
         line.points = series::with_gaps(
             line.points
                 .iter()
@@ -497,6 +571,7 @@ fn host_memory_axis(run: &Run) -> Axis {
     Axis {
         label: format!("TCP memory ({})", unit.name),
         lines: raw,
+        unit: Some((unit, Family::Bytes)),
         ..Axis::default()
     }
 }
@@ -529,9 +604,9 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
         ),
     };
     let mut figures = format!(
-        "goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {memory}; RTT slow mean {}",
-        text("goodput_fast_mbps"),
-        text("goodput_slow_mbps"),
+        "network goodput fast {}, slow {}; slow phase: sender queued peak {}, mean {}, not sent peak {}; peak TCP memory {memory}; RTT slow mean {}",
+        text("net_goodput_fast_mbps"),
+        text("net_goodput_slow_mbps"),
         text("slow_queued_peak_mib"),
         text("slow_queued_mean_mib"),
         text("slow_notsent_peak_mib"),

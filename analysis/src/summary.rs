@@ -145,6 +145,12 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
                 .max(),
             link_cpu_s: link_cpu_s(&run.dir),
             clock_uncertainty_us: meta.clock.map(|c| c.uncertainty_us),
+            slow_rate_bps: meta
+                .config
+                .slow_rate
+                .as_ref()
+                .and_then(|r| r.mean_bytes_per_s())
+                .map(|b| b * 8.0),
         },
         config_key: configuration_key(meta, campaign.map(|c| &c.settings)),
         campaign_label: campaign

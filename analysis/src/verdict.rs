@@ -3,9 +3,10 @@
 
 use crate::configs::Configuration;
 use crate::human;
-use crate::metrics::{Better, Metric, METRICS};
+use crate::metrics::{lower_bound, metric, Better, Metric, MBPS, METRICS};
 use crate::stats::{Change, Estimate};
 use crate::summary::{RunSummary, Scope};
+use oscil_protocol::pattern::{slow_rates_agree, SLOW_RATE_TOLERANCE};
 
 /// One figure of one configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -14,6 +15,9 @@ pub struct Cell {
     pub estimate: Option<Estimate>,
     /// Against the baseline configuration; none for the baseline itself or without one.
     pub change: Option<Change>,
+    /// The slow rates (bit/s) of this configuration and its baseline when they differ by
+    /// more than `SLOW_RATE_TOLERANCE`: the two ran different workloads.
+    pub workload_differs: Option<(f64, f64)>,
 }
 
 /// For each configuration, one cell per entry of `METRICS`, over `scope`.
@@ -31,10 +35,15 @@ pub fn evaluate(
                 .collect()
         })
         .collect();
+    let slow = metric("slow_rate_mbps");
     configs
         .iter()
         .enumerate()
         .map(|(i, c)| {
+            let workload_differs = c
+                .baseline
+                .filter(|&b| b != i)
+                .and_then(|b| slow_rates_differ(summaries, &[c, &configs[b]], slow, scope));
             (0..METRICS.len())
                 .map(|m| {
                     let estimate = estimates[i][m];
@@ -44,11 +53,83 @@ pub fn evaluate(
                         change: estimate
                             .zip(base)
                             .and_then(|(e, b)| Change::between(&e, &b)),
+                        workload_differs,
                     }
                 })
                 .collect()
         })
         .collect()
+}
+
+/// The mean slow rates of two configurations when they do not agree
+/// (`oscil_protocol::pattern::slow_rates_agree`); `None` when they do or one has none.
+fn slow_rates_differ(
+    summaries: &[RunSummary],
+    pair: &[&Configuration; 2],
+    slow: &Metric,
+    scope: Scope,
+) -> Option<(f64, f64)> {
+    let mean = |c: &Configuration| Estimate::of(&values(summaries, c, slow, scope)).map(|e| e.mean);
+    let (ours, base) = (mean(pair[0])?, mean(pair[1])?);
+    (!slow_rates_agree(&[ours, base])).then_some((ours, base))
+}
+
+/// The warning, in words, that a configuration and its baseline read their slow phases at
+/// different rates: `(ours, baseline)` in bit/s.
+pub fn workload_warning(rates_bps: (f64, f64)) -> String {
+    let mbps = |bps: f64| MBPS.text(bps);
+    format!(
+        "WARNING: not one workload: the slow phases read at {} here and {} in the baseline, more than {:.0}% apart, so the difference is not the setting's alone",
+        mbps(rates_bps.0),
+        mbps(rates_bps.1),
+        SLOW_RATE_TOLERANCE * 100.0
+    )
+}
+
+/// Every configuration whose baseline ran another workload, as lines for the summary.
+pub fn workload_warnings(configs: &[Configuration], cells: &[Vec<Cell>]) -> Vec<String> {
+    configs
+        .iter()
+        .zip(cells)
+        .filter_map(|(c, row)| {
+            let rates = row.first()?.workload_differs?;
+            Some(format!("{}: {}", c.name, workload_warning(rates)))
+        })
+        .collect()
+}
+
+/// What `≥` before a figure means.
+pub const LOWER_BOUND_NOTE: &str = "≥: at least; some write or marker was still waiting when its run ended, and its wait so far counts as a lower bound";
+
+/// Whether a configuration's figure is only a lower bound: some run's is
+/// (`metrics::lower_bound`: a wait still running when the run ended).
+pub fn is_lower_bound(
+    summaries: &[RunSummary],
+    config: &Configuration,
+    metric: &Metric,
+    scope: Scope,
+) -> bool {
+    config
+        .runs
+        .iter()
+        .any(|&r| lower_bound(metric, &summaries[r].window(scope)) == Some(true))
+}
+
+/// `estimate_text` of a configuration's figure, `≥` before it where it is only a lower
+/// bound (`LOWER_BOUND_NOTE` says what that means, once per page or picture).
+pub fn estimate_text_of(
+    summaries: &[RunSummary],
+    config: &Configuration,
+    metric: &Metric,
+    cell: &Cell,
+    scope: Scope,
+) -> String {
+    let text = estimate_text(metric, cell.estimate.as_ref());
+    if cell.estimate.is_some() && is_lower_bound(summaries, config, metric, scope) {
+        format!("≥ {text}")
+    } else {
+        text
+    }
 }
 
 /// The figure of each run of a configuration that has it.
@@ -115,9 +196,36 @@ pub fn change_text(metric: &Metric, change: &Change) -> String {
     format!("{figures}: clearly {direction}{judgement}")
 }
 
+/// The change in a few words, for a sentence or a table cell: `-88% [-90%, -86%]` when
+/// clear, `no clear change (+1% [-4%, +6%])` when not, and what is missing otherwise.
+pub fn brief_change(change: &Change) -> String {
+    let Some((lo, hi)) = change.ci_percent else {
+        return format!("{} (no interval)", percent(change.percent));
+    };
+    let figures = format!(
+        "{} [{}, {}]",
+        percent(change.percent),
+        percent(lo),
+        percent(hi)
+    );
+    if change.is_clear() {
+        figures
+    } else {
+        format!("no clear change ({figures})")
+    }
+}
+
 /// The verdict of one cell for a configuration: `baseline`, the change in words, or why
 /// there is none.
 pub fn verdict_text(metric: &Metric, cell: &Cell, is_baseline: bool, has_baseline: bool) -> String {
+    let words = verdict_words(metric, cell, is_baseline, has_baseline);
+    match cell.workload_differs {
+        Some(rates) if !is_baseline => format!("{words}; {}", workload_warning(rates)),
+        _ => words,
+    }
+}
+
+fn verdict_words(metric: &Metric, cell: &Cell, is_baseline: bool, has_baseline: bool) -> String {
     match (&cell.change, is_baseline) {
         (_, true) => "baseline".into(),
         (Some(change), false) => change_text(metric, change),
@@ -134,7 +242,7 @@ mod tests {
 
     #[test]
     fn verdicts_in_words() {
-        let goodput = metric("goodput_fast_mbps");
+        let goodput = metric("net_goodput_fast_mbps");
         let clear = Change {
             percent: -85.2,
             ci_percent: Some((-88.0, -82.4)),

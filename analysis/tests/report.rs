@@ -8,44 +8,34 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use oscil_testkit::{number, Csv, Daemon};
+use oscil_testkit::{number, Csv};
 use serde_json::Value;
-use util::{assert_close, expected, one_line_error, png_size, reader_run, report};
+use util::{assert_close, expected, one_line_error, png_size, real_runs, report};
 
 /// Two real runs over loopback, made once for all tests: the kernel's default lowat and
 /// lowat 16 KiB, the second with markers.
 fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
     static RUNS: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let daemon = Daemon::start(&[]);
-        let scratch = tempfile::tempdir().expect("scratch dir");
-        let mut dirs = Vec::new();
-        for (label, extra) in [
-            ("default", &[][..]),
-            (
-                "lowat16k",
-                &["--notsent-lowat", "16384", "--marker-every", "200ms"][..],
-            ),
-        ] {
-            let dir = scratch.path().join(label);
-            let mut args = vec!["--fast", "1s", "--slow", "2s", "--cycles", "1"];
-            args.extend(extra);
-            reader_run(&daemon, &dir, label, &args);
-            dirs.push(dir);
-        }
-        (scratch, dirs)
+        let short = ["--fast", "1s", "--slow", "2s", "--cycles", "1"];
+        let markers = ["--notsent-lowat", "16384", "--marker-every", "200ms"];
+        let runs = [
+            ("default".to_string(), short.to_vec()),
+            ("lowat16k".to_string(), [&short[..], &markers[..]].concat()),
+        ];
+        real_runs(&runs, str::to_string)
     })
 }
 
 /// 1600 pixels wide: a header of at least two 30-pixel lines (name and settings, figures)
-/// over six 380-pixel panels (the sixth, latency, because real runs carry TX timestamps).
-/// Returns the height.
+/// over six 380-pixel panels (the sixth, latency, because real runs carry TX timestamps),
+/// each 24 pixels taller for every line its title wraps onto. Returns the height.
 fn assert_tall_run_picture(path: &Path) -> u32 {
     let (width, height) = png_size(path);
     assert_eq!(width, 1600, "{}", path.display());
     let header = height.checked_sub(6 * 380 + 20).expect("six panels");
     assert!(
-        header >= 60 && header % 30 == 0,
+        header >= 60 && header % 6 == 0,
         "{}: {height} pixels tall",
         path.display()
     );
@@ -82,8 +72,10 @@ fn reports_real_runs_with_figures_matching_the_csvs() {
             "{label}: namespace memory recorded"
         );
         for (column, value, decimals) in [
-            ("goodput_fast_mbps", want.goodput_fast_mbps, 3),
-            ("goodput_slow_mbps", want.goodput_slow_mbps, 3),
+            ("net_goodput_fast_mbps", want.net_goodput_fast_mbps, 3),
+            ("net_goodput_slow_mbps", want.net_goodput_slow_mbps, 3),
+            ("read_fast_mbps", want.read_fast_mbps, 3),
+            ("read_slow_mbps", want.read_slow_mbps, 3),
             ("slow_queued_peak_mib", want.slow_queued_peak_mib, 4),
             ("slow_queued_mean_mib", want.slow_queued_mean_mib, 4),
             ("tcp_mem_peak_sender_mib", want.tcp_mem_peak_sender_mib, 4),
@@ -233,10 +225,12 @@ fn an_unknown_baseline_lists_the_labels() {
     assert!(stderr.contains("default, lowat16k"), "{stderr}");
 }
 
-/// The real default run with every sender row's residence set to `fast_us` in the fast
-/// phase (the first second) and `slow_us` after it, and its time to acknowledgement half
-/// as long again.
-fn with_residence(run: &Path, fast_us: u64, slow_us: u64) -> tempfile::TempDir {
+/// A copy of the real default run with each sender row edited by `edit(t_s, fields,
+/// column index by name)`.
+fn with_sender_rows(
+    run: &Path,
+    edit: impl Fn(f64, &mut Vec<String>, &dyn Fn(&str) -> usize),
+) -> tempfile::TempDir {
     let copy = tempfile::tempdir().unwrap();
     for file in ["run.json", "reader.csv", "host.csv"] {
         fs::copy(run.join(file), copy.path().join(file)).unwrap();
@@ -245,22 +239,92 @@ fn with_residence(run: &Path, fast_us: u64, slow_us: u64) -> tempfile::TempDir {
     let mut lines = text.lines();
     let header = lines.next().unwrap();
     let column = |name: &str| header.split(',').position(|c| c == name).unwrap();
-    let (t_s, residence, to_ack) = (
-        column("t_s"),
-        column("residence_us"),
-        column("write_to_ack_us"),
-    );
     let mut out = vec![header.to_string()];
     for line in lines {
         let mut fields: Vec<String> = line.split(',').map(str::to_string).collect();
-        let fast = fields[t_s].parse::<f64>().unwrap() - 0.05 < 1.0;
-        let us = if fast { fast_us } else { slow_us };
-        fields[residence] = us.to_string();
-        fields[to_ack] = (us * 3 / 2).to_string();
+        let t_s = fields[column("t_s")].parse::<f64>().unwrap();
+        edit(t_s, &mut fields, &column);
         out.push(fields.join(","));
     }
     fs::write(copy.path().join("sender.csv"), out.join("\n") + "\n").unwrap();
     copy
+}
+
+/// The real default run with every sender row's residence set to `fast_us` in the fast
+/// phase (the first second) and `slow_us` after it, its time to acknowledgement half as
+/// long again, and no write still queued at a sample.
+fn with_residence(run: &Path, fast_us: u64, slow_us: u64) -> tempfile::TempDir {
+    with_sender_rows(run, |t_s, fields, column| {
+        let us = if t_s - 0.05 < 1.0 { fast_us } else { slow_us };
+        fields[column("residence_us")] = us.to_string();
+        fields[column("write_to_ack_us")] = (us * 3 / 2).to_string();
+        fields[column("pending_write_age_us")] = String::new();
+    })
+}
+
+fn summarized(dir: &Path) -> (oscil_protocol::Run, oscil_report::summary::RunSummary) {
+    let run = oscil_protocol::rundir::load(dir).unwrap();
+    let input = oscil_report::input::RunInput {
+        dir: dir.to_owned(),
+        campaign: None,
+    };
+    let summary = oscil_report::summary::summarize(&run, &input);
+    (run, summary)
+}
+
+/// The default run as the 1 Gbit/s x 466 ms default run looked: no tagged write
+/// left the send queue, every sample found one queued since the session began.
+#[test]
+fn writes_still_queued_are_drawn_as_lower_bounds_never_an_empty_panel() {
+    use oscil_report::chart::Weight;
+    let (_scratch, dirs) = runs();
+    let copy = with_sender_rows(&dirs[0], |t_s, fields, column| {
+        fields[column("residence_us")] = String::new();
+        fields[column("write_to_ack_us")] = String::new();
+        fields[column("pending_write_age_us")] = ((t_s * 1e6) as u64).to_string();
+    });
+    let (run, summary) = summarized(copy.path());
+    let figure = oscil_report::run_chart::run_figure(&run, &summary);
+    let latency = figure
+        .panels
+        .iter()
+        .find(|p| p.key == "latency")
+        .expect("a latency panel though no write completed");
+    let bounds = latency
+        .left
+        .lines
+        .iter()
+        .find(|l| l.weight == Weight::Hollow)
+        .expect("the waits still running, drawn hollow");
+    assert!(bounds.label.contains("at least"), "{}", bounds.label);
+    let longest_ms = bounds.points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let last_row_ms = run.sender.iter().map(|r| r.t_s).fold(0.0, f64::max) * 1000.0;
+    assert!(
+        (longest_ms - last_row_ms).abs() < 1.0,
+        "{longest_ms} ms drawn, the last row waited {last_row_ms} ms"
+    );
+    // The report's overlay has the question's panel too, with the lower bounds in it.
+    let out = tempfile::tempdir().unwrap();
+    let result = report(&[copy.path()], out.path(), &[]);
+    assert!(result.status.success(), "{result:?}");
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(out.path().join("report.json")).unwrap()).unwrap();
+    let overlay = manifest["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == "overlay.png")
+        .expect("overlay.png");
+    let wait = overlay["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["key"] == "WriteWait")
+        .expect("a write's wait though none completed");
+    assert!(
+        wait["keys"].to_string().contains("still queued, at least"),
+        "{wait}"
+    );
 }
 
 #[test]
@@ -273,12 +337,7 @@ fn a_latency_spanning_decades_is_drawn_on_a_log_scale() {
         (300, 1_500, Scale::Linear, "time (ms), linear scale"),
     ] {
         let copy = with_residence(&dirs[0], fast_us, slow_us);
-        let run = oscil_protocol::rundir::load(copy.path()).unwrap();
-        let input = oscil_report::input::RunInput {
-            dir: copy.path().to_owned(),
-            campaign: None,
-        };
-        let summary = oscil_report::summary::summarize(&run, &input);
+        let (run, summary) = summarized(copy.path());
         let figure = oscil_report::run_chart::run_figure(&run, &summary);
         let latency = figure
             .panels
@@ -304,4 +363,63 @@ fn a_latency_spanning_decades_is_drawn_on_a_log_scale() {
             .expect("a run picture");
         assert_tall_run_picture(&picture);
     }
+}
+
+#[test]
+fn a_comparison_of_different_slow_rates_is_flagged_as_not_one_workload() {
+    let pattern = ["--fast", "1s", "--slow", "1s", "--cycles", "1"];
+    let args = |rate: &'static str, lowat: Option<&'static str>| {
+        let mut args = pattern.to_vec();
+        args.extend(["--slow-rate", rate]);
+        args.extend(lowat.map(|l| ["--notsent-lowat", l]).into_iter().flatten());
+        args
+    };
+    let runs = [
+        ("default".to_string(), args("16mbit", None)),
+        ("lowat".to_string(), args("4mbit", Some("16384"))),
+    ];
+    let (dir, dirs) = real_runs(&runs, str::to_string);
+    let (default, lowat) = (&dirs[0], &dirs[1]);
+    let meta: Value =
+        serde_json::from_str(&fs::read_to_string(lowat.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta["config"]["slow_rate"]["chosen_by"],
+        serde_json::json!({"by": "absolute", "bytes_per_s": 500_000}),
+    );
+    assert_eq!(
+        meta["config"]["slow_rate"]["cycles"][0]["bytes_per_s"],
+        500_000
+    );
+
+    let out = dir.path().join("report");
+    let output = report(&[default, lowat], &out, &[]);
+    assert!(output.status.success(), "{output:?}");
+    let configs = Csv::read(&out.join("configurations.csv")).rows;
+    let mut rates: Vec<f64> = configs
+        .iter()
+        .map(|r| number(r, "slow_rate_mbps"))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    assert_eq!(rates, [4.0, 16.0], "{configs:?}");
+    let summary = fs::read_to_string(out.join("summary.md")).unwrap();
+    let warning = summary
+        .lines()
+        .find(|l| l.contains("WARNING: not one workload"))
+        .unwrap_or_else(|| panic!("no warning in summary.md:\n{summary}"));
+    assert!(
+        warning.contains("4.0 Mbit/s") && warning.contains("16.0 Mbit/s"),
+        "{warning}"
+    );
+    let page = fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        page.contains("WARNING: not one workload"),
+        "verdicts say it too"
+    );
+    // The answer on top says it first, before any figure of the pair.
+    let answer = &page[page.find("id=\"answer\"").unwrap()..page.find("id=\"verdicts\"").unwrap()];
+    let warned = answer.find("not one workload").expect("the answer warns");
+    assert!(
+        warned < answer.find("against default:").expect("the sentence"),
+        "{answer}"
+    );
 }

@@ -8,6 +8,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use oscil_kernel::diag::{Probe, Watched};
+use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::ticker::{covered_s, intervals_by, Ticker};
 use oscil_protocol::{HostSample, SenderSample, Side};
@@ -23,6 +24,8 @@ struct Sampler {
     proc: Arc<ProcFiles>,
     start: Instant,
     interval: Duration,
+    /// Each flow's `tcpi_bytes_acked` at the last sample, for `acked_bytes`.
+    acked_bytes: Vec<u64>,
 }
 
 impl Sampler {
@@ -37,6 +40,7 @@ impl Sampler {
         let probe =
             Probe::new(watched).map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
         Ok(Sampler {
+            acked_bytes: vec![0; flows.len()],
             flows,
             probe,
             proc,
@@ -61,20 +65,27 @@ impl Sampler {
             .read()
             .map_err(|e| e.to_string())?;
         // A socket the kernel no longer has was closed: its writer reports why.
+        let now_unix = Duration::from_nanos(realtime_unix_ns());
         let flows = self
             .flows
             .iter()
             .zip(snapshot.sockets)
-            .filter_map(|(flow, socket)| {
+            .zip(self.acked_bytes.iter_mut())
+            .filter_map(|((flow, socket), acked)| {
                 let (info, mem) = socket.as_ref()?;
                 let bytes = flow.written.swap(0, Ordering::Relaxed);
                 // Also asks the writer for the next interval's tagged write.
-                let completed = flow.probe.collect();
+                let completed = flow.probe.collect(now_unix);
                 let wakeups = flow.probe.take_interval_wakeups(flow.index);
+                // bytes_acked counts the SYN; one byte in a first row is not worth a rule.
+                let acked_bytes = info.bytes_acked.saturating_sub(*acked);
+                *acked = info.bytes_acked;
                 Some(
                     SenderSample {
                         residence_us: completed.residence_us,
                         write_to_ack_us: completed.write_to_ack_us,
+                        pending_write_age_us: completed.pending_write_age_us,
+                        acked_bytes: Some(acked_bytes),
                         ..SenderSample::from_kernel(t_s, flow.index, (bytes, span_s), info, mem)
                     }
                     .with_wakeups(&wakeups),

@@ -15,6 +15,9 @@ use crate::config::{BackendSpec, HostsSpec, Job, LinkKind, NewCampaign};
 use crate::host::{check_ssh_option, check_ssh_target};
 use crate::plan::{AxisValue, Matrix, Setting};
 
+/// The lab's marker interval unless `--marker-every` says otherwise, µs.
+const DEFAULT_MARKER_EVERY_US: u64 = 1_000_000;
+
 /// Runs a campaign: every combination of the listed settings, each repeated, between an
 /// oscil-daemon and an oscil-reader on two network namespaces joined by an emulated
 /// long-haul link (the default), or on two real hosts over ssh (--sender/--receiver).
@@ -101,9 +104,15 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", help_heading = "Reading pattern")]
     pub write_size: Option<String>,
     /// Mark every flow's stream this often and record each mark's latency from the
-    /// daemon's write to the reader's read (at least --interval) [default: no markers].
+    /// daemon's write to the reader's read (at least --interval; `off` for none) [default:
+    /// 1s].
     #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
     pub marker_every: Option<String>,
+    /// Read the slow phases at this absolute rate, all flows together (5mbit) [default:
+    /// --fraction of the most TCP delivered in one fast second, which the report checks is
+    /// the same across the configurations it compares].
+    #[arg(long, value_name = "RATE", help_heading = "Reading pattern")]
+    pub slow_rate: Option<String>,
 
     /// Runs per configuration [default: 1].
     #[arg(long, value_name = "N", help_heading = "Campaign")]
@@ -366,6 +375,7 @@ impl Cli {
             ("--interval", self.interval.is_some()),
             ("--write-size", self.write_size.is_some()),
             ("--marker-every", self.marker_every.is_some()),
+            ("--slow-rate", self.slow_rate.is_some()),
             ("--repeat", self.repeat.is_some()),
             ("--order", self.order.is_some()),
             ("--seed", self.seed.is_some()),
@@ -440,18 +450,33 @@ impl Cli {
         })
     }
 
-    fn matrix(&self, backend: &BackendSpec) -> Result<Matrix, CliError> {
-        let lab = matches!(backend, BackendSpec::Netns { .. });
-        let pattern = self.pattern_config()?;
-        let interval = opt("interval", &self.interval, parse_positive_duration)?;
-        let interval_us = interval.map_or(100_000, |d| d.as_micros() as u64);
-        let marker_every = opt("marker-every", &self.marker_every, parse_positive_duration)?;
-        if let Some(every) = marker_every.filter(|d| (d.as_micros() as u64) < interval_us) {
+    /// Markers every second unless told otherwise (`off` for none): a write's wait to be
+    /// read is the figure a person understands first, and a queue that holds writes longer
+    /// than the run still shows in it (censored). Never more often than the sampling.
+    fn marker_every_us(&self, interval_us: u64) -> Result<Option<u64>, CliError> {
+        if self.marker_every.as_deref() == Some("off") {
+            return Ok(None);
+        }
+        let every = opt("marker-every", &self.marker_every, parse_positive_duration)?;
+        if let Some(every) = every.filter(|d| (d.as_micros() as u64) < interval_us) {
             return Err(invalid("marker-every")(format!(
                 "{every:?} is shorter than the sampling interval ({} ms)",
                 interval_us as f64 / 1000.0
             )));
         }
+        Ok(Some(
+            every.map_or(DEFAULT_MARKER_EVERY_US.max(interval_us), |d| {
+                d.as_micros() as u64
+            }),
+        ))
+    }
+
+    fn matrix(&self, backend: &BackendSpec) -> Result<Matrix, CliError> {
+        let lab = matches!(backend, BackendSpec::Netns { .. });
+        let pattern = self.pattern_config()?;
+        let interval = opt("interval", &self.interval, parse_positive_duration)?;
+        let interval_us = interval.map_or(100_000, |d| d.as_micros() as u64);
+        let marker_every_us = self.marker_every_us(interval_us)?;
         let mut axes = Vec::new();
         if lab {
             axes.push(self.paths()?);
@@ -465,7 +490,10 @@ impl Cli {
             write_size_bytes: opt("write-size", &self.write_size, |v| {
                 text_err(parse_bytes_u32(v))
             })?,
-            marker_every_us: marker_every.map(|d| d.as_micros() as u64),
+            marker_every_us,
+            slow_rate_bps: opt("slow-rate", &self.slow_rate, |v| {
+                text_err(parse_rate_bps(v))
+            })?,
             pattern,
         })
     }

@@ -297,6 +297,7 @@ mod tests {
             interval_us: 100_000,
             write_size_bytes: None,
             marker_every_us: None,
+            slow_rate_bps: None,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);

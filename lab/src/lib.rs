@@ -7,7 +7,6 @@ pub mod bounded;
 pub mod cli;
 pub mod config;
 pub mod execute;
-pub mod figures;
 pub mod host;
 pub mod hosts;
 pub mod meta;

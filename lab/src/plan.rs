@@ -58,6 +58,8 @@ pub struct Matrix {
     pub write_size_bytes: Option<u32>,
     /// The reader's `--marker-every`, µs; `None`: no markers.
     pub marker_every_us: Option<u64>,
+    /// The reader's `--slow-rate`, bit/s; `None`: a fraction of the peak delivered.
+    pub slow_rate_bps: Option<u64>,
 }
 
 /// One combination of settings; its repetitions share the label.
@@ -83,6 +85,7 @@ pub fn unset_settings(flows: u32, interval_us: u64, pattern: PatternConfig) -> R
         interval_us,
         write_size_bytes: None,
         marker_every_us: None,
+        slow_rate_bps: None,
         pattern,
     }
 }
@@ -94,6 +97,7 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
         settings: RunSettings {
             write_size_bytes: matrix.write_size_bytes,
             marker_every_us: matrix.marker_every_us,
+            slow_rate_bps: matrix.slow_rate_bps,
             ..unset_settings(matrix.flows, matrix.interval_us, matrix.pattern)
         },
     };
@@ -240,6 +244,7 @@ mod tests {
             flows: 1,
             write_size_bytes: None,
             marker_every_us: None,
+            slow_rate_bps: None,
             interval_us: 100_000,
             pattern: PatternConfig::CLOUDFLARE,
         }

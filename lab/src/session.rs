@@ -122,6 +122,9 @@ pub fn reader_args(run: &CampaignRun, connect: &str, key: &str, files: &RunFiles
     if let Some(us) = s.marker_every_us {
         add("--marker-every", format!("{us}us"));
     }
+    if let Some(bps) = s.slow_rate_bps {
+        add("--slow-rate", format!("{bps}bit"));
+    }
     if p.full_speed {
         args.push("--full-speed".into());
     }
@@ -280,6 +283,7 @@ mod tests {
             interval_us: 50_000,
             write_size_bytes: Some(16384),
             marker_every_us: Some(1_000_000),
+            slow_rate_bps: None,
             pattern: PatternConfig {
                 full_speed: true,
                 ..PatternConfig::CLOUDFLARE

@@ -11,8 +11,6 @@ use oscil_protocol::campaign::{Campaign, CampaignRun, CampaignRunStatus};
 use oscil_protocol::text::escape_peer;
 use oscil_protocol::{rundir, Phase, ReaderSample};
 
-use crate::figures::{self, change, mean, RunFigures};
-
 /// A line on stderr. A terminal that went away (SIGHUP) must not stop the lab's cleanup,
 /// so a failed write is ignored where `eprintln!` would panic.
 pub fn say(text: &str) {
@@ -152,7 +150,7 @@ impl Ui {
         self.bar.inc(1);
         let figures = match status {
             CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
-                figures::load(run_dir).map(describe)
+                oscil_report::end_table::run_line(run_dir)
             }
             _ => None,
         };
@@ -192,70 +190,11 @@ impl Ui {
     }
 }
 
-fn describe(f: RunFigures) -> String {
-    let goodput = f
-        .fast_goodput_bps
-        .map_or("-".into(), |b| format!("{:.1}", b / 1e6));
-    let queued = f
-        .slow_queued_bytes
-        .map_or("-".into(), |b| format!("{:.0}", b / 1024.0));
-    format!("fast goodput {goodput} Mbit/s, slow-phase queued {queued} KiB")
-}
-
-/// One configuration in the end table: label, complete and planned runs, mean fast
-/// goodput (bit/s) and slow-phase queued bytes.
-type Row = (String, usize, usize, Option<f64>, Option<f64>);
-
-/// The end table: per configuration, complete runs, mean fast goodput and slow-phase
-/// queued bytes, each against the baseline (the first configuration with the kernel's
-/// default lowat, else the first).
+/// The end table: per configuration, complete runs and the report's figures
+/// (`oscil_report::end_table`), or why there is none.
 pub fn table(campaign: &Campaign, dir: &Path) -> String {
-    let mut labels: Vec<&CampaignRun> = Vec::new();
-    for run in &campaign.runs {
-        if !labels.iter().any(|r| r.label == run.label) {
-            labels.push(run);
-        }
-    }
-    labels.sort_by(|a, b| a.label.cmp(&b.label));
-    let rows: Vec<Row> = labels
-        .iter()
-        .map(|first| {
-            let runs: Vec<&CampaignRun> = campaign
-                .runs
-                .iter()
-                .filter(|r| r.label == first.label)
-                .collect();
-            let figs: Vec<RunFigures> = campaign
-                .complete_runs(dir)
-                .filter(|(r, _)| r.label == first.label)
-                .filter_map(|(_, d)| figures::load(&d.ok()?))
-                .collect();
-            let goodput = mean(figs.iter().filter_map(|f| f.fast_goodput_bps));
-            let queued = mean(figs.iter().filter_map(|f| f.slow_queued_bytes));
-            (first.label.clone(), figs.len(), runs.len(), goodput, queued)
-        })
-        .collect();
-    let base = labels
-        .iter()
-        .position(|r| r.settings.lowat_bytes.is_none())
-        .unwrap_or(0);
-    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(13);
-    let mut text = format!(
-        "{:width$}  runs  fast Mbit/s  change  slow queued KiB  change\n",
-        "configuration"
-    );
-    for (i, (label, done, all, goodput, queued)) in rows.iter().enumerate() {
-        let (base_goodput, base_queued) = (rows[base].3, rows[base].4);
-        text.push_str(&format!(
-            "{label:width$}  {:>4}  {:>11}  {:>6}  {:>15}  {:>6}\n",
-            format!("{done}/{all}"),
-            goodput.map_or("-".into(), |g| format!("{:.1}", g / 1e6)),
-            change(*goodput, base_goodput, i == base),
-            queued.map_or("-".into(), |q| format!("{:.0}", q / 1024.0)),
-            change(*queued, base_queued, i == base),
-        ));
-    }
-    text
+    oscil_report::end_table::end_table(campaign, dir)
+        .unwrap_or_else(|e| format!("oscil-lab: no table of the runs: {e}\n"))
 }
 
 #[cfg(test)]
@@ -276,6 +215,7 @@ mod tests {
             interval_us: 100_000,
             write_size_bytes: None,
             marker_every_us: None,
+            slow_rate_bps: None,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = &plan_runs(&configurations(&matrix), 1, Order::Grouped, 0)[0];

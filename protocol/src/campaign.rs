@@ -119,6 +119,10 @@ pub struct RunSettings {
     /// The marker interval asked of the reader, µs; `None`: no markers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker_every_us: Option<u64>,
+    /// The reader's absolute `--slow-rate`, bit/s; `None`: `fraction` x the peak TCP
+    /// delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_rate_bps: Option<u64>,
 }
 
 /// An emulated path, the same in both directions.
@@ -309,6 +313,7 @@ mod tests {
             interval_us: 100_000,
             write_size_bytes: None,
             marker_every_us: None,
+            slow_rate_bps: None,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = |repetition, status| CampaignRun {

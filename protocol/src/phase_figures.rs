@@ -8,7 +8,12 @@
 //! - a sample belongs to the span holding the middle of the interval that ends at it
 //!   (`pattern::span_of_sample`); a reader sample after the schedule's end belongs to the
 //!   last span (the sampler labels it so), a sender or host sample there to none;
-//! - goodput: bytes read in the span's reader rows, times 8, over the span's length;
+//! - read rate: bytes the application read in the span's reader rows (`bytes`), times 8,
+//!   over the span's length. After a slow phase it includes the drain of the receive
+//!   buffer, so it can exceed the path's rate: it measures the reader, not the network;
+//! - network goodput: bytes TCP delivered to the receive queues in the span's reader rows
+//!   (`delivered_bytes`), times 8, over the span's length: at most the path's rate; none in
+//!   runs recorded before the column;
 //! - queued and not-sent bytes: `wmem_queued` and `notsent_bytes` summed over the flows of
 //!   one sampling pass (the rows the daemon sent for one tick), then peak and mean over
 //!   passes;
@@ -16,10 +21,15 @@
 //! - TCP memory: the peak of sockstat `tcp_mem_pages` per side (pages; times the side's
 //!   page size for bytes);
 //! - residence: the `residence_us` of the rows in the span, in one histogram per span
-//!   (all flows), so percentiles over merged spans are percentiles of the writes;
+//!   (all flows), so percentiles over merged spans are percentiles of the writes; a row
+//!   where no tagged write completed but one is still queued counts its
+//!   `pending_write_age_us` instead, a censored value (a lower bound): a queue that holds
+//!   writes longer than the run still shows, and a percentile at or above a censored value
+//!   is itself a lower bound ("≥", [`Totals::residence_at_least`]);
 //! - marker latency: the `latency_us` of the markers (`markers.csv`) sent in the span, one
 //!   histogram per span likewise; a latency below zero (within the clock's uncertainty)
-//!   counts as zero.
+//!   counts as zero; a marker unread at the end counts at its lower bound (`censored`), with
+//!   the same "≥" rule ([`Totals::marker_at_least`]).
 //! - POLLOUT wake-ups: the rows' `wakeups` summed; of not-sent bytes at a wake-up and of
 //!   wake-to-write time, the largest of the rows' maxima, and the median of the rows'
 //!   medians each counted once per wake-up of its row (see [`WakeSpread`]);
@@ -43,6 +53,8 @@ pub struct Totals {
     /// Seconds of the schedule these totals cover.
     pub seconds: f64,
     pub bytes_read: u64,
+    /// Bytes TCP delivered (reader.csv `delivered_bytes`); `None` where no row had it.
+    pub bytes_delivered: Option<u64>,
     /// Sampling passes of the sender (one sum over flows each).
     pub sender_passes: u64,
     pub notsent_sum_bytes: u64,
@@ -54,11 +66,18 @@ pub struct Totals {
     pub rtt_min_us: Option<u32>,
     pub sender_tcp_mem_peak_pages: Option<u64>,
     pub reader_tcp_mem_peak_pages: Option<u64>,
-    /// Send-queue residence of the tagged writes (`residence_us`), mergeable; `None` where
-    /// no tagged write completed.
+    /// Send-queue residence of the tagged writes (`residence_us`), and of rows where none
+    /// completed the censored wait of the oldest still queued, mergeable; `None` where
+    /// there was neither.
     pub residence_us: Option<Histogram<u64>>,
-    /// End-to-end latency of the markers sent in the span, µs; `None` where none resolved.
+    /// End-to-end latency of the markers sent in the span, µs, censored ones (unread at the
+    /// run's end) at their lower bound; `None` where there was none.
     pub marker_latency_us: Option<Histogram<u64>>,
+    /// Of those, the censored ones: lower bounds, not latencies.
+    pub marker_censored_us: Option<Histogram<u64>>,
+    /// Rows with no tagged write completed but one still queued: the oldest one's age
+    /// (`pending_write_age_us`), a lower bound of its residence. Also in `residence_us`.
+    pub residence_censored_us: Option<Histogram<u64>>,
     /// Peak TCP memory of each side's own network namespace (host.csv `tcp_mem_ns_bytes`);
     /// none in runs recorded before it was.
     pub sender_tcp_mem_ns_peak_bytes: Option<u64>,
@@ -151,6 +170,22 @@ fn record_wait(histogram: &mut Option<Histogram<u64>>, us: u64) {
         .saturating_record(us);
 }
 
+/// A quantile of `all` (completed and censored values) is a lower bound when a censored
+/// value is at or below it: that value's truth may lie above and carry the quantile up. A
+/// censored value above the quantile cannot move it, however far above its truth lies.
+/// Compared at the histograms' precision (values in one bucket are equal).
+fn at_least(
+    all: &Option<Histogram<u64>>,
+    censored: &Option<Histogram<u64>>,
+    quantile: f64,
+) -> bool {
+    let (Some(all), Some(censored)) = (all, censored) else {
+        return false;
+    };
+    let q = all.value_at_quantile(quantile);
+    !censored.is_empty() && (censored.min() <= q || censored.equivalent(censored.min(), q))
+}
+
 fn ratio(sum: u64, count: u64) -> Option<f64> {
     (count > 0).then(|| sum as f64 / count as f64)
 }
@@ -160,6 +195,9 @@ impl Totals {
     pub fn merge(&mut self, other: &Totals) {
         self.seconds += other.seconds;
         self.bytes_read = self.bytes_read.saturating_add(other.bytes_read);
+        merge_into(&mut self.bytes_delivered, &other.bytes_delivered, |a, b| {
+            *a = a.saturating_add(*b)
+        });
         self.sender_passes = self.sender_passes.saturating_add(other.sender_passes);
         self.notsent_sum_bytes = self
             .notsent_sum_bytes
@@ -188,6 +226,11 @@ impl Totals {
         );
         merge_histogram(&mut self.residence_us, &other.residence_us);
         merge_histogram(&mut self.marker_latency_us, &other.marker_latency_us);
+        merge_histogram(&mut self.marker_censored_us, &other.marker_censored_us);
+        merge_histogram(
+            &mut self.residence_censored_us,
+            &other.residence_censored_us,
+        );
         self.wakeups = self.wakeups.saturating_add(other.wakeups);
         merge_into(
             &mut self.wake_notsent_bytes,
@@ -208,18 +251,31 @@ impl Totals {
     /// writer only once fewer than L/2 bytes are left to send, which last L/2 / rate
     /// seconds, hence L = 2 x goodput (bytes/s) x wake-to-write. At the largest wake-to-write
     /// no wake-up of the run would have let the link idle; at the median, the slower half
-    /// would have. Callers take the fast phases' totals (the full-speed rate); `None`
-    /// without goodput or wake-ups.
+    /// would have. Callers take the fast phases' totals (the full-speed rate): network
+    /// goodput, or in runs before it was recorded the read rate; `None` without either or
+    /// without wake-ups.
     pub fn safe_lowat_bytes(&self, figure: fn(&WakeSpread) -> u64) -> Option<f64> {
-        let rate_bytes_per_s = self.goodput_bps()? / 8.0;
+        let rate_bytes_per_s = self.net_goodput_bps().or(self.read_bps())? / 8.0;
         let answer_s = figure(self.wake_to_write_us.as_ref()?) as f64 / 1e6;
         Some(2.0 * rate_bytes_per_s * answer_s)
     }
 
-    /// The residence below which a share `quantile` (0.5, 0.99) of the tagged writes left.
+    /// The residence below which a share `quantile` (0.5, 0.99) of the tagged writes left,
+    /// censored waits counted at their lower bound (see [`Totals::residence_at_least`]).
     pub fn residence_quantile_us(&self, quantile: f64) -> Option<u64> {
         let h = self.residence_us.as_ref()?;
         Some(h.value_at_quantile(quantile))
+    }
+
+    /// Whether `residence_quantile_us(quantile)` is only a lower bound ("≥"): a censored
+    /// wait is at or below it, and its true value may lie above.
+    pub fn residence_at_least(&self, quantile: f64) -> bool {
+        at_least(&self.residence_us, &self.residence_censored_us, quantile)
+    }
+
+    /// Whether `marker_quantile_us(quantile)` is only a lower bound, likewise.
+    pub fn marker_at_least(&self, quantile: f64) -> bool {
+        at_least(&self.marker_latency_us, &self.marker_censored_us, quantile)
     }
 
     /// A sender row's wake-ups, when it had any.
@@ -255,9 +311,16 @@ impl Totals {
         Some(h.value_at_quantile(quantile))
     }
 
-    /// Bits per second read; none for a span that did not run.
-    pub fn goodput_bps(&self) -> Option<f64> {
+    /// Bits per second the application read; none for a span that did not run.
+    pub fn read_bps(&self) -> Option<f64> {
         (self.seconds > 0.0).then(|| self.bytes_read as f64 * 8.0 / self.seconds)
+    }
+
+    /// Network goodput: bits per second TCP delivered to the receive queues; none for a
+    /// span that did not run or a run recorded before `delivered_bytes`.
+    pub fn net_goodput_bps(&self) -> Option<f64> {
+        let bytes = self.bytes_delivered?;
+        (self.seconds > 0.0).then(|| bytes as f64 * 8.0 / self.seconds)
     }
 
     pub fn notsent_mean_bytes(&self) -> Option<f64> {
@@ -350,6 +413,10 @@ impl PhaseFigures {
         if let Some(i) = index {
             let totals = &mut self.totals[i];
             totals.bytes_read = totals.bytes_read.saturating_add(row.bytes);
+            if let Some(delivered) = row.delivered_bytes {
+                let sum = totals.bytes_delivered.get_or_insert(0);
+                *sum = sum.saturating_add(delivered);
+            }
         }
     }
 
@@ -357,8 +424,14 @@ impl PhaseFigures {
     /// starts a new pass.
     pub fn sender(&mut self, row: &SenderSample) {
         if let Some(i) = self.span_index(row.t_s) {
-            if let Some(us) = row.residence_us {
-                record_wait(&mut self.totals[i].residence_us, us);
+            let totals = &mut self.totals[i];
+            match (row.residence_us, row.pending_write_age_us) {
+                (Some(us), _) => record_wait(&mut totals.residence_us, us),
+                (None, Some(us)) => {
+                    record_wait(&mut totals.residence_us, us);
+                    record_wait(&mut totals.residence_censored_us, us);
+                }
+                (None, None) => {}
             }
             self.totals[i].record_wakeups(row);
         }
@@ -393,16 +466,19 @@ impl PhaseFigures {
         }
     }
 
-    /// A marker, in the span in which it was sent; one never read counts for nothing.
+    /// A marker, in the span in which it was sent; a censored one (unread at the end)
+    /// counts at its lower bound and says so; one whose read time is not known counts for
+    /// nothing.
     pub fn marker(&mut self, row: &MarkerRow) {
         let Some(latency_us) = row.latency_us else {
             return;
         };
         if let Some(i) = self.schedule.iter().position(|s| s.contains(row.sent_t_s)) {
-            record_wait(
-                &mut self.totals[i].marker_latency_us,
-                latency_us.max(0.0).round() as u64,
-            );
+            let us = latency_us.max(0.0).round() as u64;
+            record_wait(&mut self.totals[i].marker_latency_us, us);
+            if row.censored {
+                record_wait(&mut self.totals[i].marker_censored_us, us);
+            }
         }
     }
 
@@ -487,6 +563,7 @@ mod tests {
             rcv_rtt_us: 0,
             budget_bytes: 0,
             span_s: 0.1,
+            delivered_bytes: None,
         }
     }
 
@@ -538,6 +615,32 @@ mod tests {
     }
 
     #[test]
+    fn network_goodput_counts_what_tcp_delivered_and_the_read_rate_the_drain() {
+        let mut f = figures();
+        let row = |t_s, read, delivered| ReaderSample {
+            delivered_bytes: delivered,
+            ..reader_row(t_s, read)
+        };
+        // Cycle 2's fast second drains 3 MB that queued in the slow phase while the network
+        // delivers 1 MB in it: read rate 24 Mbit/s, network goodput 8.
+        f.reader(&row(0.5, 1_000_000, Some(1_000_000)));
+        f.reader(&row(2.0, 10_000, Some(3_010_000)));
+        f.reader(&row(3.5, 3_000_000, Some(1_000_000)));
+        let phases = f.finish(6.0);
+        let steady = phases.merged(Phase::Fast, |c| c >= 2);
+        assert_eq!(steady.read_bps(), Some(24_000_000.0));
+        assert_eq!(steady.net_goodput_bps(), Some(8_000_000.0));
+        let slow = phases.merged(Phase::Slow, |_| true);
+        assert_eq!(slow.bytes_delivered, Some(3_010_000));
+        // Rows from before the column: no network goodput, never a zero.
+        let mut old = figures();
+        old.reader(&reader_row(0.5, 1_000_000));
+        let old = old.finish(6.0).merged(Phase::Fast, |_| true);
+        assert_eq!(old.net_goodput_bps(), None);
+        assert_eq!(old.read_bps(), Some(4_000_000.0));
+    }
+
+    #[test]
     fn spans_get_their_own_rows_and_merge_by_phase_and_cycle() {
         let mut f = figures();
         f.reader(&reader_row(0.5, 1_000_000));
@@ -558,7 +661,7 @@ mod tests {
 
         let fast = phases.merged(Phase::Fast, |_| true);
         assert_eq!((fast.seconds, fast.bytes_read), (2.0, 1_750_000));
-        assert_eq!(fast.goodput_bps(), Some(7_000_000.0));
+        assert_eq!(fast.read_bps(), Some(7_000_000.0));
         assert_eq!(phases.merged(Phase::Fast, |c| c >= 2).bytes_read, 500_000);
 
         let slow = phases.merged(Phase::Slow, |_| true);
@@ -585,9 +688,9 @@ mod tests {
         let phases = f.finish(0.5);
         let fast = phases.merged(Phase::Fast, |_| true);
         assert_eq!(fast.seconds, 0.5);
-        assert_eq!(fast.goodput_bps(), Some(12_800.0));
+        assert_eq!(fast.read_bps(), Some(12_800.0));
         let slow = phases.merged(Phase::Slow, |_| true);
-        assert_eq!((slow.seconds, slow.goodput_bps()), (0.0, None));
+        assert_eq!((slow.seconds, slow.read_bps()), (0.0, None));
         assert_eq!(slow.queued_peak(), None, "never sampled");
     }
 
@@ -655,6 +758,7 @@ mod tests {
             sent_t_s,
             read_t_s: latency_us.map(|us| sent_t_s + us / 1e6),
             latency_us,
+            censored: false,
         };
         // Fast spans: 0-1 and 3-4; a marker sent at 0.9 s read at 1.4 s is the fast one's.
         f.marker(&marker(0.9, Some(500_000.0)));
@@ -681,6 +785,52 @@ mod tests {
                 .marker_quantile_us(0.5),
             None
         );
+    }
+
+    #[test]
+    fn censored_waits_count_as_lower_bounds_and_say_so() {
+        let mut f = figures();
+        let marker = |sent_t_s: f64, latency_us: f64, censored: bool| MarkerRow {
+            flow: 0,
+            k: 1,
+            offset_bytes: 0,
+            sent_t_s,
+            read_t_s: (!censored).then_some(sent_t_s + latency_us / 1e6),
+            latency_us: Some(latency_us),
+            censored,
+        };
+        // Slow spans 1-3 and 4-6: two markers read after 2 ms, three unread at the end
+        // after at least 800 ms to 2 s.
+        f.marker(&marker(1.5, 2_000.0, false));
+        f.marker(&marker(1.6, 2_000.0, false));
+        for (t, us) in [(4.2, 1_800_000.0), (4.5, 1_500_000.0), (5.2, 800_000.0)] {
+            f.marker(&marker(t, us, true));
+        }
+        // Sender rows in the slow span 4-6: no tagged write left, the oldest queued one
+        // 0.9 s, then 1.0 s old; in span 1-3 every write completed within 3 ms.
+        let queued = |t_s: f64, residence_us: Option<u64>, pending_write_age_us| SenderSample {
+            residence_us,
+            pending_write_age_us,
+            ..sender_row(t_s, 0, 0, 0)
+        };
+        f.sender(&queued(1.5, Some(3_000), Some(10)));
+        f.sender(&queued(4.5, None, Some(900_000)));
+        f.sender(&queued(4.6, None, Some(1_000_000)));
+        let phases = f.finish(6.0);
+        let slow = phases.merged(Phase::Slow, |_| true);
+        let near = |got: Option<u64>, want: u64| got.unwrap().abs_diff(want) * 1000 <= want;
+        // The median of 2 ms, 2 ms, >= 0.8 s, >= 1.5 s, >= 1.8 s is >= 0.8 s.
+        assert!(near(slow.marker_quantile_us(0.5), 800_000));
+        assert!(slow.marker_at_least(0.5));
+        assert!(near(slow.marker_quantile_us(0.0), 2_000));
+        assert!(!slow.marker_at_least(0.0), "2 ms was read: a latency");
+        // The completed write's row counts its residence, not the 10 us pending beside it.
+        assert_eq!(slow.residence_us.as_ref().unwrap().len(), 3);
+        assert!(near(slow.residence_quantile_us(0.99), 1_000_000));
+        assert!(slow.residence_at_least(0.99));
+        let early = phases.merged(Phase::Slow, |c| c == 1);
+        assert!(near(early.residence_quantile_us(0.5), 3_000));
+        assert!(!early.residence_at_least(0.5));
     }
 
     #[test]

@@ -3,13 +3,15 @@
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
+use oscil_kernel::tcp_info;
 use oscil_protocol::clock::realtime_unix_ns;
+use oscil_protocol::pattern::CycleSlowRate;
 
 use crate::markers::Book;
 use crate::pacer::{Pacer, Step};
@@ -57,6 +59,8 @@ pub struct Flow {
     bytes_by_interval: [AtomicU64; SLOTS],
     /// The slow budget in force, for the sampler's rows.
     budget_bytes: AtomicU64,
+    /// The budget per second of each slow phase begun, for `run.json`.
+    slow_rates: Mutex<Vec<CycleSlowRate>>,
     /// The flow's markers, in a session with markers.
     pub markers: Option<Book>,
 }
@@ -69,6 +73,7 @@ impl Flow {
             interval,
             bytes_by_interval: std::array::from_fn(|_| AtomicU64::new(0)),
             budget_bytes: AtomicU64::new(0),
+            slow_rates: Mutex::new(Vec::new()),
             markers,
         }
     }
@@ -94,6 +99,19 @@ impl Flow {
     pub fn budget_bytes(&self) -> u64 {
         self.budget_bytes.load(Ordering::Relaxed)
     }
+
+    /// The budget per second of each slow phase the flow began, by cycle.
+    pub fn slow_rates(&self) -> Vec<CycleSlowRate> {
+        self.slow_rates
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What TCP has delivered to the socket so far (`tcpi_bytes_received`).
+    fn delivered_bytes(&self) -> Option<u64> {
+        tcp_info::read(&self.stream).ok().map(|i| i.bytes_received)
+    }
 }
 
 /// Why a flow stopped before its pattern was done.
@@ -114,12 +132,21 @@ pub async fn read_pattern(
     fair_share_bytes: Option<u64>,
 ) -> Result<(), FlowError> {
     let mut unyielded_bytes = 0;
+    let mut slow_phases = 0;
     let seconds = |at: Instant| at.duration_since(start).as_secs_f64();
     let instant = |t_s: f64| start + Duration::from_secs_f64(t_s);
+    let delivered = || flow.delivered_bytes();
     loop {
-        let step = pacer.step(seconds(Instant::now()));
+        let step = pacer.step(seconds(Instant::now()), delivered);
         flow.budget_bytes
             .store(pacer.budget_bytes(), Ordering::Relaxed);
+        if pacer.slow_rates().len() != slow_phases {
+            slow_phases = pacer.slow_rates().len();
+            *flow
+                .slow_rates
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = pacer.slow_rates().to_vec();
+        }
         match step {
             Step::Done => return Ok(()),
             Step::Wait { until_s } => sleep_until(instant(until_s)).await,
@@ -133,7 +160,7 @@ pub async fn read_pattern(
                     Ok(0) => return Err(FlowError::Closed(flow.index)),
                     Ok(n) => {
                         let elapsed = Instant::now().duration_since(start);
-                        pacer.record(elapsed.as_secs_f64(), n as u64);
+                        pacer.record(elapsed.as_secs_f64(), n as u64, delivered);
                         flow.add_read(elapsed, n as u64);
                         if let Some(markers) = &flow.markers {
                             markers.read(n as u64, realtime_unix_ns());

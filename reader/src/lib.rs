@@ -22,12 +22,17 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oscil_kernel::{host, netstat, ProcessCost, SocketOptions, SockoptError};
+use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{Connection, DaemonMessage, Ended, FrameError, ReaderMessage};
+use oscil_protocol::markers::RunSpan;
+use oscil_protocol::pattern::CycleSlowRate;
 use oscil_protocol::rundir::RunCost;
 use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
 use oscil_protocol::text::escape_peer;
 use oscil_protocol::ticker::intervals_by;
-use oscil_protocol::{Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter};
+use oscil_protocol::{
+    Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter, SlowRate, SlowRule,
+};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -64,6 +69,8 @@ pub struct ReaderConfig {
     pub flows: u32,
     pub interval: Duration,
     pub pattern: PatternConfig,
+    /// How the slow phases' rate is chosen.
+    pub slow_rule: SlowRule,
     /// Socket options the daemon sets on its data sockets.
     pub sender_request: SocketOptions,
     /// Socket options set on the reader's data sockets.
@@ -192,6 +199,12 @@ pub async fn run(
             reader_request: config.reader_request.clone(),
             write_size_bytes: Some(config.write_size_bytes),
             marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
+            slow_rate: (!config.pattern.full_speed && config.pattern.slow_ms > 0).then_some(
+                SlowRate {
+                    chosen_by: config.slow_rule,
+                    cycles: Vec::new(),
+                },
+            ),
         },
         schedule: schedule.clone(),
         reader_host,
@@ -227,7 +240,7 @@ pub async fn run(
     } = session;
     control_tx.write(&ReaderMessage::Start).await?;
     let start = Instant::now();
-    let start_unix_ns = oscil_protocol::clock::realtime_unix_ns();
+    let start_unix_ns = realtime_unix_ns();
     let cost_before = ProcessCost::of_self();
 
     let flows: Vec<Arc<Flow>> = data
@@ -245,7 +258,7 @@ pub async fn run(
     for flow in &flows {
         readers.spawn(flow::read_pattern(
             flow.clone(),
-            Pacer::new(&config.pattern),
+            Pacer::new(&config.pattern, config.slow_rule, config.flows),
             start,
             fair_share_bytes,
         ));
@@ -349,10 +362,18 @@ pub async fn run(
 
     let mut recorder = recorder.close().expect("the recorder is closed only here");
     if let Some(clock) = recorder.writer.meta().clock {
-        let counts = recorder.markers(&flows, start_unix_ns, &clock)?;
+        // Nothing reads any more: a marker unread now was unread at the run's end.
+        let span = RunSpan {
+            start_unix_ns,
+            end_unix_ns: realtime_unix_ns(),
+        };
+        let counts = recorder.markers(&flows, span, &clock)?;
         recorder.writer.meta_mut().markers = Some(counts);
     }
     let meta = recorder.writer.meta_mut();
+    if let Some(rate) = &mut meta.config.slow_rate {
+        rate.cycles = slow_rates(&flows);
+    }
     if let (Some(before), Ok(after)) = (&tcpext_before, netstat::read()) {
         let delta = netstat::delta(before, &after, netstat::WATCHED);
         meta.tcpext_delta.insert("reader".into(), delta);
@@ -502,4 +523,17 @@ fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Every flow's slow budgets added up per cycle: the rate the reader's slow phases read at.
+fn slow_rates(flows: &[Arc<Flow>]) -> Vec<CycleSlowRate> {
+    let mut by_cycle: BTreeMap<u32, u64> = BTreeMap::new();
+    for rate in flows.iter().flat_map(|f| f.slow_rates()) {
+        let total = by_cycle.entry(rate.cycle).or_default();
+        *total = total.saturating_add(rate.bytes_per_s);
+    }
+    by_cycle
+        .into_iter()
+        .map(|(cycle, bytes_per_s)| CycleSlowRate { cycle, bytes_per_s })
+        .collect()
 }

@@ -15,7 +15,7 @@ use oscil_protocol::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_rate_bps,
     parse_whole_ms_duration, UnitError,
 };
-use oscil_protocol::{PatternConfig, RunStatus};
+use oscil_protocol::{PatternConfig, RunStatus, SlowRule};
 use oscil_reader::{Outcome, ReaderConfig};
 
 /// Reads from oscil-daemon in an oscillating pattern (fast, then a trickle) and records both
@@ -53,9 +53,14 @@ struct Args {
     /// Length of each slow phase (whole milliseconds; 0 for none).
     #[arg(long, default_value = "15s", value_parser = parse_whole_ms_duration, value_name = "DUR")]
     slow: Duration,
-    /// Share of the best one-second read that each slow second reads (0.05 or 5%).
+    /// Share of the peak that each slow second reads (0.05 or 5%): the most bytes TCP
+    /// delivered to a flow in one second of a fast phase so far.
     #[arg(long, default_value = "0.05", value_parser = parse_fraction)]
     fraction: f64,
+    /// Read the slow phases at this absolute rate, all flows together (5mbit, 1gbit),
+    /// instead of --fraction of the peak: the same workload whatever the setting under test.
+    #[arg(long, value_parser = parse_slow_rate, value_name = placeholder::RATE)]
+    slow_rate: Option<u64>,
     /// How many fast+slow cycles to run.
     #[arg(long, value_name = placeholder::N, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     cycles: u32,
@@ -137,6 +142,17 @@ fn parse_pacing_rate(input: &str) -> Result<u64, String> {
             "pacing rate {input:?} is below 8 bit/s, the kernel's smallest"
         )),
         other => other.map_err(|e: UnitError| e.to_string()),
+    }
+}
+
+/// A slow rate in bytes per second; below 1 byte/s the slow phases would read nothing.
+fn parse_slow_rate(input: &str) -> Result<u64, String> {
+    match parse_rate_bps(input) {
+        Ok(bps) if bps < 8 => Err(format!(
+            "slow rate {input:?} is below 8 bit/s: the slow phases would read nothing"
+        )),
+        Ok(bps) => Ok(bps / 8),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -224,6 +240,10 @@ impl Args {
             flows: self.flows,
             interval: self.interval,
             pattern,
+            slow_rule: match self.slow_rate {
+                Some(bytes_per_s) => SlowRule::Absolute { bytes_per_s },
+                None => SlowRule::PeakDelivered,
+            },
             sender_request: SocketOptions {
                 notsent_lowat_bytes: self.notsent_lowat,
                 sndbuf_bytes: self.sndbuf,

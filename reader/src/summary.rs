@@ -15,7 +15,11 @@ pub struct PhaseSummary {
     /// Seconds of this phase that ran.
     pub seconds: f64,
     pub bytes_read: u64,
-    pub goodput_bps: f64,
+    /// What the application read, bit/s: after a slow phase, a fast phase's reads drain the
+    /// receive buffer, so this can exceed the path's rate.
+    pub read_bps: f64,
+    /// Network goodput: what TCP delivered to the receive queues, bit/s.
+    pub net_goodput_bps: f64,
     /// Sender totals across flows, per sample interval.
     pub notsent_peak_bytes: u64,
     pub notsent_mean_bytes: f64,
@@ -45,7 +49,8 @@ impl PhaseSummary {
         PhaseSummary {
             seconds: totals.seconds,
             bytes_read: totals.bytes_read,
-            goodput_bps: totals.goodput_bps().unwrap_or(0.0),
+            read_bps: totals.read_bps().unwrap_or(0.0),
+            net_goodput_bps: totals.net_goodput_bps().unwrap_or(0.0),
             notsent_peak_bytes: totals.notsent_peak_bytes,
             notsent_mean_bytes: totals.notsent_mean_bytes().unwrap_or(0.0),
             wmem_queued_peak_bytes: totals.queued_peak_bytes,
@@ -167,21 +172,22 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{:<5} {:>6} {:>9} {:>16} {:>10} {:>7} {:>9}",
-            "", "", "goodput", "not sent (MiB)", "queued", "rtt", "tcp mem"
+            "{:<5} {:>6} {:>9} {:>8} {:>16} {:>10} {:>7} {:>9}",
+            "", "", "network", "read", "not sent (MiB)", "queued", "rtt", "tcp mem"
         )?;
         writeln!(
             f,
-            "{:<5} {:>6} {:>9} {:>8} {:>7} {:>10} {:>7} {:>9}",
-            "phase", "secs", "Mbit/s", "peak", "mean", "peak MiB", "ms", "peak MiB"
+            "{:<5} {:>6} {:>9} {:>8} {:>8} {:>7} {:>10} {:>7} {:>9}",
+            "phase", "secs", "Mbit/s", "Mbit/s", "peak", "mean", "peak MiB", "ms", "peak MiB"
         )?;
         for (phase, s) in &self.phases {
             writeln!(
                 f,
-                "{:<5} {:>6.1} {:>9.1} {:>8.2} {:>7.2} {:>10.2} {:>7.1} {:>9.2}",
+                "{:<5} {:>6.1} {:>9.1} {:>8.1} {:>8.2} {:>7.2} {:>10.2} {:>7.1} {:>9.2}",
                 phase.as_str(),
                 s.seconds,
-                s.goodput_bps / 1e6,
+                s.net_goodput_bps / 1e6,
+                s.read_bps / 1e6,
                 mib(s.notsent_peak_bytes as f64),
                 mib(s.notsent_mean_bytes),
                 mib(s.wmem_queued_peak_bytes as f64),
@@ -290,7 +296,8 @@ mod tests {
         let wide = PhaseSummary {
             seconds: 12345.6,
             bytes_read: u64::MAX,
-            goodput_bps: 99_999e6,
+            read_bps: 99_999e6,
+            net_goodput_bps: 99_999e6,
             notsent_peak_bytes: 9_999 << 20,
             notsent_mean_bytes: 999.0 * 1048576.0,
             wmem_queued_peak_bytes: 99_999 << 20,

@@ -25,8 +25,15 @@ fn json_summary_matches_the_run_directory() {
     let slow = &summary["phases"]["slow"];
     let seconds = end_s.min(2.0) - 1.0;
     assert_eq!(slow["bytes_read"].as_f64().unwrap(), slow_bytes);
-    let goodput = slow["goodput_bps"].as_f64().unwrap();
-    assert!((goodput - slow_bytes * 8.0 / seconds).abs() < 1e-6 * goodput.max(1.0));
+    let read = slow["read_bps"].as_f64().unwrap();
+    assert!((read - slow_bytes * 8.0 / seconds).abs() < 1e-6 * read.max(1.0));
+    let slow_delivered: f64 = reader
+        .iter()
+        .filter(|r| r["phase"] == "slow")
+        .map(|r| number(r, "delivered_bytes"))
+        .sum();
+    let net = slow["net_goodput_bps"].as_f64().unwrap();
+    assert!((net - slow_delivered * 8.0 / seconds).abs() < 1e-6 * net.max(1.0));
 
     // A pass is the rows of one daemon message, which share their t_s exactly: the last,
     // partial sample of a run can come 10 to 50 ms after the last tick, in the same

@@ -26,6 +26,26 @@ pub fn reader_run(daemon: &Daemon, dir: &Path, label: &str, extra: &[&str]) {
     assert!(out.status.success(), "oscil-reader {label}: {out:?}");
 }
 
+/// Real reader runs over loopback against one daemon, each `(name, reader arguments)`
+/// into `<scratch>/<name>` with the label `label(name)`; the scratch directory and the
+/// runs' directories.
+pub fn real_runs(
+    runs: &[(String, Vec<&str>)],
+    label: impl Fn(&str) -> String,
+) -> (tempfile::TempDir, Vec<std::path::PathBuf>) {
+    let daemon = Daemon::start(&[]);
+    let scratch = tempfile::tempdir().expect("scratch dir");
+    let dirs = runs
+        .iter()
+        .map(|(name, args)| {
+            let dir = scratch.path().join(name);
+            reader_run(&daemon, &dir, &label(name), args);
+            dir
+        })
+        .collect();
+    (scratch, dirs)
+}
+
 pub fn report(args: &[&Path], out: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_oscil-report"))
         .args(args)
@@ -53,16 +73,19 @@ pub fn png_size(path: &Path) -> (u32, u32) {
 /// The summary's figures over the spans of the schedule whose cycle `cycles` accepts,
 /// from a run directory's text. Definitions: a sample belongs to the span holding the
 /// middle of the interval that ends at it (a reader row after the end, to the last span);
-/// goodput of a phase = 8 x the bytes read in its rows / its length in the schedule;
+/// network goodput of a phase = 8 x the bytes TCP delivered in its rows (`delivered_bytes`)
+/// / its length in the schedule; the read rate likewise of the bytes read;
 /// queued = wmem_queued summed over the flows of each sampling tick; RTT over sender rows
 /// with an estimate; TCP memory = peak sender-side sockstat pages x page size, and the peak
 /// of the sender namespace's `tcp_mem_ns_bytes`; the smallest safe lowat = 2 x the fast
-/// phases' goodput in bytes/s x their rows' largest `wake_to_write_max_us`; the most
+/// phases' network goodput in bytes/s x their rows' largest `wake_to_write_max_us`; the most
 /// not-sent bytes at a wake-up = the largest `wake_notsent_max_bytes` (both empty without
 /// wake-ups).
 pub struct Expected {
-    pub goodput_fast_mbps: f64,
-    pub goodput_slow_mbps: f64,
+    pub net_goodput_fast_mbps: f64,
+    pub net_goodput_slow_mbps: f64,
+    pub read_fast_mbps: f64,
+    pub read_slow_mbps: f64,
     pub slow_queued_peak_mib: f64,
     pub slow_queued_mean_mib: f64,
     pub tcp_mem_peak_sender_mib: f64,
@@ -112,7 +135,7 @@ pub fn expected(dir: &Path, cycles: impl Fn(u32) -> bool) -> Expected {
     };
     let last = spans.last().unwrap();
     let reader = Csv::read(&dir.join("reader.csv")).rows;
-    let read_bytes = |phase: &str| -> f64 {
+    let sum_of = |column: &str, phase: &str| -> f64 {
         reader
             .iter()
             .filter(|r| {
@@ -123,9 +146,11 @@ pub fn expected(dir: &Path, cycles: impl Fn(u32) -> bool) -> Expected {
                         && last.phase == phase
                         && cycles(last.cycle))
             })
-            .map(|r| number(r, "bytes"))
+            .map(|r| number(r, column))
             .sum()
     };
+    let read_bytes = |phase: &str| sum_of("bytes", phase);
+    let delivered_bytes = |phase: &str| sum_of("delivered_bytes", phase);
 
     let sender = Csv::read(&dir.join("sender.csv")).rows;
     // The rows of one sampling pass carry the same time, as written; a late pass is a pass
@@ -190,14 +215,16 @@ pub fn expected(dir: &Path, cycles: impl Fn(u32) -> bool) -> Expected {
             .map(|r| number(r, column))
             .reduce(f64::max)
     };
-    let fast_bytes_per_s = read_bytes("fast") / length_of("fast");
+    let fast_bytes_per_s = delivered_bytes("fast") / length_of("fast");
 
     Expected {
         safe_lowat_bytes: largest("wake_to_write_max_us", Some("fast"))
             .map(|us| 2.0 * fast_bytes_per_s * us / 1e6),
         pollout_notsent_max_bytes: largest("wake_notsent_max_bytes", None),
-        goodput_fast_mbps: read_bytes("fast") * 8.0 / length_of("fast") / 1e6,
-        goodput_slow_mbps: read_bytes("slow") * 8.0 / length_of("slow") / 1e6,
+        net_goodput_fast_mbps: delivered_bytes("fast") * 8.0 / length_of("fast") / 1e6,
+        net_goodput_slow_mbps: delivered_bytes("slow") * 8.0 / length_of("slow") / 1e6,
+        read_fast_mbps: read_bytes("fast") * 8.0 / length_of("fast") / 1e6,
+        read_slow_mbps: read_bytes("slow") * 8.0 / length_of("slow") / 1e6,
         slow_queued_peak_mib: slow_queued.iter().copied().fold(0.0, f64::max) / MIB,
         slow_queued_mean_mib: slow_queued.iter().sum::<f64>() / slow_queued.len() as f64 / MIB,
         tcp_mem_peak_sender_mib: peak_pages * page_bytes / MIB,

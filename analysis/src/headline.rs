@@ -1,0 +1,203 @@
+//! The answer first: per path, each configuration against its baseline in one sentence
+//! with the figures a person came for and their intervals, then the recommendation or why
+//! there is none. Everything here is words over what `verdict` and `recommend` decided;
+//! nothing is judged twice.
+
+use crate::configs::Configuration;
+use crate::draw::Emphasis;
+use crate::human;
+use crate::metrics::{Metric, METRICS};
+use crate::recommend::{self, PathChoice};
+use crate::recommendation_text;
+use crate::summary::{RunSummary, Scope};
+use crate::verdict::{self, brief_change, Cell};
+
+/// One path's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathHeadline {
+    /// The path in words: `RTT 466.0 ms, 1 Gbit/s`.
+    pub path: String,
+    /// Said before anything else: the configurations did not run one workload.
+    pub warning: Option<String>,
+    /// One sentence per configuration compared with its baseline.
+    pub sentences: Vec<String>,
+    /// The recommendation, or why there is none.
+    pub recommendation: String,
+}
+
+/// How a figure is put in a sentence.
+enum Said {
+    /// `the sender's slow-phase queue -88% [-90%, -86%]`
+    Change,
+    /// `a write's median wait 1.4 s → 1.6 ms`
+    Before(fn(f64) -> String),
+}
+
+/// The figures of a headline, in the order of the questions.
+fn figures() -> Vec<(&'static str, &'static Metric, Said)> {
+    let by = |column: &str| METRICS.iter().find(|m| m.column == column);
+    let mut list = vec![(
+        "the sender's slow-phase queue",
+        recommend::queued(),
+        Said::Change,
+    )];
+    if let Some(m) = by("tcp_mem_ns_peak_sender_mib") {
+        list.push(("its namespace's peak TCP memory", m, Said::Change));
+    }
+    if let Some(m) = by("residence_p50_ms") {
+        list.push(("a write's median wait", m, Said::Before(human::wait)));
+    }
+    if let Some(m) = by("marker_p50_ms") {
+        list.push(("a marker's median latency", m, Said::Before(human::wait)));
+    }
+    list.push(("network goodput", recommend::goodput(), Said::Change));
+    list
+}
+
+fn index(metric: &Metric) -> usize {
+    METRICS
+        .iter()
+        .position(|m| m.column == metric.column)
+        .expect("a metric of the registry")
+}
+
+/// What a sentence is built from.
+struct Evidence<'a> {
+    summaries: &'a [RunSummary],
+    configs: &'a [Configuration],
+    cells: &'a [Vec<Cell>],
+    scope: Scope,
+}
+
+impl Evidence<'_> {
+    /// A configuration's mean of a figure in words, `≥` before it where it is only a lower
+    /// bound (a wait still running when a run ended).
+    fn mean_text(&self, config: usize, metric: &Metric, text: fn(f64) -> String) -> Option<String> {
+        let mean = self.cells[config][index(metric)].estimate?.mean;
+        let at_least =
+            verdict::is_lower_bound(self.summaries, &self.configs[config], metric, self.scope);
+        let bound = if at_least { "≥ " } else { "" };
+        Some(format!("{bound}{}", text(mean / metric.unit.scale)))
+    }
+
+    /// `words figure` for one figure of configuration `i` against its baseline `b`, or
+    /// `None` where either lacks it.
+    fn phrase(
+        &self,
+        (words, metric, said): &(&str, &Metric, Said),
+        i: usize,
+        b: usize,
+    ) -> Option<String> {
+        let cell = &self.cells[i][index(metric)];
+        match said {
+            Said::Change => Some(format!("{words} {}", brief_change(cell.change.as_ref()?))),
+            Said::Before(text) => {
+                let before = self.mean_text(b, metric, *text)?;
+                let arrow = format!("{words} {before} → {}", self.mean_text(i, metric, *text)?);
+                Some(match cell.change.filter(|c| !c.is_clear()) {
+                    Some(c) => format!("{arrow}, {}", brief_change(&c)),
+                    None => arrow,
+                })
+            }
+        }
+    }
+
+    /// `lowat 128 KiB against default: ... (n = 3 each)`.
+    fn sentence(&self, i: usize, b: usize) -> String {
+        let configs = self.configs;
+        let phrases: Vec<String> = figures()
+            .iter()
+            .filter_map(|figure| self.phrase(figure, i, b))
+            .collect();
+        let (n, nb) = (configs[i].runs.len(), configs[b].runs.len());
+        let runs = if n == nb {
+            format!("n = {n} each")
+        } else {
+            format!("n = {n} and {nb}")
+        };
+        let body = if phrases.is_empty() {
+            "no figure measured in both".to_string()
+        } else {
+            phrases.join(", ")
+        };
+        format!(
+            "{} against {}: {body} ({runs}).",
+            configs[i].name, configs[b].name
+        )
+    }
+}
+
+/// Every path's answer, in the order `recommend::recommend` gives the paths.
+pub fn headlines(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    cells: &[Vec<Cell>],
+    choices: &[PathChoice],
+    scope: Scope,
+) -> Vec<PathHeadline> {
+    let evidence = Evidence {
+        summaries,
+        configs,
+        cells,
+        scope,
+    };
+    choices
+        .iter()
+        .map(|choice| {
+            let on_path: Vec<usize> = (0..configs.len())
+                .filter(|&i| configs[i].path_key == choice.path_key)
+                .collect();
+            let sentences = on_path
+                .iter()
+                .filter_map(|&i| Some((i, configs[i].baseline.filter(|&b| b != i)?)))
+                .map(|(i, b)| evidence.sentence(i, b))
+                .collect::<Vec<_>>();
+            PathHeadline {
+                path: choice.path.clone(),
+                warning: workload_warning(configs, cells, &on_path),
+                sentences: if sentences.is_empty() {
+                    vec!["No baseline to compare with: no configuration on this path has the kernel's default lowat (pass --baseline NAME).".into()]
+                } else {
+                    sentences
+                },
+                recommendation: recommendation_text::one_line(summaries, configs, choice, scope),
+            }
+        })
+        .collect()
+}
+
+/// `verdict`'s warning for the first configuration of the path whose baseline ran another
+/// workload (slow phases read at rates too far apart), with the pair named.
+fn workload_warning(
+    configs: &[Configuration],
+    cells: &[Vec<Cell>],
+    on_path: &[usize],
+) -> Option<String> {
+    on_path.iter().find_map(|&i| {
+        let rates = cells[i].first()?.workload_differs?;
+        let base = &configs[configs[i].baseline?].name;
+        Some(format!(
+            "{} ({} against {base}).",
+            verdict::workload_warning(rates),
+            configs[i].name
+        ))
+    })
+}
+
+/// The paragraphs of `headline.png` (and the top of the page): a title, then per path a
+/// heading, its sentences and its recommendation.
+pub fn paragraphs(headlines: &[PathHeadline], figures: &str) -> Vec<(String, Emphasis)> {
+    let mut out = vec![(
+        format!("The answer: each configuration against its baseline ({figures}; 95% intervals)"),
+        Emphasis::Title,
+    )];
+    for h in headlines {
+        out.push((format!("Path: {}", h.path), Emphasis::Heading));
+        if let Some(warning) = &h.warning {
+            out.push((warning.clone(), Emphasis::Warning));
+        }
+        out.extend(h.sentences.iter().map(|s| (s.clone(), Emphasis::Text)));
+        out.push((h.recommendation.clone(), Emphasis::Text));
+    }
+    out
+}
