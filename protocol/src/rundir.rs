@@ -1206,7 +1206,11 @@ mod tests {
             let expected = format!("reader.csv: damaged: row 2: t_s {shown} is not within 0..=");
             assert!(message.contains(&expected), "{message}");
         }
-        let message = damaged(dir.path(), &path, &good.replacen(",0.1\n", ",inf\n", 1));
+        let message = damaged(
+            dir.path(),
+            &path,
+            &good.replacen(",0.1,524288\n", ",inf,524288\n", 1),
+        );
         assert!(
             message.contains("row 1: span_s inf is not within"),
             "{message}"
