@@ -391,4 +391,39 @@ mod tests {
         // What the session already counted is no interval's any more.
         assert_eq!(probe.take_interval_wakeups(3).wakeups, 0);
     }
+
+    #[test]
+    fn a_write_still_queued_reports_its_age_until_its_sent_timestamp_comes() {
+        let probe = TxProbe::new(true);
+        let s = Duration::from_secs;
+        for (key, written) in [(99, 10), (199, 11)] {
+            lock(&probe.pending).push_back(Tag {
+                key,
+                written_at: s(written),
+                sent: false,
+            });
+        }
+        let at = |now| probe.collect(s(now));
+        assert_eq!(at(13).pending_write_age_us, Some(3_000_000), "the oldest");
+        let stamp = |key, point, at| TxStamp {
+            key,
+            point,
+            at: s(at),
+        };
+        probe.keep_stamps(vec![stamp(99, TxPoint::Sent, 14)]);
+        let first_left = at(15);
+        assert_eq!(first_left.residence_us, Some(4_000_000));
+        assert_eq!(
+            first_left.pending_write_age_us,
+            Some(4_000_000),
+            "the second"
+        );
+        probe.keep_stamps(vec![
+            stamp(199, TxPoint::Sent, 16),
+            stamp(99, TxPoint::Acked, 16),
+        ]);
+        let none_left = at(17);
+        assert_eq!(none_left.pending_write_age_us, None);
+        assert_eq!(none_left.write_to_ack_us, Some(6_000_000));
+    }
 }

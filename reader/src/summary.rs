@@ -36,6 +36,11 @@ pub struct PhaseSummary {
     /// none was read (or the run had no markers). Accurate to run.json's
     /// `clock.uncertainty_us`.
     pub marker_ms: Option<[f64; 3]>,
+    /// Some of the residences are censored: writes still queued counted at their age so
+    /// far (`pending_write_age_us`), so figures at or above them are lower bounds.
+    pub residence_censored: bool,
+    /// Some of the markers were unread at the end, counted at their wait so far likewise.
+    pub marker_censored: bool,
     /// The daemon writers' POLLOUT wake-ups.
     pub wakeups: u64,
     /// Not-sent bytes at a wake-up, `[p50, max]`; empty without wake-ups.
@@ -68,6 +73,8 @@ impl PhaseSummary {
                 .marker_latency_us
                 .as_ref()
                 .map(|h| [0.5, 0.99, 1.0].map(|q| h.value_at_quantile(q) as f64 / 1000.0)),
+            residence_censored: totals.residence_censored_us.is_some(),
+            marker_censored: totals.marker_censored_us.is_some(),
             wakeups: totals.wakeups,
             wake_notsent_bytes: totals
                 .wake_notsent_bytes
@@ -217,6 +224,9 @@ impl std::fmt::Display for Summary {
                     None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
                 }
             }
+            if self.phases.values().any(|s| s.residence_censored) {
+                writeln!(f, "{CENSORED_NOTE} (writes still queued at the end)")?;
+            }
         }
         if self.phases.values().any(|s| s.marker_ms.is_some()) {
             writeln!(f)?;
@@ -234,6 +244,9 @@ impl std::fmt::Display for Summary {
                     )?,
                     None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
                 }
+            }
+            if self.phases.values().any(|s| s.marker_censored) {
+                writeln!(f, "{CENSORED_NOTE} (markers unread at the end)")?;
             }
         }
         self.write_wakeups(f)
@@ -283,6 +296,9 @@ impl Summary {
     }
 }
 
+/// Under a latency table with censored waits: they count at their wait so far.
+const CENSORED_NOTE: &str = "≥ where at or above a wait cut by the end";
+
 fn mib(bytes: f64) -> f64 {
     bytes / (1024.0 * 1024.0)
 }
@@ -306,6 +322,8 @@ mod tests {
             sender_tcp_mem_peak_bytes: 99_999 << 20,
             residence_ms: Some([1.5, 20.25, 999.0, 99_999.0]),
             marker_ms: Some([2.5, 999.0, 99_999.0]),
+            residence_censored: true,
+            marker_censored: true,
             wakeups: 999_999_999_999,
             wake_notsent_bytes: Some([u64::from(u32::MAX), u64::from(u32::MAX)]),
             wake_to_write_us: Some([3_600_000_000; 2]),
@@ -330,6 +348,7 @@ mod tests {
         let text = summary.to_string();
         assert!(text.contains("residence"), "{text}");
         assert!(text.contains("marker latency"), "{text}");
+        assert!(text.contains("(markers unread at the end)"), "{text}");
         assert!(text.contains("99999.00"), "{text}");
         assert!(text.contains("4294967295   3600000000"), "{text}");
         assert!(text.contains("x    999999999  99999999999"), "{text}");
