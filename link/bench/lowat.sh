@@ -33,7 +33,7 @@ import json, sys
 d = sys.argv[1]
 fast = {l: json.load(open(f"{d}/{l}.json"))["phases"]["fast"] for l in ("default", "2M")}
 for l, f in fast.items():
-    print(f"lowat {l:8} goodput {f['goodput_bps']/1e9:6.3f} Gbit/s; sender wmem_queued mean "
+    print(f"lowat {l:8} goodput {f['net_goodput_bps']/1e9:6.3f} Gbit/s; sender wmem_queued mean "
           f"{f['wmem_queued_mean_bytes']/2**20:8.1f} MiB, peak {f['wmem_queued_peak_bytes']/2**20:8.1f} MiB;"
           f" sockstat TCP peak {f['sender_tcp_mem_peak_bytes']/2**20:8.1f} MiB")
     link = json.load(open(f"{d}/link-{l}.json"))
@@ -47,5 +47,5 @@ for l, f in fast.items():
     print(f"  emulator: {'; '.join(late)}; CPU {100 * (c['user_s'] + c['system_s']) / link['elapsed_s']:.0f}% of a core")
 r = lambda k: fast["2M"][k] / fast["default"][k] if fast["default"][k] else float("nan")
 print(f"ratio 2M/default: wmem_queued mean {r('wmem_queued_mean_bytes'):.3f}x, peak {r('wmem_queued_peak_bytes'):.3f}x,"
-      f" goodput {r('goodput_bps'):.3f}x")
+      f" goodput {r('net_goodput_bps'):.3f}x")
 PY

@@ -25,7 +25,7 @@ for round in $(seq "$rounds"); do
 import json, sys
 fast = json.load(open(sys.argv[1]))["phases"]["fast"]
 cpu = float(sys.argv[5]) - float(sys.argv[4])
-print(f"round {sys.argv[2]} zerocopy {sys.argv[3]:3}: {fast['goodput_bps'] / 1e9:.2f} Gbit/s, daemon CPU "
+print(f"round {sys.argv[2]} zerocopy {sys.argv[3]:3}: {fast['read_bps'] / 1e9:.2f} Gbit/s, daemon CPU "
       f"{cpu:.2f} s = {cpu / (fast['bytes_read'] / 1e9):.3f} s/GB, wmem_queued mean "
       f"{fast['wmem_queued_mean_bytes'] / 2**20:.1f} MiB")
 PY
