@@ -82,7 +82,7 @@ impl Format {
     }
 }
 
-/// `const void * skaddr;	offset:128;	size:8;	signed:0;` → ("skaddr", 128, 8).
+/// `const void * skaddr; offset:128; size:8; signed:0;` (tab-separated) → ("skaddr", 128, 8).
 fn parse_field(rest: &str) -> Result<(String, Field), String> {
     let mut parts = rest.split(';').map(str::trim);
     let decl = parts.next().unwrap_or_default();
