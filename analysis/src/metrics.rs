@@ -65,6 +65,12 @@ pub const BYTES: Unit = Unit {
     decimals: 0,
     shown: 0,
 };
+pub const COUNT: Unit = Unit {
+    scale: 1.0,
+    name: "",
+    decimals: 0,
+    shown: 0,
+};
 /// Per 10^9 bytes read (CPU seconds, context switches).
 pub const PER_GB: Unit = Unit {
     scale: 1.0,
@@ -76,7 +82,10 @@ pub const PER_GB: Unit = Unit {
 impl Unit {
     /// A value in this unit for a person: `803.9 Mbit/s`, `1.25 MiB`, `466.2 ms`.
     pub fn text(&self, base: f64) -> String {
-        format!("{} {}", self.number(base), self.name)
+        match self.name {
+            "" => self.number(base),
+            name => format!("{} {name}", self.number(base)),
+        }
     }
 
     /// The number alone, with the decimals a person needs.
@@ -326,6 +335,32 @@ pub const METRICS: &[Metric] = &[
         value: |w| w.both().reader_tcp_mem_ns_peak_bytes.map(|b| b as f64),
         compared: false,
     },
+    // The receiver's side of Cloudflare's story: a reader that slows down after autotuning
+    // opened the window fills its queue, and the kernel collapses, prunes, then drops.
+    Metric {
+        column: "reader_collapsed_count",
+        title: "Segments collapsed in the receiver's namespace (TCPRcvCollapsed)",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.both().reader_collapsed.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "reader_prune_count",
+        title: "Receive-queue prunes in the receiver's namespace (PruneCalled)",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.both().reader_prunes.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "reader_drop_count",
+        title: "Segments the receiver dropped for want of room (pruned or refused)",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.both().reader_drops.map(|n| n as f64),
+        compared: false,
+    },
     // The seed's urgent line: from the daemon's write of a marker to the reader's read of
     // it (markers.csv), each give or take the clock uncertainty beside them.
     Metric {
@@ -406,6 +441,7 @@ mod tests {
                 "MiB" => "_mib",
                 "bytes" => "_bytes",
                 "per GB" => "_per_gb",
+                "" => "_count",
                 _ => "_ms",
             };
             assert!(m.column.ends_with(suffix), "{}", m.column);

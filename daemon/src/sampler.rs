@@ -8,6 +8,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use oscil_kernel::diag::{Probe, Watched};
+use oscil_kernel::netstat::QueueEventsSince;
 use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::ticker::{covered_s, intervals_by, Ticker};
 use oscil_protocol::{HostSample, SenderSample, Side};
@@ -23,6 +24,8 @@ struct Sampler {
     proc: Arc<ProcFiles>,
     start: Instant,
     interval: Duration,
+    /// The namespace's receive-queue events since the last sample.
+    queue: QueueEventsSince,
 }
 
 impl Sampler {
@@ -37,6 +40,7 @@ impl Sampler {
         let probe =
             Probe::new(watched).map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
         Ok(Sampler {
+            queue: QueueEventsSince::new(proc.tcpext().ok().as_ref()),
             flows,
             probe,
             proc,
@@ -86,6 +90,7 @@ impl Sampler {
                 t_s,
                 Side::Sender,
                 &sockstat,
+                self.queue.next(self.proc.tcpext().ok().as_ref()),
                 snapshot.namespace_charged_bytes,
             ),
             flows,

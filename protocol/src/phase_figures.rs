@@ -71,6 +71,13 @@ pub struct Totals {
     /// Microseconds from a wake-up to the end of the write (`wake_to_write_p50_us`,
     /// `wake_to_write_max_us`); `None` likewise.
     pub wake_to_write_us: Option<WakeSpread>,
+    /// The receiver's namespace over the span (host.csv's `TcpExt` columns): segments
+    /// collapsed, prune passes, and segments dropped (pruned from the receive or the
+    /// out-of-order queue, or refused by a full receive queue or backlog). `None` where
+    /// no row carried the counters.
+    pub reader_collapsed: Option<u64>,
+    pub reader_prunes: Option<u64>,
+    pub reader_drops: Option<u64>,
 }
 
 /// One wake-up figure over the rows of some spans. A row carries its interval's median and
@@ -125,6 +132,13 @@ fn merge_into<T: Clone>(ours: &mut Option<T>, theirs: &Option<T>, add: impl FnOn
 
 fn max_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
     a.max(b)
+}
+
+fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.saturating_add(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 fn min_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -199,6 +213,9 @@ impl Totals {
             &other.wake_to_write_us,
             WakeSpread::merge,
         );
+        self.reader_collapsed = add_opt(self.reader_collapsed, other.reader_collapsed);
+        self.reader_prunes = add_opt(self.reader_prunes, other.reader_prunes);
+        self.reader_drops = add_opt(self.reader_drops, other.reader_drops);
     }
 
     /// The smallest `TCP_NOTSENT_LOWAT` that keeps the not-sent queue from running dry at
@@ -423,6 +440,18 @@ impl PhaseFigures {
         };
         *peak = max_opt(*peak, Some(row.tcp_mem_pages));
         *ns_peak = max_opt(*ns_peak, row.tcp_mem_ns_bytes);
+        if row.side == Side::Reader {
+            totals.reader_collapsed = add_opt(totals.reader_collapsed, row.tcp_collapsed);
+            totals.reader_prunes = add_opt(totals.reader_prunes, row.tcp_prune_called);
+            let drops = [
+                row.tcp_rcv_pruned,
+                row.tcp_ofo_pruned,
+                row.tcp_rcvq_drop,
+                row.tcp_backlog_drop,
+            ];
+            let dropped = drops.into_iter().reduce(add_opt).flatten();
+            totals.reader_drops = add_opt(totals.reader_drops, dropped);
+        }
     }
 
     /// Every span's totals, with each span's length cut at `end_s` (the run's end).
@@ -522,6 +551,12 @@ mod tests {
             tcp_alloc: 0,
             tcp_mem_pages: pages,
             tcp_mem_ns_bytes: None,
+            tcp_collapsed: None,
+            tcp_prune_called: None,
+            tcp_rcv_pruned: None,
+            tcp_ofo_pruned: None,
+            tcp_rcvq_drop: None,
+            tcp_backlog_drop: None,
         }
     }
 
@@ -576,6 +611,42 @@ mod tests {
         assert_eq!(steady.notsent_mean_bytes(), Some(10_000.0));
         assert_eq!(steady.sender_tcp_mem_peak_pages, Some(20));
         assert_eq!(phases.cycles(), 2);
+    }
+
+    #[test]
+    fn the_receivers_queue_events_add_up_per_phase() {
+        let events = |t_s, side, collapsed, dropped| HostSample {
+            tcp_collapsed: Some(collapsed),
+            tcp_prune_called: Some(1),
+            tcp_rcv_pruned: Some(dropped),
+            tcp_ofo_pruned: Some(0),
+            tcp_rcvq_drop: Some(dropped),
+            tcp_backlog_drop: None,
+            ..host_row(t_s, side, 0)
+        };
+        let mut f = figures();
+        f.host(&events(0.5, Side::Reader, 0, 0));
+        f.host(&events(1.5, Side::Reader, 30, 2));
+        f.host(&events(2.5, Side::Reader, 12, 0));
+        f.host(&events(4.5, Side::Reader, 5, 1));
+        f.host(&events(4.5, Side::Sender, 1000, 1000)); // the sender's namespace: not counted
+        f.host(&host_row(5.0, Side::Reader, 0)); // a row without counters adds nothing
+        let phases = f.finish(6.0);
+        let slow = phases.merged(Phase::Slow, |_| true);
+        assert_eq!(slow.reader_collapsed, Some(47));
+        assert_eq!(slow.reader_prunes, Some(3));
+        assert_eq!(
+            slow.reader_drops,
+            Some(6),
+            "pruned plus refused, both cycles"
+        );
+        let fast = phases.merged(Phase::Fast, |_| true);
+        assert_eq!(
+            (fast.reader_collapsed, fast.reader_drops),
+            (Some(0), Some(0))
+        );
+        let none = figures().finish(6.0).merged(Phase::Slow, |_| true);
+        assert_eq!(none.reader_collapsed, None, "no counters, no figure");
     }
 
     #[test]

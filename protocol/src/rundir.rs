@@ -108,8 +108,15 @@ impl Columns for HostSample {
         "tcp_alloc",
         "tcp_mem_pages",
         "tcp_mem_ns_bytes",
+        "tcp_collapsed",
+        "tcp_prune_called",
+        "tcp_rcv_pruned",
+        "tcp_ofo_pruned",
+        "tcp_rcvq_drop",
+        "tcp_backlog_drop",
     ];
-    const ADDED_LATER: &'static [&'static str] = &["tcp_mem_ns_bytes"];
+    /// All after format 1's first 7, from `tcp_mem_ns_bytes` on.
+    const ADDED_LATER: &'static [&'static str] = Self::COLUMNS.split_at(7).1;
 }
 
 impl Columns for MarkerRow {
@@ -556,6 +563,12 @@ mod tests {
             tcp_alloc: 5,
             tcp_mem_pages: 12,
             tcp_mem_ns_bytes: Some(49152),
+            tcp_collapsed: None,
+            tcp_prune_called: None,
+            tcp_rcv_pruned: None,
+            tcp_ofo_pruned: None,
+            tcp_rcvq_drop: None,
+            tcp_backlog_drop: None,
         };
         writer.host_row(&host_row).unwrap();
         let ending = Ending {
