@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use oscil_kernel::diag::{Probe, Watched};
 use oscil_kernel::netstat::QueueEventsSince;
+use oscil_kernel::tcp_info::Chrono;
 use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::ticker::{covered_s, intervals_by, Ticker};
 use oscil_protocol::{HostSample, SenderSample, Side};
@@ -26,6 +27,8 @@ struct Sampler {
     interval: Duration,
     /// The namespace's receive-queue events since the last sample.
     queue: QueueEventsSince,
+    /// Each flow's chrono counters at the last sample.
+    chrono: Vec<Chrono>,
 }
 
 impl Sampler {
@@ -41,6 +44,7 @@ impl Sampler {
             Probe::new(watched).map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
         Ok(Sampler {
             queue: QueueEventsSince::new(proc.tcpext().ok().as_ref()),
+            chrono: vec![Chrono::default(); flows.len()],
             flows,
             probe,
             proc,
@@ -69,8 +73,11 @@ impl Sampler {
             .flows
             .iter()
             .zip(snapshot.sockets)
-            .filter_map(|(flow, socket)| {
+            .zip(self.chrono.iter_mut())
+            .filter_map(|((flow, socket), last_chrono)| {
                 let (info, mem) = socket.as_ref()?;
+                let chrono = Chrono::of(info);
+                let spent = chrono.since(std::mem::replace(last_chrono, chrono));
                 let bytes = flow.written.swap(0, Ordering::Relaxed);
                 // Also asks the writer for the next interval's tagged write.
                 let completed = flow.probe.collect();
@@ -81,7 +88,8 @@ impl Sampler {
                         write_to_ack_us: completed.write_to_ack_us,
                         ..SenderSample::from_kernel(t_s, flow.index, (bytes, span_s), info, mem)
                     }
-                    .with_wakeups(&wakeups),
+                    .with_wakeups(&wakeups)
+                    .with_chrono(spent),
                 )
             })
             .collect();

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use oscil_kernel::netstat::QueueEvents;
+use oscil_kernel::tcp_info::Chrono;
 
 use crate::control::WakeupFigures;
 
@@ -138,6 +139,17 @@ pub struct SenderSample {
     pub wake_to_write_p50_us: Option<u64>,
     #[serde(default)]
     pub wake_to_write_max_us: Option<u64>,
+    /// Microseconds of the row's span the flow had data to send (`tcpi_busy_time`'s
+    /// growth), and of those, held back by the receiver's window (`tcpi_rwnd_limited`) and
+    /// by the send buffer (`tcpi_sndbuf_limited`). Busy less both is the network (cwnd,
+    /// pacing); the span less busy, the application. Counted in jiffies (1-4 ms). Empty in
+    /// runs before the columns existed.
+    #[serde(default)]
+    pub busy_us: Option<u64>,
+    #[serde(default)]
+    pub rwnd_limited_us: Option<u64>,
+    #[serde(default)]
+    pub sndbuf_limited_us: Option<u64>,
 }
 
 fn span_or(span_s: f64, interval_s: f64) -> f64 {
@@ -252,6 +264,19 @@ impl SenderSample {
             wake_notsent_max_bytes: None,
             wake_to_write_p50_us: None,
             wake_to_write_max_us: None,
+            busy_us: None,
+            rwnd_limited_us: None,
+            sndbuf_limited_us: None,
+        }
+    }
+
+    /// The row with where the flow's time went over its span.
+    pub fn with_chrono(self, spent: Chrono) -> Self {
+        SenderSample {
+            busy_us: Some(spent.busy_us),
+            rwnd_limited_us: Some(spent.rwnd_limited_us),
+            sndbuf_limited_us: Some(spent.sndbuf_limited_us),
+            ..self
         }
     }
 

@@ -92,6 +92,9 @@ impl Columns for SenderSample {
         "wake_notsent_max_bytes",
         "wake_to_write_p50_us",
         "wake_to_write_max_us",
+        "busy_us",
+        "rwnd_limited_us",
+        "sndbuf_limited_us",
     ];
     /// All after format 1's first 15, from `span_s` on.
     const ADDED_LATER: &'static [&'static str] = Self::COLUMNS.split_at(15).1;
