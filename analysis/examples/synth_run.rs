@@ -58,6 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             reader_request: SocketOptions::default(),
             write_size_bytes: None,
             marker_every_us: None,
+            slow_rate: None,
         },
         schedule: pattern.schedule(),
         reader_host: host("lab"),
@@ -113,6 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 rcv_rtt_us: (rtt_ms as f64 * 1100.0 * n) as u32,
                 budget_bytes: if slow { 300_000 } else { 0 },
                 span_s: 0.1,
+                delivered_bytes: Some(bytes),
             })?;
             writer.sender_row(&SenderSample {
                 t_s: t_s + f64::from(flow) * 1e-5,

@@ -25,14 +25,18 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::flow::Payload;
 
 /// Tagged writes awaiting their timestamps; older ones are dropped (a reset socket never
-/// reports them).
-const MAX_PENDING_TAGS: usize = 64;
+/// reports them). Enough for a write to wait 100 s in the queue at one tag per 100 ms
+/// interval and still give `pending_write_age_us` from its own write time: 64 held 6.4 s,
+/// shorter than the queue of a default-lowat run at 5% of 1 Gbit/s.
+const MAX_PENDING_TAGS: usize = 1024;
 
 /// A tagged write: the key its timestamps carry and when it was written (`CLOCK_REALTIME`,
 /// the clock of the kernel's software timestamps).
 struct Tag {
     key: u32,
     written_at: Duration,
+    /// Its "sent" timestamp arrived: it left the send queue.
+    sent: bool,
 }
 
 /// What the sampler learned of the tagged writes since its last tick, in microseconds.
@@ -40,6 +44,9 @@ struct Tag {
 pub(crate) struct Completed {
     pub(crate) residence_us: Option<u64>,
     pub(crate) write_to_ack_us: Option<u64>,
+    /// The age of the oldest tagged write still in the send queue: a lower bound of its
+    /// residence, so a queue that holds writes longer than the run still shows.
+    pub(crate) pending_write_age_us: Option<u64>,
 }
 
 /// Shared by a flow's writer and the sampler.
@@ -152,8 +159,9 @@ impl TxProbe {
         }
     }
 
-    /// Takes the timestamps the writer drained, and asks for the next tagged write.
-    pub(crate) fn collect(&self) -> Completed {
+    /// Takes the timestamps the writer drained, and asks for the next tagged write;
+    /// `now` is `CLOCK_REALTIME`, the clock of `Tag::written_at`.
+    pub(crate) fn collect(&self, now: Duration) -> Completed {
         let mut done = Completed::default();
         if !self.timestamps {
             return done;
@@ -166,13 +174,20 @@ impl TxProbe {
             };
             let waited = micros(stamp.at.saturating_sub(pending[i].written_at));
             match stamp.point {
-                TxPoint::Sent => done.residence_us = Some(waited),
+                TxPoint::Sent => {
+                    done.residence_us = Some(waited);
+                    pending[i].sent = true;
+                }
                 TxPoint::Acked => {
                     done.write_to_ack_us = Some(waited);
                     pending.remove(i);
                 }
             }
         }
+        done.pending_write_age_us = pending
+            .iter()
+            .find(|t| !t.sent)
+            .map(|t| micros(now.saturating_sub(t.written_at)));
         self.tag_due.store(true, Ordering::Relaxed);
         done
     }
@@ -330,7 +345,11 @@ impl<'a> Writer<'a> {
         if pending.len() == MAX_PENDING_TAGS {
             pending.pop_front();
         }
-        pending.push_back(Tag { key, written_at });
+        pending.push_back(Tag {
+            key,
+            written_at,
+            sent: false,
+        });
     }
 }
 

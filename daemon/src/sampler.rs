@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use oscil_kernel::diag::{Probe, Watched};
 use oscil_kernel::netstat::QueueEventsSince;
-use oscil_kernel::tcp_info::Chrono;
+use oscil_kernel::tcp_info::{Chrono, TcpInfo};
+use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::ticker::{covered_s, intervals_by, Ticker};
 use oscil_protocol::{HostSample, SenderSample, Side};
@@ -27,8 +28,34 @@ struct Sampler {
     interval: Duration,
     /// The namespace's receive-queue events since the last sample.
     queue: QueueEventsSince,
-    /// Each flow's chrono counters at the last sample.
-    chrono: Vec<Chrono>,
+    /// Each flow's cumulative counters at the last sample.
+    last: Vec<FlowCounters>,
+}
+
+/// A flow's cumulative `tcp_info` counters, kept between samples to give each row its
+/// interval's share.
+#[derive(Debug, Clone, Copy, Default)]
+struct FlowCounters {
+    /// `tcpi_bytes_acked` counts the SYN; one byte in a first row is not worth a rule.
+    bytes_acked: u64,
+    chrono: Chrono,
+}
+
+impl FlowCounters {
+    fn of(info: &TcpInfo) -> Self {
+        FlowCounters {
+            bytes_acked: info.bytes_acked,
+            chrono: Chrono::of(info),
+        }
+    }
+
+    /// Time spent and bytes acknowledged between `before` and `self`.
+    fn since(self, before: FlowCounters) -> (Chrono, u64) {
+        (
+            self.chrono.since(before.chrono),
+            self.bytes_acked.saturating_sub(before.bytes_acked),
+        )
+    }
 }
 
 impl Sampler {
@@ -44,7 +71,7 @@ impl Sampler {
             Probe::new(watched).map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
         Ok(Sampler {
             queue: QueueEventsSince::new(proc.tcpext().ok().as_ref()),
-            chrono: vec![Chrono::default(); flows.len()],
+            last: vec![FlowCounters::default(); flows.len()],
             flows,
             probe,
             proc,
@@ -69,23 +96,26 @@ impl Sampler {
             .read()
             .map_err(|e| e.to_string())?;
         // A socket the kernel no longer has was closed: its writer reports why.
+        let now_unix = Duration::from_nanos(realtime_unix_ns());
         let flows = self
             .flows
             .iter()
             .zip(snapshot.sockets)
-            .zip(self.chrono.iter_mut())
-            .filter_map(|((flow, socket), last_chrono)| {
+            .zip(self.last.iter_mut())
+            .filter_map(|((flow, socket), last)| {
                 let (info, mem) = socket.as_ref()?;
-                let chrono = Chrono::of(info);
-                let spent = chrono.since(std::mem::replace(last_chrono, chrono));
+                let now = FlowCounters::of(info);
+                let (spent, acked_bytes) = now.since(std::mem::replace(last, now));
                 let bytes = flow.written.swap(0, Ordering::Relaxed);
                 // Also asks the writer for the next interval's tagged write.
-                let completed = flow.probe.collect();
+                let completed = flow.probe.collect(now_unix);
                 let wakeups = flow.probe.take_interval_wakeups(flow.index);
                 Some(
                     SenderSample {
                         residence_us: completed.residence_us,
                         write_to_ack_us: completed.write_to_ack_us,
+                        pending_write_age_us: completed.pending_write_age_us,
+                        acked_bytes: Some(acked_bytes),
                         ..SenderSample::from_kernel(t_s, flow.index, (bytes, span_s), info, mem)
                     }
                     .with_wakeups(&wakeups)

@@ -19,6 +19,6 @@ pub mod text;
 pub mod ticker;
 pub mod units;
 
-pub use pattern::{PatternConfig, PhaseSpan};
+pub use pattern::{PatternConfig, PhaseSpan, SlowRate, SlowRule};
 pub use records::{HostSample, Phase, ReaderSample, SenderSample, Side};
 pub use rundir::{Ending, Run, RunConfig, RunDirError, RunMeta, RunStatus, RunWriter};

@@ -73,8 +73,12 @@ pub struct MarkerRow {
     /// first) or the reader no longer knew (see `MarkerCounts::expired`).
     pub read_t_s: Option<f64>,
     /// `read - sent` in µs, accurate to the clock's `uncertainty_us`; may be slightly
-    /// negative within it.
+    /// negative within it. For a censored marker, `end of run - sent`: a lower bound.
     pub latency_us: Option<f64>,
+    /// The marker was still unread when the run ended: `latency_us` is how long it had
+    /// waited by then, at least its latency. False in runs recorded before the column.
+    #[serde(default)]
+    pub censored: bool,
 }
 
 /// What became of the markers, for `run.json`'s `markers`.
@@ -98,6 +102,8 @@ pub struct MarkerCounts {
 pub struct Resolved {
     pub marker: Marker,
     pub read_unix_ns: Option<u64>,
+    /// No read had passed it when the run ended (not merely forgotten when).
+    pub unread: bool,
 }
 
 /// One flow's markers on the reader: reads and announcements may come in either order.
@@ -173,6 +179,7 @@ impl FlowMarkers {
             return self.done.push(Resolved {
                 marker,
                 read_unix_ns: None,
+                unread: false,
             });
         }
         // The first remembered read after which more than the offset had been read.
@@ -188,6 +195,7 @@ impl FlowMarkers {
         self.done.push(Resolved {
             marker,
             read_unix_ns,
+            unread: false,
         });
     }
 
@@ -197,6 +205,7 @@ impl FlowMarkers {
         let unread = self.pending.drain(..).map(|marker| Resolved {
             marker,
             read_unix_ns: None,
+            unread: true,
         });
         self.done.extend(unread);
         (self.done, self.counts)
@@ -213,13 +222,25 @@ impl MarkerCounts {
     }
 }
 
-/// The row of a marker on the reader's run timeline: `start_unix_ns` is the reader's
-/// `CLOCK_REALTIME` at the session's start, `offset_ns` the daemon's clock minus the
-/// reader's.
-pub fn row(resolved: &Resolved, start_unix_ns: u64, offset_ns: i128) -> MarkerRow {
+/// The reader's `CLOCK_REALTIME` at the session's start and at the run's end, ns since the
+/// Unix epoch: the frame of a marker row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSpan {
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+}
+
+/// The row of a marker on the reader's run timeline; `offset_ns` is the daemon's clock
+/// minus the reader's. A marker unread at the end is censored: its latency is what it had
+/// waited by `span.end_unix_ns`, a lower bound.
+pub fn row(resolved: &Resolved, span: RunSpan, offset_ns: i128) -> MarkerRow {
     let m = &resolved.marker;
     let sent_ns = i128::from(m.sent_unix_ns) - offset_ns;
-    let since_start_s = |ns: i128| (ns - i128::from(start_unix_ns)) as f64 / 1e9;
+    let since_start_s = |ns: i128| (ns - i128::from(span.start_unix_ns)) as f64 / 1e9;
+    let waited_until = match resolved.unread {
+        true => Some(span.end_unix_ns),
+        false => resolved.read_unix_ns,
+    };
     MarkerRow {
         flow: m.flow,
         k: m.k,
@@ -228,9 +249,8 @@ pub fn row(resolved: &Resolved, start_unix_ns: u64, offset_ns: i128) -> MarkerRo
         read_t_s: resolved
             .read_unix_ns
             .map(|at| since_start_s(i128::from(at))),
-        latency_us: resolved
-            .read_unix_ns
-            .map(|at| (i128::from(at) - sent_ns) as f64 / 1000.0),
+        latency_us: waited_until.map(|at| (i128::from(at) - sent_ns) as f64 / 1000.0),
+        censored: resolved.unread,
     }
 }
 
@@ -333,15 +353,30 @@ mod tests {
         let resolved = Resolved {
             marker: marker(3, 4096, 13_002_000_000),
             read_unix_ns: Some(13_000_500_000),
+            unread: false,
         };
-        let row = row(&resolved, 10_000_000_000, 2_000_000);
+        let span = RunSpan {
+            start_unix_ns: 10_000_000_000,
+            end_unix_ns: 20_000_000_000,
+        };
+        let row = row(&resolved, span, 2_000_000);
         assert_eq!(row.sent_t_s, 3.0);
         assert_eq!(row.read_t_s, Some(3.0005));
         assert_eq!(row.latency_us, Some(500.0));
-        let unread = Resolved {
+        assert!(!row.censored);
+        let expired = Resolved {
             read_unix_ns: None,
             ..resolved
         };
-        assert_eq!(super::row(&unread, 10_000_000_000, 0).latency_us, None);
+        assert_eq!(super::row(&expired, span, 0).latency_us, None);
+        // Unread at the end (20 s), sent at 13.002 s: at least 6.998 s, and says so.
+        let unread = Resolved {
+            unread: true,
+            ..expired
+        };
+        let censored = super::row(&unread, span, 0);
+        assert_eq!(censored.read_t_s, None);
+        assert_eq!(censored.latency_us, Some(6_998_000.0));
+        assert!(censored.censored);
     }
 }

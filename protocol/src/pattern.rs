@@ -64,6 +64,63 @@ impl PatternConfig {
     }
 }
 
+/// How the slow phases' reading rate is chosen. It must not depend on the setting under
+/// test: a peak measured from what the application read would, from the second cycle on,
+/// be the drain of its own receive buffer, larger the more the setting let queue.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "by")]
+pub enum SlowRule {
+    /// `fraction` x each flow's best full one-second fast window of bytes TCP delivered
+    /// (`tcpi_bytes_received`), which no receive buffer inflates.
+    PeakDelivered,
+    /// An absolute rate for all flows together, shared equally (`--slow-rate`), bytes/s.
+    Absolute { bytes_per_s: u64 },
+}
+
+/// `run.json`'s record of the slow phases' reading rate: how it was chosen and what it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlowRate {
+    pub chosen_by: SlowRule,
+    /// Per cycle whose slow phase began, all flows' slow budgets together, bytes/s.
+    #[serde(default)]
+    pub cycles: Vec<CycleSlowRate>,
+}
+
+/// The slow rate of one cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CycleSlowRate {
+    pub cycle: u32,
+    pub bytes_per_s: u64,
+}
+
+impl SlowRate {
+    /// The mean over the cycles; `None` when no slow phase began.
+    pub fn mean_bytes_per_s(&self) -> Option<f64> {
+        let n = self.cycles.len();
+        (n > 0).then(|| {
+            self.cycles
+                .iter()
+                .map(|c| c.bytes_per_s as f64)
+                .sum::<f64>()
+                / n as f64
+        })
+    }
+}
+
+/// How far apart (largest over smallest, minus 1) the slow rates of configurations may be
+/// for a comparison of them to compare one workload.
+pub const SLOW_RATE_TOLERANCE: f64 = 0.15;
+
+/// Whether configurations that read their slow phases at `rates` (bytes/s, any unit) ran
+/// one workload: the largest at most `SLOW_RATE_TOLERANCE` above the smallest. Fewer than
+/// two rates agree trivially.
+pub fn slow_rates_agree(rates: &[f64]) -> bool {
+    let (lo, hi) = rates.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), &r| {
+        (lo.min(r), hi.max(r))
+    });
+    rates.len() < 2 || hi <= lo * (1.0 + SLOW_RATE_TOLERANCE + 1e-12)
+}
+
 /// One phase of the schedule, in seconds since the session's start.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PhaseSpan {
@@ -116,6 +173,44 @@ mod tests {
             ]
         );
         assert_eq!(PatternConfig::CLOUDFLARE.total(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn slow_rates_agree_within_fifteen_percent_of_the_smallest() {
+        assert!(slow_rates_agree(&[]));
+        assert!(slow_rates_agree(&[31.0]));
+        assert!(slow_rates_agree(&[100.0, 115.0, 108.0]));
+        assert!(!slow_rates_agree(&[100.0, 116.0]));
+        // The issue's campaign: the default read its slow phases at 31 Mbit/s, lowat at 14.
+        assert!(!slow_rates_agree(&[31.0, 14.0]));
+        assert!(!slow_rates_agree(&[0.0, 1.0]));
+    }
+
+    #[test]
+    fn slow_rate_records_read_back_with_how_they_were_chosen() {
+        let rate = SlowRate {
+            chosen_by: SlowRule::Absolute {
+                bytes_per_s: 625_000,
+            },
+            cycles: vec![
+                CycleSlowRate {
+                    cycle: 1,
+                    bytes_per_s: 625_000,
+                },
+                CycleSlowRate {
+                    cycle: 2,
+                    bytes_per_s: 625_002,
+                },
+            ],
+        };
+        let json = serde_json::to_string(&rate).unwrap();
+        assert!(json.contains(r#""by":"absolute""#), "{json}");
+        assert_eq!(serde_json::from_str::<SlowRate>(&json).unwrap(), rate);
+        assert_eq!(rate.mean_bytes_per_s(), Some(625_001.0));
+        let peak: SlowRate =
+            serde_json::from_str(r#"{"chosen_by":{"by":"peak_delivered"}}"#).unwrap();
+        assert_eq!(peak.chosen_by, SlowRule::PeakDelivered);
+        assert_eq!(peak.mean_bytes_per_s(), None);
     }
 
     #[test]

@@ -485,7 +485,7 @@ impl PhaseFigures {
 
     /// A marker, in the span in which it was sent; one never read counts for nothing.
     pub fn marker(&mut self, row: &MarkerRow) {
-        let Some(latency_us) = row.latency_us else {
+        let Some(latency_us) = row.latency_us.filter(|_| !row.censored) else {
             return;
         };
         if let Some(i) = self.schedule.iter().position(|s| s.contains(row.sent_t_s)) {
@@ -589,6 +589,7 @@ mod tests {
             rcv_rtt_us: 0,
             budget_bytes: 0,
             span_s: 0.1,
+            delivered_bytes: None,
         }
     }
 
@@ -835,6 +836,7 @@ mod tests {
             sent_t_s,
             read_t_s: latency_us.map(|us| sent_t_s + us / 1e6),
             latency_us,
+            censored: false,
         };
         // Fast spans: 0-1 and 3-4; a marker sent at 0.9 s read at 1.4 s is the fast one's.
         f.marker(&marker(0.9, Some(500_000.0)));

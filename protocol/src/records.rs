@@ -70,6 +70,11 @@ pub struct ReaderSample {
     /// "not recorded", so older run directories load (readers then assume one interval).
     #[serde(default)]
     pub span_s: f64,
+    /// Bytes TCP delivered to the receive queue over the row's span (the change of
+    /// `tcpi_bytes_received`): the network's goodput at the receiver, whatever the
+    /// application read. Empty in runs recorded before the column existed.
+    #[serde(default)]
+    pub delivered_bytes: Option<u64>,
 }
 
 impl ReaderSample {
@@ -139,6 +144,17 @@ pub struct SenderSample {
     pub wake_to_write_p50_us: Option<u64>,
     #[serde(default)]
     pub wake_to_write_max_us: Option<u64>,
+    /// Bytes the peer acknowledged over the row's span (the change of `tcpi_bytes_acked`).
+    /// Where it is 0 `delivery_rate_bps` is stale: the kernel keeps its last sample. Empty
+    /// in runs recorded before the column existed.
+    #[serde(default)]
+    pub acked_bytes: Option<u64>,
+    /// At the sample, microseconds since the oldest tagged write still without its "sent"
+    /// TX timestamp was written: a lower bound ("censored") of that write's residence,
+    /// where `residence_us` would say nothing until the write left. Empty when no tagged
+    /// write is pending.
+    #[serde(default)]
+    pub pending_write_age_us: Option<u64>,
     /// Microseconds of the row's span the flow had data to send (`tcpi_busy_time`'s
     /// growth), and of those, held back by the receiver's window (`tcpi_rwnd_limited`) and
     /// by the send buffer (`tcpi_sndbuf_limited`). Busy less both is the network (cwnd,
@@ -264,6 +280,8 @@ impl SenderSample {
             wake_notsent_max_bytes: None,
             wake_to_write_p50_us: None,
             wake_to_write_max_us: None,
+            acked_bytes: None,
+            pending_write_age_us: None,
             busy_us: None,
             rwnd_limited_us: None,
             sndbuf_limited_us: None,
@@ -318,6 +336,7 @@ impl ReaderSample {
             rcv_rtt_us: info.rcv_rtt_us,
             budget_bytes,
             span_s,
+            delivered_bytes: None,
         }
     }
 }

@@ -23,7 +23,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::clock::ClockEstimate;
 use crate::control::WakeupFigures;
 use crate::markers::{MarkerCounts, MarkerRow};
-use crate::pattern::{PatternConfig, PhaseSpan};
+use crate::pattern::{PatternConfig, PhaseSpan, SlowRate};
 use crate::records::{HostSample, ReaderSample, SenderSample};
 use crate::sampling::Sampling;
 
@@ -62,8 +62,9 @@ impl Columns for ReaderSample {
         "rcv_rtt_us",
         "budget_bytes",
         "span_s",
+        "delivered_bytes",
     ];
-    const ADDED_LATER: &'static [&'static str] = &["span_s"];
+    const ADDED_LATER: &'static [&'static str] = &["span_s", "delivered_bytes"];
 }
 
 impl Columns for SenderSample {
@@ -92,6 +93,8 @@ impl Columns for SenderSample {
         "wake_notsent_max_bytes",
         "wake_to_write_p50_us",
         "wake_to_write_max_us",
+        "acked_bytes",
+        "pending_write_age_us",
         "busy_us",
         "rwnd_limited_us",
         "sndbuf_limited_us",
@@ -131,7 +134,9 @@ impl Columns for MarkerRow {
         "sent_t_s",
         "read_t_s",
         "latency_us",
+        "censored",
     ];
+    const ADDED_LATER: &'static [&'static str] = &["censored"];
 }
 
 /// `run.json`: everything needed to know what a run measured.
@@ -205,6 +210,11 @@ pub struct RunConfig {
     /// The marker interval (`--marker-every`), µs; absent when markers were off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker_every_us: Option<u64>,
+    /// How the slow phases' rate was chosen and, once the run ended, what it was per
+    /// cycle; absent in runs before it was recorded (their peak was what the application
+    /// read) and in full-speed runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_rate: Option<SlowRate>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -516,6 +526,7 @@ mod tests {
                 reader_request: SocketOptions::default(),
                 write_size_bytes: None,
                 marker_every_us: None,
+                slow_rate: None,
             },
             schedule: PatternConfig::CLOUDFLARE.schedule(),
             reader_host: host(),
@@ -548,6 +559,7 @@ mod tests {
             rcv_rtt_us: 40,
             budget_bytes: 52428,
             span_s: 0.1,
+            delivered_bytes: Some(1 << 19),
         }
     }
 
@@ -638,6 +650,7 @@ mod tests {
                 sent_t_s: 1.0,
                 read_t_s: Some(1.25),
                 latency_us: Some(250_000.0),
+                censored: false,
             },
             MarkerRow {
                 flow: 1,
@@ -645,7 +658,8 @@ mod tests {
                 offset_bytes: 131072,
                 sent_t_s: 2.0,
                 read_t_s: None,
-                latency_us: None,
+                latency_us: Some(4_000_000.0),
+                censored: true,
             },
         ];
         rows.iter().for_each(|r| writer.marker_row(r).unwrap());
@@ -654,9 +668,9 @@ mod tests {
         assert_eq!(
             text.lines().collect::<Vec<_>>(),
             [
-                "flow,k,offset_bytes,sent_t_s,read_t_s,latency_us",
-                "0,1,65536,1.0,1.25,250000.0",
-                "1,2,131072,2.0,,"
+                "flow,k,offset_bytes,sent_t_s,read_t_s,latency_us,censored",
+                "0,1,65536,1.0,1.25,250000.0,false",
+                "1,2,131072,2.0,,4000000.0,true"
             ]
         );
         assert_eq!(load(dir.path()).unwrap().markers, rows);
@@ -665,6 +679,60 @@ mod tests {
         RunWriter::create(without.path(), false, meta()).unwrap();
         assert!(!without.path().join("markers.csv").exists());
         assert!(load(without.path()).unwrap().markers.is_empty());
+    }
+
+    #[test]
+    fn network_goodput_and_pending_writes_read_back_and_older_files_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut with_rate = meta();
+        with_rate.config.slow_rate = Some(SlowRate {
+            chosen_by: crate::SlowRule::PeakDelivered,
+            cycles: vec![crate::pattern::CycleSlowRate {
+                cycle: 1,
+                bytes_per_s: 62_500,
+            }],
+        });
+        let mut writer = RunWriter::create(dir.path(), false, with_rate.clone()).unwrap();
+        let sender = |acked_bytes, pending_write_age_us| SenderSample {
+            t_s: 0.1,
+            acked_bytes,
+            pending_write_age_us,
+            ..SenderSample::default()
+        };
+        let rows = [sender(Some(0), Some(1_500_000)), sender(Some(70_000), None)];
+        rows.iter().for_each(|r| writer.sender_row(r).unwrap());
+        writer.reader_row(&reader_row(0.1)).unwrap();
+        writer.flush().unwrap();
+        let header = |file: &str| {
+            let text = fs::read_to_string(dir.path().join(file)).unwrap();
+            text.lines().next().unwrap().to_owned()
+        };
+        assert!(header("sender.csv").contains(",acked_bytes,pending_write_age_us,"));
+        assert!(header("reader.csv").ends_with(",span_s,delivered_bytes"));
+        let run = load(dir.path()).unwrap();
+        assert_eq!(run.sender, rows);
+        assert_eq!(run.reader[0].delivered_bytes, Some(1 << 19));
+        assert_eq!(run.meta.config.slow_rate, with_rate.config.slow_rate);
+
+        // Files written before the columns: empty, never zero (a zero would say stale).
+        fs::write(
+            dir.path().join("sender.csv"),
+            format!(
+                "{}\n{}\n",
+                SenderSample::COLUMNS[..15].join(","),
+                ["0"; 15].join(",")
+            ),
+        )
+        .unwrap();
+        fs::write(
+            dir.path().join("markers.csv"),
+            "flow,k,offset_bytes,sent_t_s,read_t_s,latency_us\n0,1,0,1.0,,\n",
+        )
+        .unwrap();
+        let old = load(dir.path()).unwrap();
+        assert_eq!(old.sender[0].acked_bytes, None);
+        assert_eq!(old.sender[0].pending_write_age_us, None);
+        assert!(!old.markers[0].censored);
     }
 
     #[test]

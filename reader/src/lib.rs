@@ -22,7 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oscil_kernel::{host, netstat, ProcessCost, SocketOptions, SockoptError};
+use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{Connection, DaemonMessage, Ended, FrameError, ReaderMessage};
+use oscil_protocol::markers::RunSpan;
 use oscil_protocol::rundir::RunCost;
 use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
 use oscil_protocol::text::escape_peer;
@@ -184,6 +186,7 @@ pub async fn run(
             reader_request: config.reader_request.clone(),
             write_size_bytes: Some(config.write_size_bytes),
             marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
+            slow_rate: None,
         },
         schedule: schedule.clone(),
         reader_host,
@@ -219,7 +222,7 @@ pub async fn run(
     } = session;
     control_tx.write(&ReaderMessage::Start).await?;
     let start = Instant::now();
-    let start_unix_ns = oscil_protocol::clock::realtime_unix_ns();
+    let start_unix_ns = realtime_unix_ns();
     let cost_before = ProcessCost::of_self();
 
     let flows: Vec<Arc<Flow>> = data
@@ -341,7 +344,12 @@ pub async fn run(
 
     let mut recorder = recorder.close().expect("the recorder is closed only here");
     if let Some(clock) = recorder.writer.meta().clock {
-        let counts = recorder.markers(&flows, start_unix_ns, &clock)?;
+        // Nothing reads any more: a marker unread now was unread at the run's end.
+        let span = RunSpan {
+            start_unix_ns,
+            end_unix_ns: realtime_unix_ns(),
+        };
+        let counts = recorder.markers(&flows, span, &clock)?;
         recorder.writer.meta_mut().markers = Some(counts);
     }
     let meta = recorder.writer.meta_mut();

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use oscil_protocol::clock::ClockEstimate;
-use oscil_protocol::markers::{self, FlowMarkers, Marker, MarkerCounts, MarkerRow};
+use oscil_protocol::markers::{self, FlowMarkers, Marker, MarkerCounts, MarkerRow, RunSpan};
 
 use crate::flow::Flow;
 
@@ -43,17 +43,17 @@ impl Book {
     }
 
     /// Takes the flow's markers as rows (by `k`) on the reader's run timeline, with their
-    /// counts.
+    /// counts; those still unread are censored at `span`'s end.
     pub fn take_rows(
         &self,
-        start_unix_ns: u64,
+        span: RunSpan,
         clock: &ClockEstimate,
     ) -> (Vec<MarkerRow>, MarkerCounts) {
         let taken = std::mem::replace(&mut *self.lock(), FlowMarkers::new(1, 0));
         let (resolved, counts) = taken.into_resolved();
         let mut rows: Vec<MarkerRow> = resolved
             .iter()
-            .map(|r| markers::row(r, start_unix_ns, clock.offset_ns()))
+            .map(|r| markers::row(r, span, clock.offset_ns()))
             .collect();
         rows.sort_by_key(|r| r.k);
         (rows, counts)

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use oscil_protocol::clock::ClockEstimate;
-use oscil_protocol::markers::MarkerCounts;
+use oscil_protocol::markers::{MarkerCounts, RunSpan};
 use oscil_protocol::sampling::{Sampling, Tally};
 use oscil_protocol::{HostSample, ReaderSample, RunDirError, RunWriter, SenderSample};
 
@@ -67,16 +67,17 @@ impl Recorder {
     }
 
     /// Every flow's markers, at the end: into `markers.csv` by flow and `k`, and into the
-    /// summary; what became of them, for `run.json`.
+    /// summary; what became of them, for `run.json`. Those still unread are censored at
+    /// `span`'s end.
     pub fn markers(
         &mut self,
         flows: &[Arc<Flow>],
-        start_unix_ns: u64,
+        span: RunSpan,
         clock: &ClockEstimate,
     ) -> Result<MarkerCounts, RunDirError> {
         let mut counts = MarkerCounts::default();
         for book in flows.iter().filter_map(|f| f.markers.as_ref()) {
-            let (rows, flow_counts) = book.take_rows(start_unix_ns, clock);
+            let (rows, flow_counts) = book.take_rows(span, clock);
             for row in &rows {
                 self.writer.marker_row(row)?;
                 self.summary.marker(row);

@@ -49,6 +49,8 @@ struct Sources {
     sockstat: ProcFile<Sockstat>,
     netstat: ProcFile<TcpExt>,
     queue: QueueEventsSince,
+    /// Each flow's `tcpi_bytes_received` at the last sample, for `delivered_bytes`.
+    received_bytes: Vec<u64>,
 }
 
 impl Sampler {
@@ -64,6 +66,7 @@ impl Sampler {
             sockstat: sockstat::open()?,
             queue: QueueEventsSince::new(netstat.read().ok().as_ref()),
             netstat,
+            received_bytes: vec![0; self.flows.len()],
         };
         let mut ticker = Ticker::new(self.start, self.interval);
         let end = loop {
@@ -96,21 +99,27 @@ impl Sampler {
         let snapshot = sources.probe.snapshot(now)?;
         let mut total_bytes = 0;
         let mut rows = Vec::with_capacity(self.flows.len());
-        for (flow, socket) in self.flows.iter().zip(snapshot.sockets) {
+        let received = sources.received_bytes.iter_mut();
+        for ((flow, socket), received) in self.flows.iter().zip(snapshot.sockets).zip(received) {
             let (info, mem) = socket
                 .as_ref()
                 .ok_or(SampleError::Socket { flow: flow.index })?;
             let bytes = flow.take_bytes_read(intervals.clone());
             total_bytes += bytes;
-            rows.push(ReaderSample::from_kernel(
-                t_s,
-                flow.index,
-                phase,
-                (bytes, span_s),
-                flow.budget_bytes(),
-                info,
-                mem,
-            ));
+            let delivered_bytes = info.bytes_received.saturating_sub(*received);
+            *received = info.bytes_received;
+            rows.push(ReaderSample {
+                delivered_bytes: Some(delivered_bytes),
+                ..ReaderSample::from_kernel(
+                    t_s,
+                    flow.index,
+                    phase,
+                    (bytes, span_s),
+                    flow.budget_bytes(),
+                    info,
+                    mem,
+                )
+            });
         }
         let host = HostSample::from_kernel(
             t_s,

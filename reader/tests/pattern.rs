@@ -104,3 +104,39 @@ fn notsent_lowat_holds_the_unsent_queue_near_its_threshold() {
         "default notsent peak {default} is not far beyond the lowat run's {with_lowat}"
     );
 }
+
+#[test]
+fn network_goodput_columns_count_what_tcp_delivered_not_what_was_read() {
+    let (_dir, out, _) = fresh_run(&["--fast", "1s", "--slow", "2s", "--cycles", "1"]);
+    let reader = Csv::read(&out.join("reader.csv"));
+    let sender = Csv::read(&out.join("sender.csv"));
+    let sum = |v: Vec<f64>| v.into_iter().sum::<f64>();
+    let read = sum(reader.column("bytes"));
+    let delivered = sum(reader.column("delivered_bytes"));
+    let acked = sum(sender.column("acked_bytes"));
+    // TCP delivered everything read, and what still sat in the receive queue at the end
+    // (at most the receive buffer); the sender saw it acknowledged (the SYN counts 1).
+    let rcvbuf = reader.column("rcvbuf").into_iter().fold(0.0, f64::max);
+    assert!(read > 1e6, "read only {read} bytes");
+    assert!(
+        delivered >= read && delivered <= read + rcvbuf,
+        "delivered {delivered}, read {read}, rcvbuf {rcvbuf}"
+    );
+    assert!(
+        (acked - delivered).abs() <= 0.02 * delivered + 1.0,
+        "acked {acked}, delivered {delivered}"
+    );
+    // In the slow phase the receive queue fills first: some row's network delivered more
+    // than the application read.
+    let (t, bytes) = (reader.column("t_s"), reader.column("bytes"));
+    let more = reader
+        .column("delivered_bytes")
+        .iter()
+        .zip(&bytes)
+        .zip(&t)
+        .any(|((&d, &b), &t)| t > 1.2 && d > b + 65_536.0);
+    assert!(
+        more,
+        "no slow row delivered more than it read: the column is the read count"
+    );
+}
