@@ -65,6 +65,19 @@ pub const BYTES: Unit = Unit {
     decimals: 0,
     shown: 0,
 };
+/// A share, stored 0 to 1, shown as a percentage.
+pub const PCT: Unit = Unit {
+    scale: 0.01,
+    name: "%",
+    decimals: 2,
+    shown: 0,
+};
+pub const COUNT: Unit = Unit {
+    scale: 1.0,
+    name: "",
+    decimals: 0,
+    shown: 0,
+};
 /// Per 10^9 bytes read (CPU seconds, context switches).
 pub const PER_GB: Unit = Unit {
     scale: 1.0,
@@ -76,7 +89,10 @@ pub const PER_GB: Unit = Unit {
 impl Unit {
     /// A value in this unit for a person: `803.9 Mbit/s`, `1.25 MiB`, `466.2 ms`.
     pub fn text(&self, base: f64) -> String {
-        format!("{} {}", self.number(base), self.name)
+        match self.name {
+            "" => self.number(base),
+            name => format!("{} {name}", self.number(base)),
+        }
     }
 
     /// The number alone, with the decimals a person needs.
@@ -344,6 +360,83 @@ pub const METRICS: &[Metric] = &[
         value: |w| w.both().reader_tcp_mem_ns_peak_bytes.map(|b| b as f64),
         compared: false,
     },
+    // What held the sender's flows back, as shares of their time (sender.csv's chrono
+    // columns): the receiver's window, the send buffer, the network (cwnd, pacing), or
+    // nothing to send.
+    Metric {
+        column: "fast_rwnd_limited_pct",
+        title: "Receive-window limited, fast phases",
+        unit: PCT,
+        better: Better::Lower,
+        value: |w| w.fast.limited_by?.rwnd_share(),
+        compared: false,
+    },
+    Metric {
+        column: "fast_sndbuf_limited_pct",
+        title: "Send-buffer limited, fast phases",
+        unit: PCT,
+        better: Better::Lower,
+        value: |w| w.fast.limited_by?.sndbuf_share(),
+        compared: false,
+    },
+    Metric {
+        column: "fast_network_limited_pct",
+        title: "Network limited (cwnd, pacing), fast phases",
+        unit: PCT,
+        better: Better::Neither,
+        value: |w| w.fast.limited_by?.network_share(),
+        compared: false,
+    },
+    Metric {
+        column: "fast_app_limited_pct",
+        title: "Nothing to send (the writer behind), fast phases",
+        unit: PCT,
+        better: Better::Lower,
+        value: |w| w.fast.limited_by?.application_share(),
+        compared: false,
+    },
+    Metric {
+        column: "slow_rwnd_limited_pct",
+        title: "Receive-window limited, slow phases",
+        unit: PCT,
+        better: Better::Neither,
+        value: |w| w.slow.limited_by?.rwnd_share(),
+        compared: false,
+    },
+    Metric {
+        column: "slow_sndbuf_limited_pct",
+        title: "Send-buffer limited, slow phases",
+        unit: PCT,
+        better: Better::Neither,
+        value: |w| w.slow.limited_by?.sndbuf_share(),
+        compared: false,
+    },
+    // The receiver's side of Cloudflare's story: a reader that slows down after autotuning
+    // opened the window fills its queue, and the kernel collapses, prunes, then drops.
+    Metric {
+        column: "reader_collapsed_count",
+        title: "Segments collapsed in the receiver's namespace (TCPRcvCollapsed)",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.both().reader_collapsed.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "reader_prune_count",
+        title: "Receive-queue prunes in the receiver's namespace (PruneCalled)",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.both().reader_prunes.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "reader_drop_count",
+        title: "Segments the receiver dropped for want of room (pruned or refused)",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.both().reader_drops.map(|n| n as f64),
+        compared: false,
+    },
     // The seed's urgent line: from the daemon's write of a marker to the reader's read of
     // it (markers.csv), each give or take the clock uncertainty beside them.
     Metric {
@@ -472,6 +565,8 @@ mod tests {
                 "MiB" => "_mib",
                 "bytes" => "_bytes",
                 "per GB" => "_per_gb",
+                "" => "_count",
+                "%" => "_pct",
                 _ => "_ms",
             };
             assert!(m.column.ends_with(suffix), "{}", m.column);

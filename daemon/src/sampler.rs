@@ -8,6 +8,8 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use oscil_kernel::diag::{Probe, Watched};
+use oscil_kernel::netstat::QueueEventsSince;
+use oscil_kernel::tcp_info::{Chrono, TcpInfo};
 use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::ticker::{covered_s, intervals_by, Ticker};
@@ -24,8 +26,36 @@ struct Sampler {
     proc: Arc<ProcFiles>,
     start: Instant,
     interval: Duration,
-    /// Each flow's `tcpi_bytes_acked` at the last sample, for `acked_bytes`.
-    acked_bytes: Vec<u64>,
+    /// The namespace's receive-queue events since the last sample.
+    queue: QueueEventsSince,
+    /// Each flow's cumulative counters at the last sample.
+    last: Vec<FlowCounters>,
+}
+
+/// A flow's cumulative `tcp_info` counters, kept between samples to give each row its
+/// interval's share.
+#[derive(Debug, Clone, Copy, Default)]
+struct FlowCounters {
+    /// `tcpi_bytes_acked` counts the SYN; one byte in a first row is not worth a rule.
+    bytes_acked: u64,
+    chrono: Chrono,
+}
+
+impl FlowCounters {
+    fn of(info: &TcpInfo) -> Self {
+        FlowCounters {
+            bytes_acked: info.bytes_acked,
+            chrono: Chrono::of(info),
+        }
+    }
+
+    /// Time spent and bytes acknowledged between `before` and `self`.
+    fn since(self, before: FlowCounters) -> (Chrono, u64) {
+        (
+            self.chrono.since(before.chrono),
+            self.bytes_acked.saturating_sub(before.bytes_acked),
+        )
+    }
 }
 
 impl Sampler {
@@ -40,7 +70,8 @@ impl Sampler {
         let probe =
             Probe::new(watched).map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
         Ok(Sampler {
-            acked_bytes: vec![0; flows.len()],
+            queue: QueueEventsSince::new(proc.tcpext().ok().as_ref()),
+            last: vec![FlowCounters::default(); flows.len()],
             flows,
             probe,
             proc,
@@ -70,16 +101,15 @@ impl Sampler {
             .flows
             .iter()
             .zip(snapshot.sockets)
-            .zip(self.acked_bytes.iter_mut())
-            .filter_map(|((flow, socket), acked)| {
+            .zip(self.last.iter_mut())
+            .filter_map(|((flow, socket), last)| {
                 let (info, mem) = socket.as_ref()?;
+                let now = FlowCounters::of(info);
+                let (spent, acked_bytes) = now.since(std::mem::replace(last, now));
                 let bytes = flow.written.swap(0, Ordering::Relaxed);
                 // Also asks the writer for the next interval's tagged write.
                 let completed = flow.probe.collect(now_unix);
                 let wakeups = flow.probe.take_interval_wakeups(flow.index);
-                // bytes_acked counts the SYN; one byte in a first row is not worth a rule.
-                let acked_bytes = info.bytes_acked.saturating_sub(*acked);
-                *acked = info.bytes_acked;
                 Some(
                     SenderSample {
                         residence_us: completed.residence_us,
@@ -88,7 +118,8 @@ impl Sampler {
                         acked_bytes: Some(acked_bytes),
                         ..SenderSample::from_kernel(t_s, flow.index, (bytes, span_s), info, mem)
                     }
-                    .with_wakeups(&wakeups),
+                    .with_wakeups(&wakeups)
+                    .with_chrono(spent),
                 )
             })
             .collect();
@@ -97,6 +128,7 @@ impl Sampler {
                 t_s,
                 Side::Sender,
                 &sockstat,
+                self.queue.next(self.proc.tcpext().ok().as_ref()),
                 snapshot.namespace_charged_bytes,
             ),
             flows,

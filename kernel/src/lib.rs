@@ -16,6 +16,7 @@ pub mod sockopt;
 pub mod sockstat;
 pub mod tcp_info;
 pub mod timestamping;
+pub mod tracefs;
 
 pub use cost::ProcessCost;
 pub use host::HostFacts;

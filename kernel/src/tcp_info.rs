@@ -53,6 +53,38 @@ pub struct TcpInfo {
     pub rcv_wnd_bytes: Option<u32>,
 }
 
+/// Where a sender's time went since the connection began (the kernel's "chrono" counters,
+/// in jiffies, shown in microseconds): busy with data to send, and of that, held back by
+/// the peer's receive window or by its own send buffer. The rest of busy is the network
+/// (cwnd, pacing); the time not busy, the application (nothing to send).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chrono {
+    pub busy_us: u64,
+    pub rwnd_limited_us: u64,
+    pub sndbuf_limited_us: u64,
+}
+
+impl Chrono {
+    pub fn of(info: &TcpInfo) -> Self {
+        Chrono {
+            busy_us: info.busy_time_us,
+            rwnd_limited_us: info.rwnd_limited_us,
+            sndbuf_limited_us: info.sndbuf_limited_us,
+        }
+    }
+
+    /// The time spent between `before` and `self`.
+    pub fn since(self, before: Chrono) -> Chrono {
+        Chrono {
+            busy_us: self.busy_us.saturating_sub(before.busy_us),
+            rwnd_limited_us: self.rwnd_limited_us.saturating_sub(before.rwnd_limited_us),
+            sndbuf_limited_us: self
+                .sndbuf_limited_us
+                .saturating_sub(before.sndbuf_limited_us),
+        }
+    }
+}
+
 impl TcpInfo {
     /// An estimate of bytes in flight: segments in flight as the kernel counts them
     /// (`tcp_packets_in_flight`: unacked - sacked - lost + retransmitted) times the send

@@ -90,6 +90,65 @@ pub struct Totals {
     /// Microseconds from a wake-up to the end of the write (`wake_to_write_p50_us`,
     /// `wake_to_write_max_us`); `None` likewise.
     pub wake_to_write_us: Option<WakeSpread>,
+    /// The receiver's namespace over the span (host.csv's `TcpExt` columns): segments
+    /// collapsed, prune passes, and segments dropped (pruned from the receive or the
+    /// out-of-order queue, or refused by a full receive queue or backlog). `None` where
+    /// no row carried the counters.
+    pub reader_collapsed: Option<u64>,
+    pub reader_prunes: Option<u64>,
+    pub reader_drops: Option<u64>,
+    /// Where the sender's flows spent their time (sender.csv's chrono columns); `None`
+    /// where no row carried them.
+    pub limited_by: Option<LimitedBy>,
+}
+
+/// Flow-time summed over the sender's rows, and what held the flows back in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LimitedBy {
+    pub flow_us: u64,
+    pub busy_us: u64,
+    pub rwnd_limited_us: u64,
+    pub sndbuf_limited_us: u64,
+}
+
+impl LimitedBy {
+    fn add(self, other: LimitedBy) -> LimitedBy {
+        LimitedBy {
+            flow_us: self.flow_us.saturating_add(other.flow_us),
+            busy_us: self.busy_us.saturating_add(other.busy_us),
+            rwnd_limited_us: self.rwnd_limited_us.saturating_add(other.rwnd_limited_us),
+            sndbuf_limited_us: self
+                .sndbuf_limited_us
+                .saturating_add(other.sndbuf_limited_us),
+        }
+    }
+
+    /// `part_us` as a share of the flow-time, 0 to 1 (the counters tick in jiffies, so a
+    /// row's busy time can pass its span by one).
+    fn share(&self, part_us: u64) -> Option<f64> {
+        (self.flow_us > 0).then(|| (part_us as f64 / self.flow_us as f64).clamp(0.0, 1.0))
+    }
+
+    /// Held back by the receiver's advertised window.
+    pub fn rwnd_share(&self) -> Option<f64> {
+        self.share(self.rwnd_limited_us)
+    }
+
+    /// Held back by the send buffer (`SO_SNDBUF`, `tcp_wmem`).
+    pub fn sndbuf_share(&self) -> Option<f64> {
+        self.share(self.sndbuf_limited_us)
+    }
+
+    /// Busy and held back by neither buffer: the congestion window or pacing.
+    pub fn network_share(&self) -> Option<f64> {
+        let buffers = self.rwnd_limited_us.saturating_add(self.sndbuf_limited_us);
+        self.share(self.busy_us.saturating_sub(buffers))
+    }
+
+    /// Nothing to send: the application (here, the daemon's writer) did not keep up.
+    pub fn application_share(&self) -> Option<f64> {
+        self.share(self.flow_us.saturating_sub(self.busy_us))
+    }
 }
 
 /// One wake-up figure over the rows of some spans. A row carries its interval's median and
@@ -144,6 +203,13 @@ fn merge_into<T: Clone>(ours: &mut Option<T>, theirs: &Option<T>, add: impl FnOn
 
 fn max_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
     a.max(b)
+}
+
+fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.saturating_add(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 fn min_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -242,6 +308,13 @@ impl Totals {
             &other.wake_to_write_us,
             WakeSpread::merge,
         );
+        self.reader_collapsed = add_opt(self.reader_collapsed, other.reader_collapsed);
+        self.reader_prunes = add_opt(self.reader_prunes, other.reader_prunes);
+        self.reader_drops = add_opt(self.reader_drops, other.reader_drops);
+        self.limited_by = match (self.limited_by, other.limited_by) {
+            (Some(a), Some(b)) => Some(a.add(b)),
+            (a, b) => a.or(b),
+        };
     }
 
     /// The smallest `TCP_NOTSENT_LOWAT` that keeps the not-sent queue from running dry at
@@ -303,6 +376,22 @@ impl Totals {
                     .record(p50, max, wakeups);
             }
         }
+    }
+
+    /// A sender row's flow-time and what held it back, when the row has the columns.
+    fn record_limits(&mut self, row: &SenderSample, interval_s: f64) {
+        let (Some(busy_us), Some(rwnd_limited_us), Some(sndbuf_limited_us)) =
+            (row.busy_us, row.rwnd_limited_us, row.sndbuf_limited_us)
+        else {
+            return;
+        };
+        let row = LimitedBy {
+            flow_us: (row.span_or(interval_s) * 1e6).round() as u64,
+            busy_us,
+            rwnd_limited_us,
+            sndbuf_limited_us,
+        };
+        self.limited_by = Some(self.limited_by.unwrap_or_default().add(row));
     }
 
     /// The latency below which a share `quantile` (0.5, 0.99, 1.0) of the markers arrived.
@@ -434,6 +523,7 @@ impl PhaseFigures {
                 (None, None) => {}
             }
             self.totals[i].record_wakeups(row);
+            self.totals[i].record_limits(row, self.interval_s);
         }
         let tick = |t_s: f64| (t_s / self.interval_s).round() as i64;
         let same_pass = self
@@ -499,6 +589,18 @@ impl PhaseFigures {
         };
         *peak = max_opt(*peak, Some(row.tcp_mem_pages));
         *ns_peak = max_opt(*ns_peak, row.tcp_mem_ns_bytes);
+        if row.side == Side::Reader {
+            totals.reader_collapsed = add_opt(totals.reader_collapsed, row.tcp_collapsed);
+            totals.reader_prunes = add_opt(totals.reader_prunes, row.tcp_prune_called);
+            let drops = [
+                row.tcp_rcv_pruned,
+                row.tcp_ofo_pruned,
+                row.tcp_rcvq_drop,
+                row.tcp_backlog_drop,
+            ];
+            let dropped = drops.into_iter().reduce(add_opt).flatten();
+            totals.reader_drops = add_opt(totals.reader_drops, dropped);
+        }
     }
 
     /// Every span's totals, with each span's length cut at `end_s` (the run's end).
@@ -599,6 +701,12 @@ mod tests {
             tcp_alloc: 0,
             tcp_mem_pages: pages,
             tcp_mem_ns_bytes: None,
+            tcp_collapsed: None,
+            tcp_prune_called: None,
+            tcp_rcv_pruned: None,
+            tcp_ofo_pruned: None,
+            tcp_rcvq_drop: None,
+            tcp_backlog_drop: None,
         }
     }
 
@@ -679,6 +787,78 @@ mod tests {
         assert_eq!(steady.notsent_mean_bytes(), Some(10_000.0));
         assert_eq!(steady.sender_tcp_mem_peak_pages, Some(20));
         assert_eq!(phases.cycles(), 2);
+    }
+
+    #[test]
+    fn the_receivers_queue_events_add_up_per_phase() {
+        let events = |t_s, side, collapsed, dropped| HostSample {
+            tcp_collapsed: Some(collapsed),
+            tcp_prune_called: Some(1),
+            tcp_rcv_pruned: Some(dropped),
+            tcp_ofo_pruned: Some(0),
+            tcp_rcvq_drop: Some(dropped),
+            tcp_backlog_drop: None,
+            ..host_row(t_s, side, 0)
+        };
+        let mut f = figures();
+        f.host(&events(0.5, Side::Reader, 0, 0));
+        f.host(&events(1.5, Side::Reader, 30, 2));
+        f.host(&events(2.5, Side::Reader, 12, 0));
+        f.host(&events(4.5, Side::Reader, 5, 1));
+        f.host(&events(4.5, Side::Sender, 1000, 1000)); // the sender's namespace: not counted
+        f.host(&host_row(5.0, Side::Reader, 0)); // a row without counters adds nothing
+        let phases = f.finish(6.0);
+        let slow = phases.merged(Phase::Slow, |_| true);
+        assert_eq!(slow.reader_collapsed, Some(47));
+        assert_eq!(slow.reader_prunes, Some(3));
+        assert_eq!(
+            slow.reader_drops,
+            Some(6),
+            "pruned plus refused, both cycles"
+        );
+        let fast = phases.merged(Phase::Fast, |_| true);
+        assert_eq!(
+            (fast.reader_collapsed, fast.reader_drops),
+            (Some(0), Some(0))
+        );
+        let none = figures().finish(6.0).merged(Phase::Slow, |_| true);
+        assert_eq!(none.reader_collapsed, None, "no counters, no figure");
+    }
+
+    #[test]
+    fn limited_by_shares_split_each_phases_flow_time() {
+        let spent = |t_s, flow, busy_us, rwnd_limited_us, sndbuf_limited_us| SenderSample {
+            busy_us: Some(busy_us),
+            rwnd_limited_us: Some(rwnd_limited_us),
+            sndbuf_limited_us: Some(sndbuf_limited_us),
+            ..sender_row(t_s, flow, 0, 0)
+        };
+        let mut f = figures();
+        // Fast: two flows, 100 ms rows; one held by the window 60 ms, the other by its
+        // send buffer 100 ms (a jiffy over, clamped in the share, not in the sums).
+        f.sender(&spent(0.5, 0, 100_000, 60_000, 0));
+        f.sender(&spent(0.5, 1, 104_000, 0, 104_000));
+        // Slow: busy 20 ms of 100, all of it the network.
+        f.sender(&spent(1.5, 0, 20_000, 0, 0));
+        f.sender(&sender_row(1.6, 0, 0, 0)); // no chrono columns: not counted
+        let phases = f.finish(6.0);
+        let fast = phases.merged(Phase::Fast, |_| true).limited_by.unwrap();
+        assert_eq!(fast.flow_us, 200_000);
+        assert_eq!(fast.rwnd_share(), Some(0.3));
+        assert_eq!(fast.sndbuf_share(), Some(0.52));
+        assert_eq!(fast.network_share(), Some(0.2));
+        assert_eq!(fast.application_share(), Some(0.0));
+        let slow = phases.merged(Phase::Slow, |_| true).limited_by.unwrap();
+        assert_eq!((slow.flow_us, slow.busy_us), (100_000, 20_000));
+        assert_eq!(slow.application_share(), Some(0.8));
+        assert_eq!(slow.network_share(), Some(0.2));
+        assert_eq!(
+            figures()
+                .finish(6.0)
+                .merged(Phase::Fast, |_| true)
+                .limited_by,
+            None
+        );
     }
 
     #[test]

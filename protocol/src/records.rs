@@ -4,6 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use oscil_kernel::netstat::QueueEvents;
+use oscil_kernel::tcp_info::Chrono;
+
 use crate::control::WakeupFigures;
 
 /// What the reader was doing when a sample was taken.
@@ -152,6 +155,17 @@ pub struct SenderSample {
     /// write is pending.
     #[serde(default)]
     pub pending_write_age_us: Option<u64>,
+    /// Microseconds of the row's span the flow had data to send (`tcpi_busy_time`'s
+    /// growth), and of those, held back by the receiver's window (`tcpi_rwnd_limited`) and
+    /// by the send buffer (`tcpi_sndbuf_limited`). Busy less both is the network (cwnd,
+    /// pacing); the span less busy, the application. Counted in jiffies (1-4 ms). Empty in
+    /// runs before the columns existed.
+    #[serde(default)]
+    pub busy_us: Option<u64>,
+    #[serde(default)]
+    pub rwnd_limited_us: Option<u64>,
+    #[serde(default)]
+    pub sndbuf_limited_us: Option<u64>,
 }
 
 fn span_or(span_s: f64, interval_s: f64) -> f64 {
@@ -180,14 +194,32 @@ pub struct HostSample {
     /// empty on the ticks between at shorter intervals; empty in runs before format 1.1.
     #[serde(default)]
     pub tcp_mem_ns_bytes: Option<u64>,
+    /// Receive-queue events of this side's namespace over the row's span (`TcpExt`
+    /// counters' growth): collapses, prunes (called, receive queue, out-of-order queue)
+    /// and segments dropped for want of room in the receive queue or the socket backlog.
+    /// Empty where the kernel lacks a counter, and in runs before the columns existed.
+    #[serde(default)]
+    pub tcp_collapsed: Option<u64>,
+    #[serde(default)]
+    pub tcp_prune_called: Option<u64>,
+    #[serde(default)]
+    pub tcp_rcv_pruned: Option<u64>,
+    #[serde(default)]
+    pub tcp_ofo_pruned: Option<u64>,
+    #[serde(default)]
+    pub tcp_rcvq_drop: Option<u64>,
+    #[serde(default)]
+    pub tcp_backlog_drop: Option<u64>,
 }
 
 impl HostSample {
-    /// A row from sockstat and, when summed at this tick, the namespace's charged TCP memory.
+    /// A row from sockstat, the namespace's receive-queue events since the last row and,
+    /// when summed at this tick, the namespace's charged TCP memory.
     pub fn from_kernel(
         t_s: f64,
         side: Side,
         s: &oscil_kernel::Sockstat,
+        queue: Option<QueueEvents>,
         tcp_mem_ns_bytes: Option<u64>,
     ) -> Self {
         HostSample {
@@ -199,6 +231,12 @@ impl HostSample {
             tcp_alloc: s.tcp_alloc,
             tcp_mem_pages: s.tcp_mem_pages,
             tcp_mem_ns_bytes,
+            tcp_collapsed: queue.map(|q| q.collapsed),
+            tcp_prune_called: queue.map(|q| q.prune_called),
+            tcp_rcv_pruned: queue.map(|q| q.rcv_pruned),
+            tcp_ofo_pruned: queue.map(|q| q.ofo_pruned),
+            tcp_rcvq_drop: queue.map(|q| q.rcvq_drop),
+            tcp_backlog_drop: queue.map(|q| q.backlog_drop),
         }
     }
 }
@@ -244,6 +282,19 @@ impl SenderSample {
             wake_to_write_max_us: None,
             acked_bytes: None,
             pending_write_age_us: None,
+            busy_us: None,
+            rwnd_limited_us: None,
+            sndbuf_limited_us: None,
+        }
+    }
+
+    /// The row with where the flow's time went over its span.
+    pub fn with_chrono(self, spent: Chrono) -> Self {
+        SenderSample {
+            busy_us: Some(spent.busy_us),
+            rwnd_limited_us: Some(spent.rwnd_limited_us),
+            sndbuf_limited_us: Some(spent.sndbuf_limited_us),
+            ..self
         }
     }
 

@@ -107,6 +107,9 @@ impl Columns for SenderSample {
         "wake_to_write_max_us",
         "acked_bytes",
         "pending_write_age_us",
+        "busy_us",
+        "rwnd_limited_us",
+        "sndbuf_limited_us",
     ];
     /// All after format 1's first 15, from `span_s` on.
     const ADDED_LATER: &'static [&'static str] = Self::COLUMNS.split_at(15).1;
@@ -129,8 +132,15 @@ impl Columns for HostSample {
         "tcp_alloc",
         "tcp_mem_pages",
         "tcp_mem_ns_bytes",
+        "tcp_collapsed",
+        "tcp_prune_called",
+        "tcp_rcv_pruned",
+        "tcp_ofo_pruned",
+        "tcp_rcvq_drop",
+        "tcp_backlog_drop",
     ];
-    const ADDED_LATER: &'static [&'static str] = &["tcp_mem_ns_bytes"];
+    /// All after format 1's first 7, from `tcp_mem_ns_bytes` on.
+    const ADDED_LATER: &'static [&'static str] = Self::COLUMNS.split_at(7).1;
     /// One row per side per interval.
     fn declared_rows(limits: &Limits) -> u64 {
         2 * limits.intervals
@@ -963,6 +973,12 @@ mod tests {
             tcp_alloc: 5,
             tcp_mem_pages: 12,
             tcp_mem_ns_bytes: Some(49152),
+            tcp_collapsed: None,
+            tcp_prune_called: None,
+            tcp_rcv_pruned: None,
+            tcp_ofo_pruned: None,
+            tcp_rcvq_drop: None,
+            tcp_backlog_drop: None,
         };
         writer.host_row(&host_row).unwrap();
         let ending = Ending {
@@ -1087,7 +1103,7 @@ mod tests {
             let text = fs::read_to_string(dir.path().join(file)).unwrap();
             text.lines().next().unwrap().to_owned()
         };
-        assert!(header("sender.csv").ends_with(",acked_bytes,pending_write_age_us"));
+        assert!(header("sender.csv").contains(",acked_bytes,pending_write_age_us,"));
         assert!(header("reader.csv").ends_with(",span_s,delivered_bytes"));
         let run = load(dir.path()).unwrap();
         assert_eq!(run.sender, rows);

@@ -184,6 +184,12 @@ mod tests {
             tcp_alloc: 1,
             tcp_mem_pages: 1,
             tcp_mem_ns_bytes: Some(4096),
+            tcp_collapsed: None,
+            tcp_prune_called: None,
+            tcp_rcv_pruned: None,
+            tcp_ofo_pruned: None,
+            tcp_rcvq_drop: None,
+            tcp_backlog_drop: None,
         }
     }
 
@@ -250,6 +256,12 @@ mod tests {
             (
                 HostSample {
                     tcp_mem_ns_bytes: Some(u64::MAX),
+                    tcp_collapsed: None,
+                    tcp_prune_called: None,
+                    tcp_rcv_pruned: None,
+                    tcp_ofo_pruned: None,
+                    tcp_rcvq_drop: None,
+                    tcp_backlog_drop: None,
                     ..host(0.1, Side::Sender)
                 },
                 vec![],

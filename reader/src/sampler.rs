@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oscil_kernel::diag::{Probe, Watched};
-use oscil_kernel::{sockstat, ProcFile, Sockstat};
+use oscil_kernel::netstat::QueueEventsSince;
+use oscil_kernel::{netstat, sockstat, ProcFile, Sockstat, TcpExt};
 use oscil_protocol::pattern::phase_of_sample;
 use oscil_protocol::ticker::{covered_s, Ticker};
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, RunDirError, Side};
@@ -37,14 +38,17 @@ pub enum SampleError {
     Socket { flow: u32 },
     #[error("sampling the sockets with sock_diag: {0}")]
     Diag(#[from] std::io::Error),
-    #[error("reading /proc/net/sockstat: {0}")]
-    Sockstat(#[from] oscil_kernel::ReadError),
+    /// `/proc/net/sockstat` or `/proc/net/netstat` (the error names which).
+    #[error("{0}")]
+    Proc(#[from] oscil_kernel::ReadError),
 }
 
 /// What a running sampler reads: opened once, so a tick reads and parses, nothing more.
 struct Sources {
     probe: Probe,
     sockstat: ProcFile<Sockstat>,
+    netstat: ProcFile<TcpExt>,
+    queue: QueueEventsSince,
     /// Each flow's `tcpi_bytes_received` at the last sample, for `delivered_bytes`.
     received_bytes: Vec<u64>,
 }
@@ -56,9 +60,12 @@ impl Sampler {
     pub fn run(self, stop: Receiver<u64>) -> Result<(), SampleError> {
         // Without the privilege it runs at the default priority; lateness shows in run.json.
         let _ = oscil_kernel::prioritise_this_thread();
+        let mut netstat = netstat::open()?;
         let mut sources = Sources {
             probe: Probe::new(Watched::new(self.flows.iter().map(|f| &f.stream))?)?,
             sockstat: sockstat::open()?,
+            queue: QueueEventsSince::new(netstat.read().ok().as_ref()),
+            netstat,
             received_bytes: vec![0; self.flows.len()],
         };
         let mut ticker = Ticker::new(self.start, self.interval);
@@ -118,6 +125,7 @@ impl Sampler {
             t_s,
             Side::Reader,
             &sources.sockstat.read()?,
+            sources.queue.next(sources.netstat.read().ok().as_ref()),
             snapshot.namespace_charged_bytes,
         );
         self.recorder.record(|r| r.reader(&rows, &host))?;

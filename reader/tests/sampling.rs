@@ -50,6 +50,7 @@ fn many_flows_are_sampled_on_both_sides_and_the_counts_match_the_files() {
     let daemon = Daemon::start(&["--max-flows", &flows]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
+    let tcpext_before = tcpext();
     let output = run_reader(
         &daemon,
         &out,
@@ -57,6 +58,7 @@ fn many_flows_are_sampled_on_both_sides_and_the_counts_match_the_files() {
             "--flows", &flows, "--fast", "1s", "--slow", "1s", "--cycles", "1",
         ],
     );
+    let tcpext_after = tcpext();
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -127,4 +129,41 @@ fn many_flows_are_sampled_on_both_sides_and_the_counts_match_the_files() {
         );
         assert!(own.iter().any(|&b| b > 0.0), "{side}: {own:?}");
     }
+    // Every row carries the namespace's receive-queue events over its interval: together
+    // never more than the kernel's counters grew over the whole test (the daemon's first
+    // reading comes after the test's, its last before).
+    for (column, counter) in QUEUE_EVENTS {
+        let rows: Vec<f64> = host
+            .iter()
+            .filter(|r| r["side"] == "reader")
+            .map(|r| number(r, column))
+            .collect();
+        let grew = tcpext_after[counter] - tcpext_before[counter];
+        assert!(
+            rows.iter().sum::<f64>() <= grew as f64,
+            "{column}: rows {rows:?}, the kernel's {counter} grew {grew}"
+        );
+    }
+}
+
+/// host.csv's receive-queue columns and the `TcpExt` counter each comes from.
+const QUEUE_EVENTS: [(&str, &str); 6] = [
+    ("tcp_collapsed", "TCPRcvCollapsed"),
+    ("tcp_prune_called", "PruneCalled"),
+    ("tcp_rcv_pruned", "RcvPruned"),
+    ("tcp_ofo_pruned", "OfoPruned"),
+    ("tcp_rcvq_drop", "TCPRcvQDrop"),
+    ("tcp_backlog_drop", "TCPBacklogDrop"),
+];
+
+/// `/proc/net/netstat`'s `TcpExt` counters, read here as plain text.
+fn tcpext() -> HashMap<String, u64> {
+    let text = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let mut lines = text.lines().filter_map(|l| l.strip_prefix("TcpExt:"));
+    let (names, values) = (lines.next().unwrap(), lines.next().unwrap());
+    names
+        .split_whitespace()
+        .map(str::to_string)
+        .zip(values.split_whitespace().map(|v| v.parse().unwrap()))
+        .collect()
 }

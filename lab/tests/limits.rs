@@ -1,0 +1,73 @@
+//! What limits each flow, as the kernel counts it (sender.csv's chrono columns), on the
+//! seed's 10 Mbit/s x 20 ms path with a 50-packet queue, reading at full speed: a 16 KiB
+//! send buffer holds the sender back most of the time and 64 KiB hardly; a receiver whose
+//! `tcp_rmem` tops out at 64 KiB holds it back by its window most of the time, the
+//! default hardly. Needs root (namespaces, TUN); skips, saying so, without it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use oscil_testkit::{bin_dir, lacks_root, number, unique, Csv};
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Shares of the flows' time, from sender.csv alone: (send buffer, receive window).
+fn shares(run: &Path) -> (f64, f64) {
+    let rows: Vec<HashMap<String, String>> = Csv::read(&run.join("sender.csv")).rows;
+    let sum = |column: &str| rows.iter().map(|r| number(r, column)).sum::<f64>();
+    let flow_us = sum("span_s") * 1e6;
+    (
+        sum("sndbuf_limited_us") / flow_us,
+        sum("rwnd_limited_us") / flow_us,
+    )
+}
+
+#[test]
+fn a_small_send_buffer_or_receive_buffer_is_what_limits_the_flow() {
+    if lacks_root("network namespaces, TUN devices") {
+        return;
+    }
+    let out = std::env::temp_dir().join(unique("oscil-limits-"));
+    let _cleanup = RemoveOnDrop(out.clone());
+    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab");
+    let status = Command::new(&lab)
+        .args(["--rate", "10mbit", "--rtt", "20ms", "--queue", "50"])
+        .args(["--sndbuf", "16k,64k", "--rmem", "default,4096:16384:65536"])
+        .args(["--pattern", "full-speed", "--fast", "4s", "--slow", "0"])
+        .args(["--cycles", "1", "--out"])
+        .arg(&out)
+        .env("OSCIL_BIN_DIR", bin_dir())
+        .status()
+        .expect("run scripts/lab");
+    assert!(status.success(), "scripts/lab failed: {status}");
+    let run = |sndbuf: &str, rmem: &str| {
+        let (rmem, sndbuf) = (format!("_rmem-{rmem}_"), format!("_sndbuf-{sndbuf}_"));
+        let dir = std::fs::read_dir(out.join("runs"))
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.contains(&rmem) && name.contains(&sndbuf)
+            })
+            .unwrap_or_else(|| panic!("no run with {rmem}, {sndbuf} in {}", out.display()));
+        shares(&dir.join("rep-1"))
+    };
+    let small_sndbuf = run("16k", "default");
+    let large_sndbuf = run("64k", "default");
+    let small_rmem = run("64k", "4096-16384-65536");
+    eprintln!("(sndbuf, rwnd) limited: 16k {small_sndbuf:?}, 64k {large_sndbuf:?}, rmem 64k {small_rmem:?}");
+    assert!(small_sndbuf.0 > 0.5, "16 KiB: {small_sndbuf:?}");
+    assert!(
+        large_sndbuf.0 < small_sndbuf.0 / 2.0,
+        "64 KiB: {large_sndbuf:?}"
+    );
+    assert!(small_rmem.1 > 0.5, "rmem 64 KiB: {small_rmem:?}");
+    assert!(large_sndbuf.1 < 0.1, "default rmem: {large_sndbuf:?}");
+}
