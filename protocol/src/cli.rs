@@ -118,10 +118,51 @@ pub fn parse<T: clap::Parser>() -> T {
     if let Some(code) = generate_extras::<T>(&args) {
         std::process::exit(code);
     }
+    let json = asks_for_json(&T::command(), &args);
     match parse_from(args) {
         Ok(parsed) => parsed,
-        Err(outcome) => std::process::exit(outcome.print()),
+        Err(outcome) => {
+            if let (true, NotParsed::Usage(line)) = (json, &outcome) {
+                let name = T::command().get_name().to_owned();
+                let what = line.strip_prefix(&format!("{name}: ")).unwrap_or(line);
+                println!("{}", json_error(exit::USAGE, what));
+            }
+            std::process::exit(outcome.print())
+        }
     }
+}
+
+/// The object a binary with `--json` prints on stdout when it fails, as iperf3 -J does
+/// (docs/json.md): `error` is the stderr line without the program's name.
+pub fn json_error(code: u8, line: &str) -> String {
+    let value = serde_json::json!({ "status": "error", "exit_code": code, "error": line });
+    serde_json::to_string_pretty(&value).expect("an error object serializes")
+}
+
+/// True when `command` has a `--json` flag and `args` give it (`--json`, its short form
+/// alone or in a cluster such as `-qJ`), before any `--`: a usage error is then an error
+/// object too, though the flags did not parse.
+fn asks_for_json(command: &clap::Command, args: &[OsString]) -> bool {
+    let Some(flag) = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some("json"))
+    else {
+        return false;
+    };
+    let short = flag.get_short();
+    args.iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .take_while(|a| *a != "--")
+        .any(|a| match a.strip_prefix("--") {
+            Some(long) => long == "json",
+            None => match (a.strip_prefix('-'), short) {
+                (Some(cluster), Some(short)) => {
+                    cluster.chars().all(|c| c.is_ascii_alphabetic()) && cluster.contains(short)
+                }
+                _ => false,
+            },
+        })
 }
 
 /// Handles `--completions SHELL` and `--man`; `None` when the arguments are neither.
@@ -225,7 +266,7 @@ fn usage_line(name: &str, error: &clap::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use clap::{CommandFactory, Parser};
 
     /// A command set up as every oscil binary is.
     #[derive(Debug, Parser)]
@@ -279,6 +320,34 @@ mod tests {
         let repeated = anyhow::anyhow!("x: File exists (os error 17)")
             .context("writing x: File exists (os error 17)");
         assert_eq!(error_line(&*repeated), "writing x: File exists");
+    }
+
+    #[test]
+    fn json_is_asked_alone_or_in_a_cluster() {
+        #[derive(Debug, Parser)]
+        #[command(name = "j")]
+        struct WithJson {
+            #[arg(long, short = 'J')]
+            json: bool,
+            #[arg(short = 'q')]
+            quiet: bool,
+            #[arg(long)]
+            label: Option<String>,
+        }
+        let asks = |args: &[&str]| {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            asks_for_json(&WithJson::command(), &args)
+        };
+        assert!(asks(&["j", "-J", "-t", "5"]));
+        assert!(asks(&["j", "-qJ"]));
+        assert!(asks(&["j", "--json"]));
+        assert!(!asks(&["j", "-q"]));
+        assert!(!asks(&["j", "--", "-J"]));
+        assert!(!asks(&["j", "--label", "JSON-run"]));
+        assert!(!asks_for_json(
+            &Demo::command(),
+            &["demo".into(), "-J".into()]
+        ));
     }
 
     #[test]

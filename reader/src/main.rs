@@ -266,11 +266,7 @@ fn fail(code: u8, error: &anyhow::Error, json: bool) -> ExitCode {
     let line = cli::error_line(&**error);
     eprintln!("oscil-reader: {line}");
     if json {
-        let value = serde_json::json!({ "status": "error", "exit_code": code, "error": line });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).expect("an error object serializes")
-        );
+        println!("{}", cli::json_error(code, &line));
     }
     ExitCode::from(code)
 }

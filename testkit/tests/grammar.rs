@@ -163,6 +163,37 @@ fn reader_failed_starts_leave_nothing_and_say_why_once() {
     assert!(json["error"].as_str().unwrap().contains("cannot connect"));
 }
 
+/// `-J` makes a usage error an error object on stdout too, with exit code 2 and the stderr
+/// line without the program's name.
+fn expect_json_usage(args: &[&str], holds: &str) {
+    expect("oscil-reader", args, 2, holds);
+    let output = run("oscil-reader", args);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: JSON on stdout: {e}"));
+    assert_eq!(json["status"], "error");
+    assert_eq!(json["exit_code"], 2);
+    let error = json["error"].as_str().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        format!("oscil-reader: {error}"),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn reader_json_usage_errors_are_objects() {
+    expect_json_usage(
+        &["-J", "-c", "h", "-o", "x", "-t", "5"],
+        "invalid value '5' for '--time <DUR>': duration \"5\" is not valid: expected a unit: 5s? 5ms?",
+    );
+    expect_json_usage(&["-J", "-t", "5"], "5s? 5ms?");
+    expect_json_usage(&["-qJ", "-i", "1"], "'-i'");
+    // Without -J, stdout stays empty.
+    let output = run("oscil-reader", &["-t", "5"]);
+    assert!(output.stdout.is_empty());
+}
+
 #[test]
 fn reader_takes_iperf3_habits() {
     let daemon = Daemon::start(&[]);
