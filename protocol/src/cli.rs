@@ -238,9 +238,111 @@ where
             ErrorKind::DisplayHelp
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => NotParsed::Shown(error),
+            ErrorKind::UnknownArgument => match iperf3_pointer(&command, &error) {
+                Some(pointer) => NotParsed::Usage(format!("{name}: {pointer} (see {name} --help)")),
+                None => NotParsed::Usage(usage_line(&name, &error)),
+            },
             _ => NotParsed::Usage(usage_line(&name, &error)),
         }
     })
+}
+
+/// An iperf3 flag oscil spells otherwise: the oscil flags that do its job, each with what
+/// to say of it, and what to say when the binary has none of them.
+struct Habit {
+    iperf3: &'static str,
+    here: &'static [(&'static str, &'static str)],
+    elsewhere: &'static str,
+}
+
+/// iperf3's flags as oscil-reader and oscil-daemon know them; `""` is a positional host.
+const IPERF3_HABITS: &[Habit] = &[
+    Habit {
+        iperf3: "-s",
+        here: &[("listen", "oscil-daemon is the server already (--listen ADDR sets its address)")],
+        elsewhere: "the server is oscil-daemon, run on the sending host",
+    },
+    Habit {
+        iperf3: "-R",
+        here: &[],
+        elsewhere: "oscil always sends from oscil-daemon to oscil-reader: run the daemon on the sending host",
+    },
+    Habit {
+        iperf3: "-i",
+        here: &[("interval", "--interval DUR sets how often both ends are sampled (the summary is per phase)")],
+        elsewhere: "oscil-reader --interval DUR sets how often both ends are sampled",
+    },
+    Habit {
+        iperf3: "-w",
+        here: &[
+            ("sndbuf", "--sndbuf BYTES sets the daemon's SO_SNDBUF"),
+            ("rcvbuf", "--rcvbuf BYTES sets the reader's SO_RCVBUF"),
+        ],
+        elsewhere: "oscil-reader --sndbuf BYTES and --rcvbuf BYTES",
+    },
+    Habit {
+        iperf3: "-l",
+        here: &[("write-size", "--write-size BYTES sets the bytes per write of the daemon")],
+        elsewhere: "oscil-reader --write-size BYTES",
+    },
+    Habit {
+        iperf3: "-C",
+        here: &[("congestion", "--congestion NAME")],
+        elsewhere: "oscil-reader --congestion NAME",
+    },
+    Habit {
+        iperf3: "-b",
+        here: &[
+            ("pacing-rate", "--pacing-rate RATE sets SO_MAX_PACING_RATE (as tc writes rates: 100mbit)"),
+            ("max-rate", "--max-rate RATE caps every session's pacing rate"),
+        ],
+        elsewhere: "oscil-reader --pacing-rate RATE",
+    },
+    Habit {
+        iperf3: "-Z",
+        here: &[("zerocopy", "--zerocopy makes the daemon send with sendfile")],
+        elsewhere: "oscil-reader --zerocopy asks the daemon to send with sendfile",
+    },
+    Habit {
+        iperf3: "",
+        here: &[
+            ("connect", "the daemon's address goes after -c: -c HOST"),
+            ("listen", "the address to listen on goes after --listen: --listen ADDR"),
+        ],
+        elsewhere: "",
+    },
+];
+
+/// What oscil calls an iperf3 flag that `command` does not take: only for the binaries an
+/// iperf3 user runs (those with `--connect` or `--listen`).
+fn iperf3_pointer(command: &clap::Command, error: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let has = |long: &str| command.get_arguments().any(|a| a.get_long() == Some(long));
+    if !has("connect") && !has("listen") {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let key = if given.starts_with('-') {
+        given.as_str()
+    } else {
+        ""
+    };
+    let habit = IPERF3_HABITS.iter().find(|h| h.iperf3 == key)?;
+    let present: Vec<&str> = habit
+        .here
+        .iter()
+        .filter(|(long, _)| has(long))
+        .map(|(_, say)| *say)
+        .collect();
+    let what = match (present.is_empty(), key) {
+        (false, "") => present.join("; "),
+        (false, _) => format!("iperf3's {key}: {}", present.join("; ")),
+        (true, "") => return None,
+        (true, _) => format!("iperf3's {key}: {}", habit.elsewhere),
+    };
+    Some(format!("unexpected argument '{given}': {what}"))
 }
 
 /// Clap's several lines folded into one: the error, then its tip if it has one.

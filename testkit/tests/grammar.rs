@@ -195,6 +195,35 @@ fn reader_json_usage_errors_are_objects() {
 }
 
 #[test]
+fn iperf3_flags_get_a_pointer() {
+    let reader: &[(&[&str], &str)] = &[
+        (&["-s"], "unexpected argument '-s': iperf3's -s: the server is oscil-daemon, run on the sending host (see oscil-reader --help)"),
+        (&["-R"], "unexpected argument '-R': iperf3's -R: oscil always sends from oscil-daemon to oscil-reader: run the daemon on the sending host"),
+        (&["-i", "1"], "unexpected argument '-i': iperf3's -i: --interval DUR sets how often both ends are sampled (the summary is per phase)"),
+        (&["-w", "1M"], "unexpected argument '-w': iperf3's -w: --sndbuf BYTES sets the daemon's SO_SNDBUF; --rcvbuf BYTES sets the reader's SO_RCVBUF"),
+        (&["-l", "128k"], "unexpected argument '-l': iperf3's -l: --write-size BYTES sets the bytes per write of the daemon"),
+        (&["-C", "bbr"], "unexpected argument '-C': iperf3's -C: --congestion NAME"),
+        (&["-b", "100M"], "unexpected argument '-b': iperf3's -b: --pacing-rate RATE sets SO_MAX_PACING_RATE (as tc writes rates: 100mbit)"),
+        (&["-Z"], "unexpected argument '-Z': iperf3's -Z: --zerocopy makes the daemon send with sendfile"),
+        (&["sender.example"], "unexpected argument 'sender.example': the daemon's address goes after -c: -c HOST"),
+    ];
+    for (args, holds) in reader {
+        expect("oscil-reader", args, 2, holds);
+    }
+    let daemon: &[(&[&str], &str)] = &[
+        (&["-s"], "unexpected argument '-s': iperf3's -s: oscil-daemon is the server already (--listen ADDR sets its address)"),
+        (&["-w", "1M"], "unexpected argument '-w': iperf3's -w: --sndbuf BYTES sets the daemon's SO_SNDBUF (see oscil-daemon --help)"),
+        (&["-b", "1gbit"], "unexpected argument '-b': iperf3's -b: --max-rate RATE caps every session's pacing rate"),
+        (&["-Z"], "unexpected argument '-Z': iperf3's -Z: oscil-reader --zerocopy asks the daemon to send with sendfile"),
+        (&["-C", "bbr"], "unexpected argument '-C': iperf3's -C: --congestion NAME"),
+        (&["0.0.0.0"], "unexpected argument '0.0.0.0': the address to listen on goes after --listen: --listen ADDR"),
+    ];
+    for (args, holds) in daemon {
+        expect("oscil-daemon", args, 2, holds);
+    }
+}
+
+#[test]
 fn reader_takes_iperf3_habits() {
     let daemon = Daemon::start(&[]);
     let dir = tempfile::tempdir().unwrap();
