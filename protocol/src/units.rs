@@ -3,8 +3,8 @@
 //! binary and the lab:
 //! - a bare number is a byte count for sizes (as the kernel's sysctls are), and is refused
 //!   for rates and durations, with the likely spellings offered (`5` → `5s`? `5ms`?);
-//! - rates are spelled as tc spells them (`100mbit`, `1gbit`, `125mbps` = bytes/s); a bare
-//!   `100M` or `1G` is refused with both readings offered, since tools disagree on it.
+//! - rates are spelled in bits as tc spells them (`100mbit`, `1gbit`); `100M`, `1G` and
+//!   byte spellings (`10Mbps`) are refused with both readings offered, since tools disagree.
 
 use std::time::Duration;
 
@@ -80,9 +80,10 @@ pub fn parse_bytes_u32(input: &str) -> Result<u32, UnitError> {
 
 /// Parses a rate as tc writes it, into bits per second: `bit` (or a bare number), `kbit`,
 /// `mbit`, `gbit`, `tbit` (decimal: 1mbit = 1,000,000 bit/s), `kibit`, `mibit`, `gibit`
-/// (binary), and tc's byte rates `bps`, `kbps`, `mbps`, `gbps` (bytes per second).
+/// (binary). Byte rates (`mbps`, `100M`) are refused with both readings: tc reads `mbps`
+/// as bytes, most people as bits.
 pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
-    const EXPECTED: &str = "a rate such as 10mbit, 1gbit, 500kbit or 125mbps (bytes/s, as tc)";
+    const EXPECTED: &str = "a rate such as 10mbit, 1gbit or 500kbit (bits per second, as tc)";
     let err = || UnitError::new("rate", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
     let number_text = input
@@ -96,14 +97,14 @@ pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
                 format!("a unit: {number_text}mbit? {number_text}kbit? {number_text}bit? (bits per second, as tc writes them)"),
             ))
         }
-        prefix @ ("k" | "m" | "g" | "t") => {
-            return Err(UnitError::new(
-                "rate",
-                input,
-                format!("an unambiguous unit: {number_text}{prefix}bit (bits per second) or {number_text}{prefix}bps (bytes per second, as tc)"),
-            ))
-        }
+        prefix @ ("k" | "m" | "g" | "t") => return Err(ambiguous_rate(input, number, prefix)),
         _ => {}
+    }
+    // tc reads `mbps` as megabytes per second, iperf3 users as megabits: refused, as `100M`.
+    if let Some(prefix @ ("" | "k" | "m" | "g" | "t")) =
+        suffix.trim_end_matches("/s").strip_suffix("bps")
+    {
+        return Err(ambiguous_rate(input, number, prefix));
     }
     let scale: f64 = match suffix.trim_end_matches("/s") {
         "bit" => 1.0,
@@ -114,10 +115,6 @@ pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
         "kibit" => 1024.0,
         "mibit" => 1024.0 * 1024.0,
         "gibit" => 1024.0 * 1024.0 * 1024.0,
-        "bps" => 8.0,
-        "kbps" => 8e3,
-        "mbps" => 8e6,
-        "gbps" => 8e9,
         _ => return Err(err()),
     };
     let bps = (number * scale).round();
@@ -125,6 +122,25 @@ pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
         return Err(err());
     }
     Ok(bps as u64)
+}
+
+/// A rate some read as bits and others as bytes (`100M`, `10Mbps`): both readings, in bits.
+fn ambiguous_rate(input: &str, number: f64, prefix: &str) -> UnitError {
+    let bytes = match prefix {
+        "k" => "kilobytes",
+        "m" => "megabytes",
+        "g" => "gigabytes",
+        "t" => "terabytes",
+        _ => "bytes",
+    };
+    UnitError::new(
+        "rate",
+        input,
+        format!(
+            "an unambiguous unit: {number}{prefix}bit (bits per second) or {}{prefix}bit ({number} {bytes} per second)",
+            number * 8.0
+        ),
+    )
 }
 
 /// Parses a percentage, with or without `%` (`0.5`, `1%`), into a probability in [0, 1].
@@ -231,8 +247,6 @@ mod tests {
         assert_eq!(parse_rate_bps("1.5Mbit"), Ok(1_500_000));
         assert_eq!(parse_rate_bps("1kibit"), Ok(1024));
         assert_eq!(parse_rate_bps("100Mbit/s"), Ok(100_000_000));
-        // tc's "bps" is bytes per second.
-        assert_eq!(parse_rate_bps("125mbps"), Ok(1_000_000_000));
         assert!(parse_rate_bps("fast").is_err());
         assert!(parse_rate_bps("10 furlongs").is_err());
         assert!(parse_rate_bps("0mbit").is_err());
@@ -243,7 +257,18 @@ mod tests {
     fn bare_and_ambiguous_rates_offer_the_readings() {
         let message = |input| parse_rate_bps(input).unwrap_err().to_string();
         assert!(message("100").contains("100mbit? 100kbit? 100bit?"));
-        assert!(message("100M").contains("100mbit (bits per second) or 100mbps (bytes"));
+        assert!(message("100M")
+            .contains("100mbit (bits per second) or 800mbit (100 megabytes per second)"));
+        for spelling in ["10Mbps", "10MBps", "10mbps", "10Mbps/s"] {
+            assert!(
+                message(spelling)
+                    .contains("10mbit (bits per second) or 80mbit (10 megabytes per second)"),
+                "{spelling}: {}",
+                message(spelling)
+            );
+        }
+        assert!(message("1.5kbps").contains("1.5kbit (bits per second) or 12kbit (1.5 kilobytes"));
+        assert!(message("100bps").contains("100bit (bits per second) or 800bit (100 bytes"));
         assert!(message("1.5g").contains("1.5gbit"));
         let message = parse_duration("40").unwrap_err().to_string();
         assert!(message.contains("40s? 40ms?"), "{message}");

@@ -95,9 +95,17 @@ fn reader_usage_errors() {
         (&["-c", "h", "-o", out, "--fast", "5"], "5s? 5ms?"),
         (
             &["-c", "h", "-o", out, "--pacing-rate", "100M"],
-            "100mbit (bits per second) or 100mbps",
+            "100mbit (bits per second) or 800mbit (100 megabytes per second)",
         ),
         (&["-c", "h", "-o", out, "--pacing-rate", "100"], "100mbit?"),
+        (
+            &["-c", "h", "-o", out, "--pacing-rate", "10Mbps"],
+            "invalid value '10Mbps' for '--pacing-rate <RATE>': rate \"10Mbps\" is not valid: expected an unambiguous unit: 10mbit (bits per second) or 80mbit (10 megabytes per second)",
+        ),
+        (
+            &["-c", "h", "-o", out, "--pacing-rate", "1MBps"],
+            "1mbit (bits per second) or 8mbit (1 megabytes per second)",
+        ),
         (
             &["-c", "h", "-o", out, "--notsent-lowat", "-5"],
             "invalid value '-5'",
@@ -293,7 +301,7 @@ fn link_usage_errors() {
     let table: &[(&[&str], &str)] = &[
         (
             &["--rate", "100M", "--delay", "10ms"],
-            "100mbit (bits per second) or 100mbps",
+            "100mbit (bits per second) or 800mbit (100 megabytes per second)",
         ),
         (&["--rate", "10mbit", "--delay", "10"], "10s? 10ms?"),
         (
@@ -417,7 +425,7 @@ fn lab_takes_the_same_values() {
     let table: &[(&[&str], &str)] = &[
         (
             &["--rate", "100M", "--dry-run"],
-            "100mbit (bits per second) or 100mbps",
+            "100mbit (bits per second) or 800mbit (100 megabytes per second)",
         ),
         (&["--rtt", "40", "--dry-run"], "40s? 40ms?"),
         (&["--lowat", "-5", "--dry-run"], "-5"),
