@@ -232,6 +232,7 @@ where
 {
     let command = T::command();
     let name = command.get_name().to_owned();
+    let args = negative_values_glued(&command, args.into_iter().map(Into::into).collect());
     T::try_parse_from(args).map_err(|error| {
         use clap::error::ErrorKind;
         match error.kind() {
@@ -245,6 +246,64 @@ where
             _ => NotParsed::Usage(usage_line(&name, &error)),
         }
     })
+}
+
+/// `--fast -5s` as `--fast=-5s`: clap would read `-5s` as a flag (only plain numbers such as
+/// `-5` count as values), though a negative value is what was typed; the value's parser
+/// then says it cannot be negative. A defined flag (`-4`) is left alone.
+fn negative_values_glued(command: &clap::Command, args: Vec<OsString>) -> Vec<OsString> {
+    let looks_negative = |a: &str| {
+        let mut chars = a.chars();
+        chars.next() == Some('-') && chars.next().is_some_and(|c| c.is_ascii_digit() || c == '.')
+    };
+    let is_flag = |a: &str| {
+        a.strip_prefix('-')
+            .and_then(|short| short.parse::<char>().ok())
+            .is_some_and(|short| {
+                command
+                    .get_arguments()
+                    .any(|f| f.get_short() == Some(short))
+            })
+    };
+    let takes_value = |a: &str| -> Option<String> {
+        let found = match a.strip_prefix("--") {
+            Some(long) => command.get_arguments().find(|f| f.get_long() == Some(long)),
+            None => {
+                let short = a.strip_prefix('-')?.parse::<char>().ok()?;
+                command
+                    .get_arguments()
+                    .find(|f| f.get_short() == Some(short))
+            }
+        }?;
+        let long = found.get_long()?;
+        found
+            .get_action()
+            .takes_values()
+            .then(|| format!("--{long}"))
+    };
+    let mut glued = Vec::with_capacity(args.len());
+    let mut rest = args.into_iter();
+    while let Some(arg) = rest.next() {
+        let Some(text) = arg.to_str() else {
+            glued.push(arg);
+            continue;
+        };
+        if text == "--" {
+            glued.push(arg);
+            glued.extend(rest);
+            break;
+        }
+        let long = takes_value(text);
+        let next = rest.as_slice().first().and_then(|n| n.to_str());
+        match (long, next) {
+            (Some(long), Some(value)) if looks_negative(value) && !is_flag(value) => {
+                glued.push(format!("{long}={value}").into());
+                rest.next();
+            }
+            _ => glued.push(arg),
+        }
+    }
+    glued
 }
 
 /// An iperf3 flag oscil spells otherwise: the oscil flags that do its job, each with what
@@ -450,6 +509,19 @@ mod tests {
             &Demo::command(),
             &["demo".into(), "-J".into()]
         ));
+    }
+
+    #[test]
+    fn negative_values_are_values_not_flags() {
+        let parsed: Demo = parse_from(["demo", "--fast", "-5s"]).unwrap();
+        assert_eq!(parsed.fast.as_deref(), Some("-5s"));
+        let line = usage(&["--size", "-5k"]);
+        assert!(
+            line.contains("no minus sign: a size cannot be negative"),
+            "{line}"
+        );
+        let line = usage(&["--fast", "-x"]);
+        assert!(line.contains("'-x'"), "{line}");
     }
 
     #[test]

@@ -33,6 +33,19 @@ fn is_bare_number(input: &str) -> bool {
     !trimmed.is_empty() && trimmed.parse::<f64>().is_ok()
 }
 
+/// A minus sign: no size, rate, duration or share here can be negative, so say that rather
+/// than that the spelling is unknown.
+fn refuse_negative(what: &'static str, input: &str) -> Result<(), UnitError> {
+    match input.trim_start().starts_with('-') {
+        true => Err(UnitError::new(
+            what,
+            input,
+            format!("no minus sign: a {what} cannot be negative"),
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Splits "128KiB" into (128.0, "kib"), lower-casing the suffix.
 fn split_number(input: &str) -> Option<(f64, String)> {
     let trimmed = input.trim();
@@ -49,6 +62,7 @@ fn split_number(input: &str) -> Option<(f64, String)> {
 /// Parses a byte size: `16384`, `128k`, `128KiB`, `4M`, `1g`. Suffixes are binary
 /// (k = 1024), as the kernel's buffer sysctls are.
 pub fn parse_bytes(input: &str) -> Result<u64, UnitError> {
+    refuse_negative("size", input)?;
     const EXPECTED: &str = "a byte count such as 16384, 128k, 128KiB or 4M";
     let err = || UnitError::new("size", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
@@ -83,6 +97,7 @@ pub fn parse_bytes_u32(input: &str) -> Result<u32, UnitError> {
 /// (binary). Byte rates (`mbps`, `100M`) are refused with both readings: tc reads `mbps`
 /// as bytes, most people as bits.
 pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
+    refuse_negative("rate", input)?;
     const EXPECTED: &str = "a rate such as 10mbit, 1gbit or 500kbit (bits per second, as tc)";
     let err = || UnitError::new("rate", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
@@ -145,6 +160,7 @@ fn ambiguous_rate(input: &str, number: f64, prefix: &str) -> UnitError {
 
 /// Parses a percentage, with or without `%` (`0.5`, `1%`), into a probability in [0, 1].
 pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
+    refuse_negative("percentage", input)?;
     let err = || {
         UnitError::new(
             "percentage",
@@ -163,6 +179,7 @@ pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
 
 /// Parses a duration in humantime form: `5s`, `250ms`, `1m30s`; a bare `0` is zero.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
+    refuse_negative("duration", input)?;
     if input.trim() == "0" {
         return Ok(Duration::ZERO);
     }
@@ -202,6 +219,7 @@ pub fn parse_whole_ms_duration(input: &str) -> Result<Duration, UnitError> {
 
 /// Parses a fraction in (0, 1]: `0.05`, or a percentage `5%`.
 pub fn parse_fraction(input: &str) -> Result<f64, UnitError> {
+    refuse_negative("fraction", input)?;
     let err = || {
         UnitError::new(
             "fraction",
@@ -272,6 +290,21 @@ mod tests {
         assert!(message("1.5g").contains("1.5gbit"));
         let message = parse_duration("40").unwrap_err().to_string();
         assert!(message.contains("40s? 40ms?"), "{message}");
+    }
+
+    #[test]
+    fn negative_values_are_refused_as_negative() {
+        let expected = |what: &str| format!("expected no minus sign: a {what} cannot be negative");
+        let message = parse_duration("-5s").unwrap_err().to_string();
+        assert!(message.contains(&expected("duration")), "{message}");
+        let message = parse_percent("-5%").unwrap_err().to_string();
+        assert!(message.contains(&expected("percentage")), "{message}");
+        let message = parse_bytes("-5k").unwrap_err().to_string();
+        assert!(message.contains(&expected("size")), "{message}");
+        let message = parse_rate_bps("-1mbit").unwrap_err().to_string();
+        assert!(message.contains(&expected("rate")), "{message}");
+        let message = parse_fraction("-0.5").unwrap_err().to_string();
+        assert!(message.contains(&expected("fraction")), "{message}");
     }
 
     #[test]

@@ -232,6 +232,43 @@ fn iperf3_flags_get_a_pointer() {
 }
 
 #[test]
+fn negative_values_are_values_refused_as_negative() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "oscil-reader",
+            &["-c", "h", "-o", "x", "--fast", "-5s"],
+            "oscil-reader: invalid value '-5s' for '--fast <DUR>': duration \"-5s\" is not valid: expected no minus sign: a duration cannot be negative (see oscil-reader --help)",
+        ),
+        (
+            "oscil-reader",
+            &["-c", "h", "-o", "x", "-t", "-5s"],
+            "invalid value '-5s' for '--time <DUR>': duration \"-5s\" is not valid: expected no minus sign",
+        ),
+        (
+            "oscil-report",
+            &["run", "--recommend", "--goodput-tolerance", "-5%"],
+            "oscil-report: invalid value '-5%' for '--goodput-tolerance <PCT>': percentage \"-5%\" is not valid: expected no minus sign: a percentage cannot be negative (see oscil-report --help)",
+        ),
+        (
+            "oscil-link",
+            &["--rate", "-5mbit", "--delay", "1ms"],
+            "rate \"-5mbit\" is not valid: expected no minus sign: a rate cannot be negative",
+        ),
+        (
+            "oscil-lab",
+            &["--rtt", "-5ms", "--dry-run"],
+            "duration \"-5ms\" is not valid: expected no minus sign: a duration cannot be negative",
+        ),
+    ];
+    for (binary, args, holds) in cases {
+        expect(binary, args, 2, holds);
+        let output = run(binary, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("-- -5"), "{binary} {args:?}: {stderr}");
+    }
+}
+
+#[test]
 fn reader_takes_iperf3_habits() {
     let daemon = Daemon::start(&[]);
     let dir = tempfile::tempdir().unwrap();
