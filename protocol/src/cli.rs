@@ -62,6 +62,9 @@ pub mod placeholder {
     pub const N: &str = "N";
 }
 
+/// Linux's errno for a socket bound to an address of the other IP version.
+const EAFNOSUPPORT: i32 = 97;
+
 /// An OS error said once, in words ("address in use"), without Rust's "(os error 98)"
 /// suffix, which anyhow's cause chain would otherwise print twice.
 pub fn os_error(error: &std::io::Error) -> String {
@@ -73,6 +76,9 @@ pub fn os_error(error: &std::io::Error) -> String {
         ErrorKind::PermissionDenied => "permission denied".into(),
         ErrorKind::NotFound => "no such file or directory".into(),
         ErrorKind::AlreadyExists => "it already exists".into(),
+        _ if error.raw_os_error() == Some(EAFNOSUPPORT) => {
+            "address family not supported (-B and the daemon's address must both be IPv4 or both IPv6)".into()
+        }
         _ => drop_os_error_codes(&error.to_string()),
     }
 }

@@ -101,6 +101,9 @@ pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
     const EXPECTED: &str = "a rate such as 10mbit, 1gbit or 500kbit (bits per second, as tc)";
     let err = || UnitError::new("rate", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
+    if number == 0.0 {
+        return Err(UnitError::new("rate", input, "a rate above zero"));
+    }
     let number_text = input
         .trim()
         .trim_end_matches(|c: char| c.is_alphabetic() || c == '/');
@@ -267,7 +270,10 @@ mod tests {
         assert_eq!(parse_rate_bps("100Mbit/s"), Ok(100_000_000));
         assert!(parse_rate_bps("fast").is_err());
         assert!(parse_rate_bps("10 furlongs").is_err());
-        assert!(parse_rate_bps("0mbit").is_err());
+        for zero in ["0", "0mbit", "0.0kbit"] {
+            let message = parse_rate_bps(zero).unwrap_err().to_string();
+            assert!(message.ends_with("expected a rate above zero"), "{message}");
+        }
         assert!(parse_rate_bps("").is_err());
     }
 

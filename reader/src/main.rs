@@ -38,7 +38,7 @@ struct Args {
     #[command(flatten)]
     address: cli::AddressFlags,
     /// Local address to connect from (a multi-homed host's WAN address).
-    #[arg(long, short = 'B', value_name = placeholder::ADDR)]
+    #[arg(long, short = 'B', value_parser = address::parse_bind, value_name = placeholder::ADDR)]
     bind: Option<IpAddr>,
     /// The run directory to write (must be empty or absent, unless --force).
     #[arg(long, short = 'o', value_name = placeholder::DIR)]
@@ -204,10 +204,18 @@ impl Args {
             }
         }
         let connect = self.address.with_port(&self.connect);
-        let family = self.address.family();
+        // A source address chooses the family of the daemon's address looked up, too.
+        let family = match (self.address.family(), self.bind) {
+            (address::IpFamily::Any, Some(bind)) if bind.is_ipv4() => address::IpFamily::V4,
+            (address::IpFamily::Any, Some(_)) => address::IpFamily::V6,
+            (family, _) => family,
+        };
         if let Some(bind) = self.bind {
             if !family.allows(bind) {
                 anyhow::bail!("--bind {bind} is not of the address family asked (-4/-6)");
+            }
+            if let Some(daemon) = connect.ip().filter(|ip| ip.is_ipv4() != bind.is_ipv4()) {
+                anyhow::bail!("-B {bind} and the daemon's address {daemon} are of different IP versions: connect from an address of the daemon's");
             }
         }
         Ok(ReaderConfig {

@@ -157,7 +157,7 @@ fn reader_failed_starts_leave_nothing_and_say_why_once() {
         "oscil-reader",
         &["-c", &closed, "-o", file.to_str().unwrap()],
         1,
-        "not a directory",
+        "cannot create",
     );
 
     // iperf3's -J: an error object on stdout as well.
@@ -266,6 +266,73 @@ fn negative_values_are_values_refused_as_negative() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!stderr.contains("-- -5"), "{binary} {args:?}: {stderr}");
     }
+}
+
+#[test]
+fn values_and_paths_that_cannot_work_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("afile");
+    std::fs::write(&file, "").unwrap();
+    let file = file.to_str().unwrap();
+    let out = dir.path().join("run");
+    let out = out.to_str().unwrap();
+    let missing_key = dir.path().join("no-such-key");
+    let missing_key = missing_key.to_str().unwrap();
+    let closed = format!("127.0.0.1:{}", free_port());
+    let cases: &[(&str, &[&str], i32, String)] = &[
+        (
+            "oscil-link",
+            &["--rate", "0", "--delay", "1ms"],
+            2,
+            "rate \"0\" is not valid: expected a rate above zero (see oscil-link --help)".into(),
+        ),
+        (
+            "oscil-reader",
+            &["-c", "h", "-o", out, "--pacing-rate", "0mbit"],
+            2,
+            "rate \"0mbit\" is not valid: expected a rate above zero".into(),
+        ),
+        (
+            "oscil-reader",
+            &["-c", "127.0.0.1", "-B", "::1", "-o", out],
+            2,
+            "oscil-reader: -B ::1 and the daemon's address 127.0.0.1 are of different IP versions: connect from an address of the daemon's".into(),
+        ),
+        (
+            "oscil-reader",
+            &["-c", "127.0.0.1", "-B", "127.0.0.1:5999", "-o", out],
+            2,
+            "address \"127.0.0.1:5999\" is not valid: -B takes no port (the kernel picks the local one); write 127.0.0.1".into(),
+        ),
+        (
+            "oscil-reader",
+            &["-c", "127.0.0.1", "--key-file", missing_key, "-o", out],
+            2,
+            format!("oscil-reader: cannot read key file {missing_key}: no such file or directory"),
+        ),
+        (
+            "oscil-daemon",
+            &["--key-file", missing_key],
+            2,
+            format!("oscil-daemon: cannot read key file {missing_key}: no such file or directory"),
+        ),
+        (
+            "oscil-reader",
+            &["-c", &closed, "-o", "/proc/oscil"],
+            1,
+            "oscil-reader: cannot create /proc/oscil: no such file or directory".into(),
+        ),
+        (
+            "oscil-reader",
+            &["-c", &closed, "-o", file],
+            1,
+            format!("oscil-reader: cannot create {file}: a file is there, not a directory"),
+        ),
+    ];
+    for (binary, args, code, holds) in cases {
+        expect(binary, args, *code, holds);
+    }
+    assert!(!Path::new(out).exists(), "a refused run left {out} behind");
 }
 
 #[test]
@@ -448,6 +515,23 @@ fn report_refuses_a_used_out_and_a_missing_run() {
     assert!(
         used.join("notes.txt").is_file(),
         "--force removed a file it did not write"
+    );
+    let file = dir.path().join("afile");
+    std::fs::write(&file, "").unwrap();
+    expect(
+        "oscil-report",
+        &[run_dir.to_str().unwrap(), "--out", file.to_str().unwrap()],
+        1,
+        &format!(
+            "oscil-report: cannot create {}: a file is there, not a directory",
+            file.display()
+        ),
+    );
+    expect(
+        "oscil-report",
+        &[run_dir.to_str().unwrap(), "--out", "/proc/oscil"],
+        1,
+        "oscil-report: cannot create /proc/oscil: no such file or directory",
     );
     expect(
         "oscil-report",
