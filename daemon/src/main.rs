@@ -157,6 +157,9 @@ impl Cli {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli: Cli = cli::parse();
+    if let Some(warning) = cli::notsent_lowat_zero_warning("oscil-daemon", cli.notsent_lowat) {
+        eprintln!("{warning}");
+    }
     if cli.gen_key {
         return match oscil_protocol::key::generate_key() {
             Ok(key) => {

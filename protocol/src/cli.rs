@@ -62,6 +62,14 @@ pub mod placeholder {
     pub const N: &str = "N";
 }
 
+/// `--notsent-lowat 0` is accepted, but the kernel reads a socket's 0 as "unset" and uses
+/// the net.ipv4.tcp_notsent_lowat sysctl instead: the warning line that says so, if needed.
+pub fn notsent_lowat_zero_warning(program: &str, lowat_bytes: Option<u32>) -> Option<String> {
+    (lowat_bytes == Some(0)).then(|| {
+        format!("{program}: warning: --notsent-lowat 0 leaves the socket unset: the kernel then uses the net.ipv4.tcp_notsent_lowat sysctl")
+    })
+}
+
 /// Linux's errno for a socket bound to an address of the other IP version.
 const EAFNOSUPPORT: i32 = 97;
 
@@ -528,6 +536,15 @@ mod tests {
         );
         let line = usage(&["--fast", "-x"]);
         assert!(line.contains("'-x'"), "{line}");
+    }
+
+    #[test]
+    fn only_a_zero_lowat_is_warned_about() {
+        assert!(notsent_lowat_zero_warning("p", Some(0)).is_some_and(|w| w
+            .starts_with("p: warning: ")
+            && w.contains("tcp_notsent_lowat sysctl")));
+        assert_eq!(notsent_lowat_zero_warning("p", Some(1)), None);
+        assert_eq!(notsent_lowat_zero_warning("p", None), None);
     }
 
     #[test]

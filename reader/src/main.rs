@@ -255,6 +255,9 @@ impl Args {
 
 fn main() -> ExitCode {
     let args: Args = cli::parse();
+    if let Some(warning) = cli::notsent_lowat_zero_warning("oscil-reader", args.notsent_lowat) {
+        eprintln!("{warning}");
+    }
     let json = args.json;
     let quiet = args.quiet;
     // Values clap cannot check alone (a --meta file, the pattern against the interval) are

@@ -336,6 +336,57 @@ fn values_and_paths_that_cannot_work_say_why() {
 }
 
 #[test]
+fn a_zero_lowat_is_warned_about() {
+    const WARNING: &str = "warning: --notsent-lowat 0 leaves the socket unset: the kernel then uses the net.ipv4.tcp_notsent_lowat sysctl";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let closed = format!("127.0.0.1:{}", free_port());
+    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    let cases: [(&str, Vec<&str>, String); 2] = [
+        (
+            "oscil-reader",
+            vec![
+                "-c",
+                &closed,
+                "-o",
+                out.to_str().unwrap(),
+                "--notsent-lowat",
+                "0",
+            ],
+            format!("oscil-reader: cannot connect to the daemon at {closed}"),
+        ),
+        (
+            "oscil-daemon",
+            vec!["--listen", &taken, "--notsent-lowat", "0"],
+            format!("oscil-daemon: cannot listen on {taken}: address in use"),
+        ),
+    ];
+    for (binary, args, then) in cases {
+        let output = run(binary, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(output.status.code(), Some(1), "{binary}: {stderr}");
+        assert_eq!(lines.len(), 2, "{binary}: {stderr}");
+        assert_eq!(lines[0], format!("{binary}: {WARNING}"));
+        assert!(lines[1].starts_with(&then), "{binary}: {stderr}");
+    }
+    // Any other value, no warning.
+    let output = run(
+        "oscil-reader",
+        &[
+            "-c",
+            &closed,
+            "-o",
+            out.to_str().unwrap(),
+            "--notsent-lowat",
+            "1",
+        ],
+    );
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("warning"));
+}
+
+#[test]
 fn reader_takes_iperf3_habits() {
     let daemon = Daemon::start(&[]);
     let dir = tempfile::tempdir().unwrap();
