@@ -132,12 +132,12 @@ pub fn parse<T: clap::Parser>() -> T {
     if let Some(code) = generate_extras::<T>(&args) {
         std::process::exit(code);
     }
-    let json = asks_for_json(&T::command(), &args);
+    let json = asks_for_json(&command::<T>(), &args);
     match parse_from(args) {
         Ok(parsed) => parsed,
         Err(outcome) => {
             if let (true, NotParsed::Usage(line)) = (json, &outcome) {
-                let name = T::command().get_name().to_owned();
+                let name = command::<T>().get_name().to_owned();
                 let what = line.strip_prefix(&format!("{name}: ")).unwrap_or(line);
                 println!("{}", json_error(exit::USAGE, what));
             }
@@ -179,9 +179,30 @@ fn asks_for_json(command: &clap::Command, args: &[OsString]) -> bool {
         })
 }
 
+/// The binary's command with `--completions SHELL` and `--man` added, so its `--help`, man
+/// page and completions list them; each must be given alone ([`generate_extras`] runs them).
+fn command<T: clap::CommandFactory>() -> clap::Command {
+    use clap::{Arg, ArgAction};
+    T::command()
+        .arg(
+            Arg::new("completions")
+                .long("completions")
+                .value_name("SHELL")
+                .exclusive(true)
+                .help("Print a shell completion script (bash, zsh, fish, elvish, powershell) and exit"),
+        )
+        .arg(
+            Arg::new("man")
+                .long("man")
+                .action(ArgAction::SetTrue)
+                .exclusive(true)
+                .help("Print a man page and exit"),
+        )
+}
+
 /// Handles `--completions SHELL` and `--man`; `None` when the arguments are neither.
 fn generate_extras<T: clap::Parser>(args: &[OsString]) -> Option<i32> {
-    let mut command = T::command();
+    let mut command = command::<T>();
     let name = command.get_name().to_owned();
     let mut stdout = std::io::stdout();
     match args.get(1).and_then(|a| a.to_str()) {
@@ -244,10 +265,14 @@ where
     I: IntoIterator,
     I::Item: Into<OsString> + Clone,
 {
-    let command = T::command();
+    let command = command::<T>();
     let name = command.get_name().to_owned();
     let args = negative_values_glued(&command, args.into_iter().map(Into::into).collect());
-    T::try_parse_from(args).map_err(|error| {
+    let parsed = command
+        .clone()
+        .try_get_matches_from(args)
+        .and_then(|matches| T::from_arg_matches(&matches));
+    parsed.map_err(|error| {
         use clap::error::ErrorKind;
         match error.kind() {
             ErrorKind::DisplayHelp

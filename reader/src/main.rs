@@ -111,7 +111,7 @@ struct Args {
     /// A JSON file describing the setup (the lab's link and sysctls), kept in run.json as "lab".
     #[arg(long, value_name = placeholder::FILE)]
     meta: Option<PathBuf>,
-    /// No progress display.
+    /// No progress display while the run goes on (the summary is still printed at the end).
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Print the result as JSON on stdout, an error object on failure (iperf3's -J).
@@ -259,7 +259,6 @@ fn main() -> ExitCode {
         eprintln!("{warning}");
     }
     let json = args.json;
-    let quiet = args.quiet;
     // Values clap cannot check alone (a --meta file, the pattern against the interval) are
     // bad flags too: exit 2, nothing started.
     let config = match args.into_config() {
@@ -267,7 +266,7 @@ fn main() -> ExitCode {
         Err(error) => return fail(cli::exit::USAGE, &error, json),
     };
     match run(config.clone()) {
-        Ok(outcome) => report(&config, &outcome, json, quiet),
+        Ok(outcome) => report(&config, &outcome, json),
         Err(error) => fail(cli::exit::FAILED_START, &error, json),
     }
 }
@@ -333,7 +332,7 @@ fn stop_signals() -> anyhow::Result<tokio::sync::mpsc::UnboundedReceiver<()>> {
     Ok(rx)
 }
 
-fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> ExitCode {
+fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
     let meta = &outcome.meta;
     let ending = &meta.ending;
     let code = match ending.status {
@@ -364,7 +363,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
             "{}",
             serde_json::to_string_pretty(&value).expect("summary serializes")
         );
-    } else if !quiet {
+    } else {
         print!("{}", outcome.summary);
         if let (Some(clock), Some(markers)) = (&meta.clock, &meta.markers) {
             // The uncertainty of the clocks' offset is that of every marker latency.

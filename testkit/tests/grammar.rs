@@ -427,7 +427,7 @@ fn reader_takes_iperf3_habits() {
     assert_eq!(json["cycles"][0]["cycle"], 1);
     assert_eq!(json["cycles"][0]["phase"], "fast");
 
-    // Without -J, the summary fits an 80-column terminal.
+    // Without -J, the summary fits an 80-column terminal; -q hides only the progress display.
     let output = run(
         "oscil-reader",
         &[
@@ -441,6 +441,7 @@ fn reader_takes_iperf3_habits() {
             "1s",
             "--cycles",
             "1",
+            "-q",
         ],
     );
     let summary = String::from_utf8_lossy(&output.stdout);
@@ -490,7 +491,33 @@ fn every_binary_prints_completions_and_a_man_page() {
         let man = run(binary, &["--man"]);
         assert_eq!(man.status.code(), Some(0), "{binary} --man");
         assert!(String::from_utf8_lossy(&man.stdout).contains(".TH"));
+        let help = run(binary, &["--help"]);
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            help.contains("--completions <SHELL>  ") || help.contains("--completions <SHELL>\n"),
+            "{binary} --help: {help}"
+        );
+        assert!(
+            help.contains(
+                "Print a shell completion script (bash, zsh, fish, elvish, powershell) and exit"
+            ),
+            "{binary} --help: {help}"
+        );
+        assert!(
+            help.contains("Print a man page and exit"),
+            "{binary} --help: {help}"
+        );
+        expect(
+            binary,
+            &["--man", "--completions", "bash"],
+            2,
+            &format!("{binary}: the argument '--man' cannot be used with one or more of the other specified arguments"),
+        );
     }
+    let help = run("oscil-reader", &["--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains(
+        "No progress display while the run goes on (the summary is still printed at the end)"
+    ));
 }
 
 #[test]
