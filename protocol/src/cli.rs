@@ -62,12 +62,23 @@ pub mod placeholder {
     pub const N: &str = "N";
 }
 
-/// `--notsent-lowat 0` is accepted, but the kernel reads a socket's 0 as "unset" and uses
-/// the net.ipv4.tcp_notsent_lowat sysctl instead: the warning line that says so, if needed.
-pub fn notsent_lowat_zero_warning(program: &str, lowat_bytes: Option<u32>) -> Option<String> {
-    (lowat_bytes == Some(0)).then(|| {
-        format!("{program}: warning: --notsent-lowat 0 leaves the socket unset: the kernel then uses the net.ipv4.tcp_notsent_lowat sysctl")
-    })
+/// Lines the reader and the daemon print on stderr before starting, for flags that work
+/// but likely not as meant: `--notsent-lowat 0` (the kernel reads a socket's 0 as unset and
+/// uses the net.ipv4.tcp_notsent_lowat sysctl) and a key file others can read.
+pub fn start_warnings(
+    program: &str,
+    lowat_bytes: Option<u32>,
+    key_file: Option<&std::path::Path>,
+) -> Vec<String> {
+    let lowat = (lowat_bytes == Some(0)).then(|| {
+        "warning: --notsent-lowat 0 leaves the socket unset: the kernel then uses the net.ipv4.tcp_notsent_lowat sysctl".to_owned()
+    });
+    let key = key_file.and_then(crate::key::exposed_key_warning);
+    lowat
+        .into_iter()
+        .chain(key)
+        .map(|warning| format!("{program}: {warning}"))
+        .collect()
 }
 
 /// Linux's errno for a socket bound to an address of the other IP version.
@@ -565,11 +576,12 @@ mod tests {
 
     #[test]
     fn only_a_zero_lowat_is_warned_about() {
-        assert!(notsent_lowat_zero_warning("p", Some(0)).is_some_and(|w| w
-            .starts_with("p: warning: ")
-            && w.contains("tcp_notsent_lowat sysctl")));
-        assert_eq!(notsent_lowat_zero_warning("p", Some(1)), None);
-        assert_eq!(notsent_lowat_zero_warning("p", None), None);
+        let warnings = start_warnings("p", Some(0), None);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("p: warning: --notsent-lowat 0 "));
+        assert!(warnings[0].ends_with("net.ipv4.tcp_notsent_lowat sysctl"));
+        assert!(start_warnings("p", Some(1), None).is_empty());
+        assert!(start_warnings("p", None, None).is_empty());
     }
 
     #[test]

@@ -255,7 +255,8 @@ impl Args {
 
 fn main() -> ExitCode {
     let args: Args = cli::parse();
-    if let Some(warning) = cli::notsent_lowat_zero_warning("oscil-reader", args.notsent_lowat) {
+    for warning in cli::start_warnings("oscil-reader", args.notsent_lowat, args.key_file.as_deref())
+    {
         eprintln!("{warning}");
     }
     let json = args.json;
