@@ -335,47 +335,48 @@ fn values_and_paths_that_cannot_work_say_why() {
     assert!(!Path::new(out).exists(), "a refused run left {out} behind");
 }
 
-/// A warning line, then the start fails (exit 1) with a line that begins with `then`.
-fn expect_warning_then_failure(binary: &str, args: &[&str], warning: &str, then: &str) {
-    let output = run(binary, args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(output.status.code(), Some(1), "{binary}: {stderr}");
-    assert_eq!(lines.len(), 2, "{binary}: {stderr}");
-    assert_eq!(lines[0], format!("{binary}: {warning}"));
-    assert!(lines[1].starts_with(then), "{binary}: {stderr}");
-}
-
-#[test]
-fn a_zero_lowat_is_warned_about() {
-    const WARNING: &str = "warning: --notsent-lowat 0 leaves the socket unset: the kernel then uses the net.ipv4.tcp_notsent_lowat sysctl";
+/// `extra` flags given to a reader toward a closed port and to a daemon on a taken one: a
+/// warning line from each, then its start fails (exit 1) as it would without them.
+fn expect_warning_then_failure(extra: &[&str], warning: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let closed = format!("127.0.0.1:{}", free_port());
     let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let taken = taken.local_addr().unwrap().to_string();
-    let cases: [(&str, Vec<&str>, String); 2] = [
+    let reader = [&["-c", &closed, "-o", out.to_str().unwrap()][..], extra].concat();
+    let daemon = [&["--listen", &taken][..], extra].concat();
+    let cases = [
         (
             "oscil-reader",
-            vec![
-                "-c",
-                &closed,
-                "-o",
-                out.to_str().unwrap(),
-                "--notsent-lowat",
-                "0",
-            ],
+            reader,
             format!("oscil-reader: cannot connect to the daemon at {closed}"),
         ),
         (
             "oscil-daemon",
-            vec!["--listen", &taken, "--notsent-lowat", "0"],
+            daemon,
             format!("oscil-daemon: cannot listen on {taken}: address in use"),
         ),
     ];
     for (binary, args, then) in cases {
-        expect_warning_then_failure(binary, &args, WARNING, &then);
+        let output = run(binary, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(output.status.code(), Some(1), "{binary}: {stderr}");
+        assert_eq!(lines.len(), 2, "{binary}: {stderr}");
+        assert_eq!(lines[0], format!("{binary}: {warning}"));
+        assert!(lines[1].starts_with(&then), "{binary}: {stderr}");
     }
+}
+
+#[test]
+fn a_zero_lowat_is_warned_about() {
+    expect_warning_then_failure(
+        &["--notsent-lowat", "0"],
+        "warning: --notsent-lowat 0 leaves the socket unset: the kernel then uses the net.ipv4.tcp_notsent_lowat sysctl",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let closed = format!("127.0.0.1:{}", free_port());
     // Any other value, no warning.
     let output = run(
         "oscil-reader",
@@ -413,34 +414,10 @@ fn key_files_are_kept_from_others() {
     // A key file others can read is named, then the run goes on (here to fail to start).
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
     let key = key.to_str().unwrap();
-    let warning =
-        format!("warning: key file {key} can be read by others (mode 0644): chmod 600 {key}");
-    let closed = format!("127.0.0.1:{}", free_port());
-    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let taken = taken.local_addr().unwrap().to_string();
-    let out = dir.path().join("run");
-    let cases: [(&str, Vec<&str>, String); 2] = [
-        (
-            "oscil-reader",
-            vec![
-                "-c",
-                &closed,
-                "-o",
-                out.to_str().unwrap(),
-                "--key-file",
-                key,
-            ],
-            format!("oscil-reader: cannot connect to the daemon at {closed}"),
-        ),
-        (
-            "oscil-daemon",
-            vec!["--listen", &taken, "--key-file", key],
-            format!("oscil-daemon: cannot listen on {taken}: address in use"),
-        ),
-    ];
-    for (binary, args, then) in cases {
-        expect_warning_then_failure(binary, &args, &warning, &then);
-    }
+    expect_warning_then_failure(
+        &["--key-file", key],
+        &format!("warning: key file {key} can be read by others (mode 0644): chmod 600 {key}"),
+    );
 }
 
 #[test]
