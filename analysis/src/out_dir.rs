@@ -35,7 +35,8 @@ pub fn prepare(out: &Path, force: bool) -> Result<(), ReportError> {
         path: out.to_owned(),
         source,
     };
-    fs::create_dir_all(out).map_err(io)?;
+    fs::create_dir_all(out)
+        .map_err(|e| oscil_protocol::rundir::RunDirError::cannot_create(out, &e))?;
     let names: Vec<String> = fs::read_dir(out)
         .map_err(io)?
         .filter_map(Result::ok)

@@ -162,9 +162,18 @@ impl Cli {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli: Cli = cli::parse();
+    for warning in cli::start_warnings("oscil-daemon", cli.notsent_lowat, cli.key_file.as_deref()) {
+        eprintln!("{warning}");
+    }
     if cli.gen_key {
         return match oscil_protocol::key::generate_key() {
             Ok(key) => {
+                if let Err(e) = oscil_protocol::key::protect_stdout_file() {
+                    eprintln!(
+                        "oscil-daemon: warning: cannot make the key file 0600: {}",
+                        cli::os_error(&e)
+                    );
+                }
                 println!("{key}");
                 ExitCode::SUCCESS
             }

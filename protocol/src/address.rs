@@ -74,6 +74,29 @@ pub fn parse_connect(input: &str) -> Result<Endpoint, AddressError> {
     parse_host_port(input, CONNECT_FORMS, false)
 }
 
+/// Parses a local address to connect from (`-B`): an IP address alone, since the kernel
+/// picks the local port; `127.0.0.1:5999` and `[::1]:5999` are refused saying so.
+pub fn parse_bind(input: &str) -> Result<IpAddr, AddressError> {
+    const BIND_FORMS: &str =
+        "an IP address of this host, without a port (e.g. 10.0.0.2, 2001:db8::2)";
+    let trimmed = input.trim();
+    if let Ok(ip) = trimmed.parse::<IpAddr>() {
+        return Ok(ip);
+    }
+    let problem = match trimmed.parse::<std::net::SocketAddr>() {
+        Ok(with_port) => format!(
+            "-B takes no port (the kernel picks the local one); write {}",
+            with_port.ip()
+        ),
+        Err(_) => "not an IP address".to_owned(),
+    };
+    Err(AddressError {
+        input: input.to_owned(),
+        problem,
+        expected: BIND_FORMS,
+    })
+}
+
 /// Parses the address a server listens on; `PORT` and `:PORT` mean every address (IPv6
 /// and, where the host allows it, IPv4 too).
 pub fn parse_listen(input: &str) -> Result<Endpoint, AddressError> {
@@ -241,6 +264,21 @@ mod tests {
             "any free port"
         );
         assert!(parse_listen("::1:5250").is_err());
+    }
+
+    #[test]
+    fn bind_takes_an_address_without_a_port() {
+        assert_eq!(parse_bind("10.0.0.2"), Ok("10.0.0.2".parse().unwrap()));
+        assert_eq!(parse_bind("::1"), Ok("::1".parse().unwrap()));
+        let message = parse_bind("127.0.0.1:5999").unwrap_err().to_string();
+        assert!(
+            message.contains("-B takes no port (the kernel picks the local one); write 127.0.0.1"),
+            "{message}"
+        );
+        let message = parse_bind("[::1]:5999").unwrap_err().to_string();
+        assert!(message.contains("write ::1"), "{message}");
+        let message = parse_bind("host.example").unwrap_err().to_string();
+        assert!(message.contains("not an IP address"), "{message}");
     }
 
     #[test]

@@ -64,12 +64,37 @@ pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
     Ok(bytes)
 }
 
+/// `--gen-key > FILE`: the shell made FILE with the umask's mode (often 0644), but a key
+/// must not be readable by others, so a regular file on stdout is made 0600 (owner only).
+pub fn protect_stdout_file() -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let stdout = Path::new("/proc/self/fd/1");
+    match std::fs::metadata(stdout)?.is_file() {
+        true => std::fs::set_permissions(stdout, std::fs::Permissions::from_mode(0o600)),
+        false => Ok(()),
+    }
+}
+
+/// As ssh does for a private key: a key file that group or others may read is named, with
+/// the fix (no refusal: the key may already be shared where it lies).
+pub fn exposed_key_warning(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "warning: key file {} can be read by others (mode {mode:04o}): chmod 600 {}",
+            path.display(),
+            path.display()
+        )
+    })
+}
+
 /// The key from `key_file` when given, else from `$OSCIL_KEY`, else none.
 pub fn load_key(key_file: Option<&Path>) -> Result<Option<Key>, KeyError> {
     if let Some(path) = key_file {
         let text = std::fs::read_to_string(path).map_err(|e| KeyError::Unreadable {
             path: path.display().to_string(),
-            detail: e.kind().to_string(),
+            detail: crate::cli::os_error(&e),
         })?;
         return Key::new(&text).map(Some);
     }
@@ -103,6 +128,26 @@ mod tests {
         assert_eq!(a.len(), 64);
         assert_ne!(a, b);
         assert!(Key::new(&a).is_ok());
+    }
+
+    #[test]
+    fn a_key_file_others_can_read_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k");
+        std::fs::write(&path, "0123456789abcdef0123456789abcdef").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let warning = exposed_key_warning(&path).unwrap();
+        assert_eq!(
+            warning,
+            format!(
+                "warning: key file {} can be read by others (mode 0644): chmod 600 {}",
+                path.display(),
+                path.display()
+            )
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(exposed_key_warning(&path), None);
     }
 
     #[test]

@@ -303,6 +303,9 @@ pub enum RunDirError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A directory to write (`-o`, `--out`) cannot be made there.
+    #[error("cannot create {}: {reason}", path.display())]
+    CannotCreate { path: PathBuf, reason: String },
     #[error("{path}: not a valid run.json: {source}")]
     BadMeta {
         path: PathBuf,
@@ -339,6 +342,20 @@ impl RunDirError {
             self,
             RunDirError::NotARunDir(_) | RunDirError::NotEmpty(_) | RunDirError::NewerFormat { .. }
         )
+    }
+}
+
+impl RunDirError {
+    /// `path` could not be made a directory to write into: a file there, or the OS's word.
+    pub fn cannot_create(path: &Path, source: &std::io::Error) -> RunDirError {
+        let reason = match path.is_file() {
+            true => "a file is there, not a directory".to_owned(),
+            false => crate::cli::os_error(source),
+        };
+        RunDirError::CannotCreate {
+            path: path.to_owned(),
+            reason,
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! binary and the lab:
 //! - a bare number is a byte count for sizes (as the kernel's sysctls are), and is refused
 //!   for rates and durations, with the likely spellings offered (`5` → `5s`? `5ms`?);
-//! - rates are spelled as tc spells them (`100mbit`, `1gbit`, `125mbps` = bytes/s); a bare
-//!   `100M` or `1G` is refused with both readings offered, since tools disagree on it.
+//! - rates are spelled in bits as tc spells them (`100mbit`, `1gbit`); `100M`, `1G` and
+//!   byte spellings (`10Mbps`) are refused with both readings offered, since tools disagree.
 
 use std::time::Duration;
 
@@ -33,6 +33,19 @@ fn is_bare_number(input: &str) -> bool {
     !trimmed.is_empty() && trimmed.parse::<f64>().is_ok()
 }
 
+/// A minus sign: no size, rate, duration or share here can be negative, so say that rather
+/// than that the spelling is unknown.
+fn refuse_negative(what: &'static str, input: &str) -> Result<(), UnitError> {
+    match input.trim_start().starts_with('-') {
+        true => Err(UnitError::new(
+            what,
+            input,
+            format!("no minus sign: a {what} cannot be negative"),
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Splits "128KiB" into (128.0, "kib"), lower-casing the suffix.
 fn split_number(input: &str) -> Option<(f64, String)> {
     let trimmed = input.trim();
@@ -49,6 +62,7 @@ fn split_number(input: &str) -> Option<(f64, String)> {
 /// Parses a byte size: `16384`, `128k`, `128KiB`, `4M`, `1g`. Suffixes are binary
 /// (k = 1024), as the kernel's buffer sysctls are.
 pub fn parse_bytes(input: &str) -> Result<u64, UnitError> {
+    refuse_negative("size", input)?;
     const EXPECTED: &str = "a byte count such as 16384, 128k, 128KiB or 4M";
     let err = || UnitError::new("size", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
@@ -80,11 +94,16 @@ pub fn parse_bytes_u32(input: &str) -> Result<u32, UnitError> {
 
 /// Parses a rate as tc writes it, into bits per second: `bit` (or a bare number), `kbit`,
 /// `mbit`, `gbit`, `tbit` (decimal: 1mbit = 1,000,000 bit/s), `kibit`, `mibit`, `gibit`
-/// (binary), and tc's byte rates `bps`, `kbps`, `mbps`, `gbps` (bytes per second).
+/// (binary). Byte rates (`mbps`, `100M`) are refused with both readings: tc reads `mbps`
+/// as bytes, most people as bits.
 pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
-    const EXPECTED: &str = "a rate such as 10mbit, 1gbit, 500kbit or 125mbps (bytes/s, as tc)";
+    refuse_negative("rate", input)?;
+    const EXPECTED: &str = "a rate such as 10mbit, 1gbit or 500kbit (bits per second, as tc)";
     let err = || UnitError::new("rate", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
+    if number == 0.0 {
+        return Err(UnitError::new("rate", input, "a rate above zero"));
+    }
     let number_text = input
         .trim()
         .trim_end_matches(|c: char| c.is_alphabetic() || c == '/');
@@ -96,14 +115,14 @@ pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
                 format!("a unit: {number_text}mbit? {number_text}kbit? {number_text}bit? (bits per second, as tc writes them)"),
             ))
         }
-        prefix @ ("k" | "m" | "g" | "t") => {
-            return Err(UnitError::new(
-                "rate",
-                input,
-                format!("an unambiguous unit: {number_text}{prefix}bit (bits per second) or {number_text}{prefix}bps (bytes per second, as tc)"),
-            ))
-        }
+        prefix @ ("k" | "m" | "g" | "t") => return Err(ambiguous_rate(input, number, prefix)),
         _ => {}
+    }
+    // tc reads `mbps` as megabytes per second, iperf3 users as megabits: refused, as `100M`.
+    if let Some(prefix @ ("" | "k" | "m" | "g" | "t")) =
+        suffix.trim_end_matches("/s").strip_suffix("bps")
+    {
+        return Err(ambiguous_rate(input, number, prefix));
     }
     let scale: f64 = match suffix.trim_end_matches("/s") {
         "bit" => 1.0,
@@ -114,10 +133,6 @@ pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
         "kibit" => 1024.0,
         "mibit" => 1024.0 * 1024.0,
         "gibit" => 1024.0 * 1024.0 * 1024.0,
-        "bps" => 8.0,
-        "kbps" => 8e3,
-        "mbps" => 8e6,
-        "gbps" => 8e9,
         _ => return Err(err()),
     };
     let bps = (number * scale).round();
@@ -127,8 +142,28 @@ pub fn parse_rate_bps(input: &str) -> Result<u64, UnitError> {
     Ok(bps as u64)
 }
 
+/// A rate some read as bits and others as bytes (`100M`, `10Mbps`): both readings, in bits.
+fn ambiguous_rate(input: &str, number: f64, prefix: &str) -> UnitError {
+    let bytes = match prefix {
+        "k" => "kilobytes",
+        "m" => "megabytes",
+        "g" => "gigabytes",
+        "t" => "terabytes",
+        _ => "bytes",
+    };
+    UnitError::new(
+        "rate",
+        input,
+        format!(
+            "an unambiguous unit: {number}{prefix}bit (bits per second) or {}{prefix}bit ({number} {bytes} per second)",
+            number * 8.0
+        ),
+    )
+}
+
 /// Parses a percentage, with or without `%` (`0.5`, `1%`), into a probability in [0, 1].
 pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
+    refuse_negative("percentage", input)?;
     let err = || {
         UnitError::new(
             "percentage",
@@ -147,6 +182,7 @@ pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
 
 /// Parses a duration in humantime form: `5s`, `250ms`, `1m30s`; a bare `0` is zero.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
+    refuse_negative("duration", input)?;
     if input.trim() == "0" {
         return Ok(Duration::ZERO);
     }
@@ -186,6 +222,7 @@ pub fn parse_whole_ms_duration(input: &str) -> Result<Duration, UnitError> {
 
 /// Parses a fraction in (0, 1]: `0.05`, or a percentage `5%`.
 pub fn parse_fraction(input: &str) -> Result<f64, UnitError> {
+    refuse_negative("fraction", input)?;
     let err = || {
         UnitError::new(
             "fraction",
@@ -231,11 +268,12 @@ mod tests {
         assert_eq!(parse_rate_bps("1.5Mbit"), Ok(1_500_000));
         assert_eq!(parse_rate_bps("1kibit"), Ok(1024));
         assert_eq!(parse_rate_bps("100Mbit/s"), Ok(100_000_000));
-        // tc's "bps" is bytes per second.
-        assert_eq!(parse_rate_bps("125mbps"), Ok(1_000_000_000));
         assert!(parse_rate_bps("fast").is_err());
         assert!(parse_rate_bps("10 furlongs").is_err());
-        assert!(parse_rate_bps("0mbit").is_err());
+        for zero in ["0", "0mbit", "0.0kbit"] {
+            let message = parse_rate_bps(zero).unwrap_err().to_string();
+            assert!(message.ends_with("expected a rate above zero"), "{message}");
+        }
         assert!(parse_rate_bps("").is_err());
     }
 
@@ -243,10 +281,36 @@ mod tests {
     fn bare_and_ambiguous_rates_offer_the_readings() {
         let message = |input| parse_rate_bps(input).unwrap_err().to_string();
         assert!(message("100").contains("100mbit? 100kbit? 100bit?"));
-        assert!(message("100M").contains("100mbit (bits per second) or 100mbps (bytes"));
+        assert!(message("100M")
+            .contains("100mbit (bits per second) or 800mbit (100 megabytes per second)"));
+        for spelling in ["10Mbps", "10MBps", "10mbps", "10Mbps/s"] {
+            assert!(
+                message(spelling)
+                    .contains("10mbit (bits per second) or 80mbit (10 megabytes per second)"),
+                "{spelling}: {}",
+                message(spelling)
+            );
+        }
+        assert!(message("1.5kbps").contains("1.5kbit (bits per second) or 12kbit (1.5 kilobytes"));
+        assert!(message("100bps").contains("100bit (bits per second) or 800bit (100 bytes"));
         assert!(message("1.5g").contains("1.5gbit"));
         let message = parse_duration("40").unwrap_err().to_string();
         assert!(message.contains("40s? 40ms?"), "{message}");
+    }
+
+    #[test]
+    fn negative_values_are_refused_as_negative() {
+        let expected = |what: &str| format!("expected no minus sign: a {what} cannot be negative");
+        let message = parse_duration("-5s").unwrap_err().to_string();
+        assert!(message.contains(&expected("duration")), "{message}");
+        let message = parse_percent("-5%").unwrap_err().to_string();
+        assert!(message.contains(&expected("percentage")), "{message}");
+        let message = parse_bytes("-5k").unwrap_err().to_string();
+        assert!(message.contains(&expected("size")), "{message}");
+        let message = parse_rate_bps("-1mbit").unwrap_err().to_string();
+        assert!(message.contains(&expected("rate")), "{message}");
+        let message = parse_fraction("-0.5").unwrap_err().to_string();
+        assert!(message.contains(&expected("fraction")), "{message}");
     }
 
     #[test]

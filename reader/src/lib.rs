@@ -484,14 +484,8 @@ fn check_out_dir(config: &ReaderConfig) -> Result<(), RunDirError> {
         path: out.clone(),
         source,
     };
-    if out.exists() && !out.is_dir() {
-        return Err(io_error(std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            "a file is there, not a directory",
-        )));
-    }
     let missing: Vec<&std::path::Path> = out.ancestors().take_while(|dir| !dir.exists()).collect();
-    std::fs::create_dir_all(out).map_err(io_error)?;
+    std::fs::create_dir_all(out).map_err(|e| RunDirError::cannot_create(out, &e))?;
     let probe = out.join(".oscil-write-test");
     let written = std::fs::write(&probe, b"").and_then(|()| std::fs::remove_file(&probe));
     for dir in &missing {

@@ -38,7 +38,7 @@ struct Args {
     #[command(flatten)]
     address: cli::AddressFlags,
     /// Local address to connect from (a multi-homed host's WAN address).
-    #[arg(long, short = 'B', value_name = placeholder::ADDR)]
+    #[arg(long, short = 'B', value_parser = address::parse_bind, value_name = placeholder::ADDR)]
     bind: Option<IpAddr>,
     /// The run directory to write (must be empty or absent, unless --force).
     #[arg(long, short = 'o', value_name = placeholder::DIR)]
@@ -121,7 +121,7 @@ struct Args {
     /// A JSON file describing the setup (the lab's link and sysctls), kept in run.json as "lab".
     #[arg(long, value_name = placeholder::FILE)]
     meta: Option<PathBuf>,
-    /// No progress display.
+    /// No progress display while the run goes on (the summary is still printed at the end).
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Print the result as JSON on stdout, an error object on failure (iperf3's -J).
@@ -225,10 +225,18 @@ impl Args {
             }
         }
         let connect = self.address.with_port(&self.connect);
-        let family = self.address.family();
+        // A source address chooses the family of the daemon's address looked up, too.
+        let family = match (self.address.family(), self.bind) {
+            (address::IpFamily::Any, Some(bind)) if bind.is_ipv4() => address::IpFamily::V4,
+            (address::IpFamily::Any, Some(_)) => address::IpFamily::V6,
+            (family, _) => family,
+        };
         if let Some(bind) = self.bind {
             if !family.allows(bind) {
                 anyhow::bail!("--bind {bind} is not of the address family asked (-4/-6)");
+            }
+            if let Some(daemon) = connect.ip().filter(|ip| ip.is_ipv4() != bind.is_ipv4()) {
+                anyhow::bail!("-B {bind} and the daemon's address {daemon} are of different IP versions: connect from an address of the daemon's");
             }
         }
         Ok(ReaderConfig {
@@ -273,8 +281,11 @@ impl Args {
 
 fn main() -> ExitCode {
     let args: Args = cli::parse();
+    for warning in cli::start_warnings("oscil-reader", args.notsent_lowat, args.key_file.as_deref())
+    {
+        eprintln!("{warning}");
+    }
     let json = args.json;
-    let quiet = args.quiet;
     // Values clap cannot check alone (a --meta file, the pattern against the interval) are
     // bad flags too: exit 2, nothing started.
     let config = match args.into_config() {
@@ -282,7 +293,7 @@ fn main() -> ExitCode {
         Err(error) => return fail(cli::exit::USAGE, &error, json),
     };
     match run(config.clone()) {
-        Ok(outcome) => report(&config, &outcome, json, quiet),
+        Ok(outcome) => report(&config, &outcome, json),
         Err(error) => fail(cli::exit::FAILED_START, &error, json),
     }
 }
@@ -292,11 +303,7 @@ fn fail(code: u8, error: &anyhow::Error, json: bool) -> ExitCode {
     let line = cli::error_line(&**error);
     eprintln!("oscil-reader: {line}");
     if json {
-        let value = serde_json::json!({ "status": "error", "exit_code": code, "error": line });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).expect("an error object serializes")
-        );
+        println!("{}", cli::json_error(code, &line));
     }
     ExitCode::from(code)
 }
@@ -352,7 +359,7 @@ fn stop_signals() -> anyhow::Result<tokio::sync::mpsc::UnboundedReceiver<()>> {
     Ok(rx)
 }
 
-fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> ExitCode {
+fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
     let meta = &outcome.meta;
     let ending = &meta.ending;
     let code = match ending.status {
@@ -383,7 +390,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool, quiet: bool) -> 
             "{}",
             serde_json::to_string_pretty(&value).expect("summary serializes")
         );
-    } else if !quiet {
+    } else {
         print!("{}", outcome.summary);
         if let (Some(clock), Some(markers)) = (&meta.clock, &meta.markers) {
             // The uncertainty of the clocks' offset is that of every marker latency.
