@@ -91,6 +91,7 @@ impl Unit {
     pub fn text(&self, base: f64) -> String {
         match self.name {
             "" => self.number(base),
+            "%" => format!("{}%", self.number(base)),
             name => format!("{} {name}", self.number(base)),
         }
     }

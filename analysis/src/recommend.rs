@@ -23,6 +23,12 @@ pub enum Standing {
     /// The default configuration every saving is measured against.
     Default,
     GoodputBelowBest(Change),
+    /// Held back by a buffer (receive window plus send buffer, fast phases) more than the
+    /// default was, by over [`MORE_LIMITED_POINTS`]: mean shares, 0 to 1.
+    MoreLimited {
+        share: f64,
+        default_share: f64,
+    },
     SavingNotClear(Option<Change>),
     NoFigures,
 }
@@ -41,6 +47,20 @@ pub struct PathChoice {
     pub standings: Vec<(usize, Standing)>,
     /// Why nothing was chosen.
     pub nothing_because: Option<String>,
+}
+
+/// How much more of the fast phases (percentage points of the flows' time) a setting may
+/// spend held back by a buffer than the default before it cannot be recommended: it
+/// would trade the default's queue for a buffer that binds.
+pub const MORE_LIMITED_POINTS: f64 = 10.0;
+
+/// The fast phases' shares of the flows' time held back by the receive window and by
+/// the send buffer.
+pub(crate) fn buffer_limits() -> [&'static Metric; 2] {
+    [
+        metric("fast_rwnd_limited_pct"),
+        metric("fast_sndbuf_limited_pct"),
+    ]
 }
 
 pub(crate) fn goodput() -> &'static Metric {
@@ -93,11 +113,30 @@ impl Evidence<'_> {
                 return Standing::GoodputBelowBest(change);
             }
         }
+        if let (Some(share), Some(default_share)) =
+            (self.buffer_share(i), self.buffer_share(default))
+        {
+            if share > default_share + MORE_LIMITED_POINTS / 100.0 {
+                return Standing::MoreLimited {
+                    share,
+                    default_share,
+                };
+            }
+        }
         let saving = self.change(i, default, queued());
         match saving {
             Some(c) if c.is_clear() && c.percent < 0.0 => Standing::Eligible,
             other => Standing::SavingNotClear(other),
         }
+    }
+
+    /// The mean share of the fast phases a configuration's flows were held back by either
+    /// buffer; `None` for runs without the chrono columns.
+    fn buffer_share(&self, i: usize) -> Option<f64> {
+        buffer_limits()
+            .iter()
+            .map(|m| self.estimate(i, m).map(|e| e.mean))
+            .sum()
     }
 
     /// The change of `config` against `against` in words; `itself` where they are one.
@@ -217,7 +256,7 @@ mod tests {
     use super::*;
     use crate::configs::group;
     use crate::settings::{LowatSource, Settings};
-    use oscil_protocol::phase_figures::{RunPhases, SpanTotals, Totals};
+    use oscil_protocol::phase_figures::{LimitedBy, RunPhases, SpanTotals, Totals};
     use oscil_protocol::{Phase, PhaseSpan};
 
     /// A one-cycle run: 1 s fast in which TCP delivered (and the reader read)
@@ -342,6 +381,78 @@ mod tests {
             crate::recommendation_text::markdown(&runs, &configs, &choices, Scope::Steady, 0.01);
         assert!(md.contains("**Choice: a** (3 runs)"), "{md}");
         assert!(md.contains("lost: goodput clearly below the best"), "{md}");
+    }
+
+    /// The runs with their fast phase held back by the receive window and the send buffer
+    /// these shares of its flow-time.
+    fn limited(runs: Vec<RunSummary>, rwnd: f64, sndbuf: f64) -> Vec<RunSummary> {
+        let us = |share: f64| (share * 1e6) as u64;
+        runs.into_iter()
+            .map(|mut r| {
+                r.phases.spans[0].totals.limited_by = Some(LimitedBy {
+                    flow_us: 1_000_000,
+                    busy_us: 1_000_000,
+                    rwnd_limited_us: us(rwnd),
+                    sndbuf_limited_us: us(sndbuf),
+                });
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_setting_that_makes_a_buffer_bind_is_never_chosen_and_the_binding_knob_is_named() {
+        let default = three("default", None, [100e6, 101e6, 99e6], [1000, 1020, 980]);
+        let mut runs = limited(default, 0.05, 0.0);
+        // The least memory, but the send buffer holds its flows back 60% of the time.
+        let tight = three("tight", Some(4096), [99e6, 101e6, 100e6], [10, 11, 9]);
+        runs.extend(limited(tight, 0.05, 0.6));
+        // A clear saving, held back a little more than the default: within the margin.
+        let fair = three("fair", Some(131072), [99e6, 101e6, 100e6], [100, 110, 90]);
+        runs.extend(limited(fair, 0.3, 0.0));
+        let configs = group(&runs, None).unwrap();
+        let choices = recommend(&runs, &configs, Scope::Steady, 0.01);
+        let choice = &choices[0];
+        let name = |i: usize| configs[i].name.as_str();
+        assert_eq!(
+            choice.chosen.map(name),
+            None,
+            "fair is 25 points over the default"
+        );
+        let tight_standing = choice
+            .standings
+            .iter()
+            .find(|(i, _)| name(*i) == "tight")
+            .map(|(_, s)| s.clone());
+        assert!(
+            matches!(tight_standing, Some(Standing::MoreLimited { share, default_share })
+                if (share - 0.65).abs() < 1e-9 && (default_share - 0.05).abs() < 1e-9),
+            "{tight_standing:?}"
+        );
+
+        let mut runs = limited(
+            three("default", None, [100e6, 101e6, 99e6], [1000, 1020, 980]),
+            0.25,
+            0.0,
+        );
+        let fair = three("fair", Some(131072), [99e6, 101e6, 100e6], [100, 110, 90]);
+        runs.extend(limited(fair, 0.3, 0.0));
+        let configs = group(&runs, None).unwrap();
+        let choices = recommend(&runs, &configs, Scope::Steady, 0.01);
+        assert_eq!(
+            choices[0].chosen.map(|i| configs[i].name.as_str()),
+            Some("fair")
+        );
+        let md =
+            crate::recommendation_text::markdown(&runs, &configs, &choices, Scope::Steady, 0.01);
+        assert!(
+            md.contains("What limits the flows of fair: receive-window limited 30%"),
+            "{md}"
+        );
+        assert!(
+            md.contains("`tcp_rmem` max or `tcp_adv_win_scale` binds"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::configs::Configuration;
 use crate::metrics::Metric;
-use crate::recommend::{goodput, memory, queued, Evidence, PathChoice, Standing};
+use crate::recommend::{buffer_limits, goodput, memory, queued, Evidence, PathChoice, Standing};
 use crate::summary::{RunSummary, Scope};
 use crate::verdict::{self, estimate_text};
 
@@ -97,6 +97,7 @@ fn path_section(md: &mut String, evidence: &Evidence, choice: &PathChoice, conf:
         );
     }
     md.push('\n');
+    what_binds(md, evidence, choice);
     not_tested(md, evidence, choice);
 }
 
@@ -115,8 +116,61 @@ fn standing_text(standing: &Standing) -> String {
             verdict::change_text(queued(), c)
         ),
         Standing::SavingNotClear(None) => "lost: no memory figure to compare".into(),
+        Standing::MoreLimited {
+            share,
+            default_share,
+        } => format!(
+            "lost: held back by a buffer {:.0}% of the fast phases against the default's {:.0}%",
+            share * 100.0,
+            default_share * 100.0
+        ),
         Standing::NoFigures => "lost: no goodput figure".into(),
     }
+}
+
+/// A share of the fast phases from which a buffer is said to bind.
+const BINDS_SHARE: f64 = 0.2;
+
+/// Which knob holds the flows back, from the kernel's limited-by counters of the chosen
+/// configuration (or the best, without a choice); nothing where the evidence is thin.
+fn what_binds(md: &mut String, evidence: &Evidence, choice: &PathChoice) {
+    let Some(i) = choice.chosen.or(choice.best) else {
+        return;
+    };
+    let name = &evidence.configs[i].name;
+    let [rwnd, sndbuf] = buffer_limits();
+    let (Some(r), Some(s)) = (evidence.estimate(i, rwnd), evidence.estimate(i, sndbuf)) else {
+        return;
+    };
+    if r.n < 2 {
+        let _ = writeln!(
+            md,
+            "What limits the flows of {name}: one run, too little to say.\n"
+        );
+        return;
+    }
+    let mut binds = Vec::new();
+    if r.mean >= BINDS_SHARE {
+        binds.push(format!(
+            "receive-window limited {} of the fast phases: the receiver's `tcp_rmem` max or `tcp_adv_win_scale` binds; lowat does not",
+            estimate_text(rwnd, Some(&r))
+        ));
+    }
+    if s.mean >= BINDS_SHARE {
+        binds.push(format!(
+            "send-buffer limited {} of the fast phases: `SO_SNDBUF` or the `tcp_wmem` max binds",
+            estimate_text(sndbuf, Some(&s))
+        ));
+    }
+    let said = match binds.is_empty() {
+        true => format!(
+            "no buffer binds (receive window {}, send buffer {} of the fast phases): the network (cwnd, pacing) or the writer sets the pace",
+            estimate_text(rwnd, Some(&r)),
+            estimate_text(sndbuf, Some(&s))
+        ),
+        false => binds.join("; "),
+    };
+    let _ = writeln!(md, "What limits the flows of {name}: {said}.\n");
 }
 
 /// Settings that were the same in every configuration on the path: the recommendation

@@ -215,6 +215,7 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
             }),
             Some(rtt_panel(run, &frame)),
             latency_panel(run, &frame),
+            limits_panel(run, &frame),
         ]
         .into_iter()
         .flatten()
@@ -422,6 +423,70 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
 }
 
 /// The marker series' name, with how far the clocks may put it off.
+/// What held the sender's flows back, tick by tick, as shares of their time (sender.csv's
+/// chrono columns, summed over flows): the receiver's window, the send buffer, the network
+/// (cwnd, pacing) or nothing to send. `None` for runs recorded before the columns.
+fn limits_panel(run: &Run, frame: &Frame) -> Option<Panel> {
+    let sum = |value: fn(&SenderSample) -> Option<u64>| {
+        sender_ticks(run, move |r| value(r).map(|v| v as f64))
+    };
+    let flow_us = sender_ticks(run, |r| {
+        r.busy_us.map(|_| r.span_or(frame.interval_s) * 1e6)
+    });
+    if flow_us.is_empty() {
+        return None;
+    }
+    let (busy, rwnd, sndbuf) = (
+        sum(|r| r.busy_us),
+        sum(|r| r.rwnd_limited_us),
+        sum(|r| r.sndbuf_limited_us),
+    );
+    let share = |part: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> {
+        let points = flow_us
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.t_s, (100.0 * part(i) / t.sum).clamp(0.0, 100.0)))
+            .collect();
+        series::with_gaps(points, |p| p.0, |x| (x, f64::NAN))
+    };
+    let lines = [
+        (
+            "receive window (rwnd_limited_us)",
+            GREEN,
+            share(&|i| rwnd[i].sum),
+        ),
+        (
+            "send buffer (sndbuf_limited_us)",
+            VERMILLION,
+            share(&|i| sndbuf[i].sum),
+        ),
+        (
+            "network: cwnd, pacing (busy, neither buffer)",
+            BLUE,
+            share(&|i| (busy[i].sum - rwnd[i].sum - sndbuf[i].sum).max(0.0)),
+        ),
+        (
+            "nothing to send (not busy)",
+            GREY,
+            share(&|i| (flow_us[i].sum - busy[i].sum).max(0.0)),
+        ),
+    ];
+    let axis = Axis {
+        label: "share of the flows' time (%)".into(),
+        lines: lines
+            .into_iter()
+            .map(|(label, color, points)| Line::new(label, color, points))
+            .collect(),
+        ..Axis::default()
+    };
+    Some(frame.panel(
+        "limits",
+        "What limits the sender: the kernel's count of the time each flow was held by the receive window, the send buffer, the network, or had nothing to send",
+        axis,
+        None,
+    ))
+}
+
 fn marker_label(run: &Run) -> String {
     let uncertainty = run.meta.clock.map_or(String::new(), |c| {
         format!(", ±{:.3} ms clock", c.uncertainty_us / 1000.0)

@@ -28,12 +28,13 @@ fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
 }
 
 /// 1600 pixels wide: a header of at least two 30-pixel lines (name and settings, figures)
-/// over six 380-pixel panels (the sixth, latency, because real runs carry TX timestamps),
+/// over seven 380-pixel panels (the sixth, latency, because real runs carry TX timestamps;
+/// the seventh, what limits the sender, because they carry the kernel's chrono counters),
 /// each 24 pixels taller for every line its title wraps onto. Returns the height.
 fn assert_tall_run_picture(path: &Path) -> u32 {
     let (width, height) = png_size(path);
     assert_eq!(width, 1600, "{}", path.display());
-    let header = height.checked_sub(6 * 380 + 20).expect("six panels");
+    let header = height.checked_sub(7 * 380 + 20).expect("seven panels");
     assert!(
         header >= 60 && header % 6 == 0,
         "{}: {height} pixels tall",

@@ -38,7 +38,9 @@ fn a_small_send_buffer_or_receive_buffer_is_what_limits_the_flow() {
     let _cleanup = RemoveOnDrop(out.clone());
     let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab");
     let status = Command::new(&lab)
-        .args(["--rate", "10mbit", "--rtt", "20ms", "--queue", "50"])
+        .args([
+            "--rate", "10mbit", "--rtt", "20ms", "--queue", "50", "--lowat", "default",
+        ])
         .args(["--sndbuf", "16k,64k", "--rmem", "default,4096:16384:65536"])
         .args(["--pattern", "full-speed", "--fast", "4s", "--slow", "0"])
         .args(["--cycles", "1", "--out"])
@@ -70,4 +72,23 @@ fn a_small_send_buffer_or_receive_buffer_is_what_limits_the_flow() {
     );
     assert!(small_rmem.1 > 0.5, "rmem 64 KiB: {small_rmem:?}");
     assert!(large_sndbuf.1 < 0.1, "default rmem: {large_sndbuf:?}");
+    // Each run's picture has the panel that shows it (read from the report's manifest).
+    let manifest = std::fs::read_to_string(out.join("report/report.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let runs: Vec<&serde_json::Value> = manifest["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["file"].as_str().unwrap().starts_with("run-"))
+        .collect();
+    assert_eq!(runs.len(), 4, "{manifest}");
+    for figure in runs {
+        let keys: Vec<&str> = figure["panels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["key"].as_str().unwrap())
+            .collect();
+        assert!(keys.contains(&"limits"), "{}: {keys:?}", figure["file"]);
+    }
 }

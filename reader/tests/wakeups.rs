@@ -151,13 +151,14 @@ fn wakeups_sit_below_half_the_lowat_in_every_interval_and_phase() {
     let fast_max = largest("fast", "wake_notsent_max_bytes");
     assert!(fast_max > LOWAT / 8.0, "fast: {fast_max}");
 
-    // The seed's yardstick: twice the fast phases' goodput (bytes/s) times their slowest
-    // wake-to-write, since the writer wakes with less than half the lowat left to send.
+    // The seed's yardstick: twice the fast phases' network goodput (bytes/s, what TCP
+    // delivered) times their slowest wake-to-write, since the writer wakes with less than
+    // half the lowat left to send.
     let fast_bytes: f64 = Csv::read(&out.join("reader.csv"))
         .rows
         .iter()
         .filter(|r| phase_of(number(r, "t_s")) == Some("fast"))
-        .map(|r| number(r, "bytes"))
+        .map(|r| number(r, "delivered_bytes"))
         .sum();
     let rate_bytes_per_s = fast_bytes / end_s.min(1.0);
     let safe = &summary["safe_lowat_bytes"];
