@@ -150,29 +150,7 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         .into_iter()
         .map(|name| format!("{name}.png"))
         .collect();
-    let loaded = parallel_map(&runs, load);
-    let mut summaries = Vec::new();
-    let mut figures = Vec::new();
-    let mut series = Vec::new();
-    let mut drawn = Vec::new();
-    for (outcome, png) in loaded.into_iter().zip(pngs) {
-        match outcome {
-            Ok(run) => {
-                summaries.push(run.summary);
-                figures.push(run.figure);
-                series.push(run.series);
-                drawn.push(png);
-            }
-            Err(ReportError::Run(e)) if e.is_damaged() => damaged.push(e.to_string()),
-            Err(e) => return Err(e),
-        }
-    }
-    if summaries.is_empty() {
-        return Err(ReportError::NoRuns(format!(
-            "every run is damaged: {}",
-            damaged.join("; ")
-        )));
-    }
+    let loaded = load_all(&runs, pngs, &mut damaged)?;
     for why in &damaged {
         eprintln!("oscil-report: warning: a damaged run is left out: {why}");
     }
@@ -181,7 +159,12 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
             .iter()
             .map(|why| format!("damaged, left out: {why}")),
     );
-    let pngs = drawn;
+    let Loaded {
+        summaries,
+        mut figures,
+        series,
+        pngs,
+    } = loaded;
     shared_scale::share_ranges(&mut figures);
     let configs =
         configs::group(&summaries, config.baseline.as_deref()).map_err(ReportError::Baseline)?;
@@ -207,6 +190,48 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         configs,
         warnings: inputs.warnings,
     })
+}
+
+/// Every run that loads, with its picture's file name; a damaged one is left out with why.
+struct Loaded {
+    summaries: Vec<RunSummary>,
+    figures: Vec<Figure>,
+    series: Vec<RunSeries>,
+    pngs: Vec<String>,
+}
+
+/// Loads `runs` a few at a time; the ones that turn out damaged go to `damaged`, and
+/// when every run does, the report has nothing to say.
+fn load_all(
+    runs: &[RunInput],
+    pngs: Vec<String>,
+    damaged: &mut Vec<String>,
+) -> Result<Loaded, ReportError> {
+    let mut loaded = Loaded {
+        summaries: Vec::new(),
+        figures: Vec::new(),
+        series: Vec::new(),
+        pngs: Vec::new(),
+    };
+    for (outcome, png) in parallel_map(runs, load).into_iter().zip(pngs) {
+        match outcome {
+            Ok(run) => {
+                loaded.summaries.push(run.summary);
+                loaded.figures.push(run.figure);
+                loaded.series.push(run.series);
+                loaded.pngs.push(png);
+            }
+            Err(ReportError::Run(e)) if e.is_damaged() => damaged.push(e.to_string()),
+            Err(e) => return Err(e),
+        }
+    }
+    if loaded.summaries.is_empty() {
+        return Err(ReportError::NoRuns(format!(
+            "every run is damaged: {}",
+            damaged.join("; ")
+        )));
+    }
+    Ok(loaded)
 }
 
 fn no_runs(config: &ReportConfig, inputs: &input::Inputs) -> ReportError {
