@@ -159,7 +159,7 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
     }
     let total = planned_duration(todo.iter().copied(), overhead(spec));
     println!(
-        "{} run(s), {} order (seed {}), about {} in all ({} per run beyond the pattern)",
+        "{} run(s), {} order (seed {}), about {} in all ({} per run beyond the pattern and the session's round trips)",
         todo.len(),
         format!("{:?}", campaign.order).to_lowercase(),
         campaign.seed,

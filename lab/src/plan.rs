@@ -187,15 +187,32 @@ fn shuffle<T>(items: &mut [T], seed: u64) {
     }
 }
 
-/// How long the runs still to do will take: each run's pattern plus `per_run_overhead`
-/// (starting the link and the daemon, copying results).
+/// How long the runs still to do will take: each run's pattern, its session's round trips
+/// on the emulated path, and `per_run_overhead` (starting the link and the daemon, copying
+/// results).
 pub fn planned_duration<'a>(
     runs: impl IntoIterator<Item = &'a CampaignRun>,
     per_run_overhead: Duration,
 ) -> Duration {
     runs.into_iter()
-        .map(|run| run.settings.pattern.total() + per_run_overhead)
+        .map(|run| run.settings.pattern.total() + setup_round_trips(run) + per_run_overhead)
         .sum()
+}
+
+/// Round trips a session spends before its pattern starts: the handshake, the data
+/// connections and their challenges, ready and start (about 5), and with markers the
+/// clock exchanges, one after another. On a 466 ms path that is 2.3 s, or 7.9 s with
+/// markers. Unknown (0) on real hosts, whose path the lab does not set.
+fn setup_round_trips(run: &CampaignRun) -> Duration {
+    const SESSION_ROUND_TRIPS: u32 = 5;
+    let Some(path) = &run.settings.path else {
+        return Duration::ZERO;
+    };
+    let clock = match run.settings.marker_every_us {
+        Some(_) => oscil_protocol::clock::EXCHANGES,
+        None => 0,
+    };
+    Duration::from_micros(path.rtt_us) * (SESSION_ROUND_TRIPS + clock)
 }
 
 #[cfg(test)]
@@ -340,13 +357,18 @@ mod tests {
     }
 
     #[test]
-    fn duration_is_patterns_plus_overhead() {
+    fn duration_is_patterns_round_trips_and_overhead() {
         let configs = configurations(&matrix());
         let runs = plan_runs(&configs, 1, Order::Grouped, 0);
-        // 8 runs of the 60 s pattern, 2 s overhead each.
-        assert_eq!(
-            planned_duration(&runs, Duration::from_secs(2)),
-            Duration::from_secs(8 * 62)
-        );
+        // 8 runs of the 60 s pattern on a 466 ms path: 5 session round trips and 2 s
+        // overhead each.
+        let per_run = Duration::from_secs(62) + Duration::from_millis(5 * 466);
+        assert_eq!(planned_duration(&runs, Duration::from_secs(2)), per_run * 8);
+        // Markers add the clock exchanges, 12 more round trips.
+        let mut marked = matrix();
+        marked.marker_every_us = Some(1_000_000);
+        let runs = plan_runs(&configurations(&marked), 1, Order::Grouped, 0);
+        let per_run = per_run + Duration::from_millis(12 * 466);
+        assert_eq!(planned_duration(&runs, Duration::from_secs(2)), per_run * 8);
     }
 }
