@@ -124,8 +124,9 @@ fn dry_run_prints_every_run_and_the_total() {
         .matches("10mbit_466ms_cubic_lowat-default_sndbuf-")
         .count();
     assert_eq!(runs, 6, "{stdout}");
-    // 6 runs of the 60 s pattern plus 2 s each.
-    let total = "6 run(s), shuffled order (seed 9), about 6m12s";
+    // 6 runs of the 60 s pattern plus 2 s each, and 17 round trips of 466 ms (the
+    // session's 5, the markers' 12 clock exchanges): 6 x 69.92 s = 6m59s.
+    let total = "6 run(s), shuffled order (seed 9), about 6m59s";
     assert!(stdout.contains(total), "{stdout}");
     assert_eq!(lab(&ARGS).stdout, output.stdout, "the seed fixes the order");
 }
