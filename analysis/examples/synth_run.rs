@@ -146,12 +146,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 tcp_alloc: u64::from(flows) + 1,
                 tcp_mem_pages: (if slow { 100_000.0 } else { 40_000.0 } * noise()) as u64,
                 tcp_mem_ns_bytes: None,
-                tcp_collapsed: None,
-                tcp_prune_called: None,
-                tcp_rcv_pruned: None,
-                tcp_ofo_pruned: None,
-                tcp_rcvq_drop: None,
-                tcp_backlog_drop: None,
+                ..HostSample::empty(0.0, Side::Reader)
             })?;
         }
     }

@@ -693,20 +693,8 @@ mod tests {
 
     fn host_row(t_s: f64, side: Side, pages: u64) -> HostSample {
         HostSample {
-            t_s,
-            side,
-            tcp_inuse: 0,
-            tcp_orphan: 0,
-            tcp_tw: 0,
-            tcp_alloc: 0,
             tcp_mem_pages: pages,
-            tcp_mem_ns_bytes: None,
-            tcp_collapsed: None,
-            tcp_prune_called: None,
-            tcp_rcv_pruned: None,
-            tcp_ofo_pruned: None,
-            tcp_rcvq_drop: None,
-            tcp_backlog_drop: None,
+            ..HostSample::empty(t_s, side)
         }
     }
 

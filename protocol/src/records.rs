@@ -213,6 +213,27 @@ pub struct HostSample {
 }
 
 impl HostSample {
+    /// A row with every count zero and no namespace figures, for made-up rows in tests
+    /// and examples (which set the fields they mean).
+    pub fn empty(t_s: f64, side: Side) -> Self {
+        HostSample {
+            t_s,
+            side,
+            tcp_inuse: 0,
+            tcp_orphan: 0,
+            tcp_tw: 0,
+            tcp_alloc: 0,
+            tcp_mem_pages: 0,
+            tcp_mem_ns_bytes: None,
+            tcp_collapsed: None,
+            tcp_prune_called: None,
+            tcp_rcv_pruned: None,
+            tcp_ofo_pruned: None,
+            tcp_rcvq_drop: None,
+            tcp_backlog_drop: None,
+        }
+    }
+
     /// A row from sockstat, the namespace's receive-queue events since the last row and,
     /// when summed at this tick, the namespace's charged TCP memory.
     pub fn from_kernel(

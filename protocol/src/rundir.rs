@@ -990,12 +990,7 @@ mod tests {
             tcp_alloc: 5,
             tcp_mem_pages: 12,
             tcp_mem_ns_bytes: Some(49152),
-            tcp_collapsed: None,
-            tcp_prune_called: None,
-            tcp_rcv_pruned: None,
-            tcp_ofo_pruned: None,
-            tcp_rcvq_drop: None,
-            tcp_backlog_drop: None,
+            ..HostSample::empty(0.0, Side::Reader)
         };
         writer.host_row(&host_row).unwrap();
         let ending = Ending {

@@ -176,20 +176,11 @@ mod tests {
 
     fn host(t_s: f64, side: Side) -> HostSample {
         HostSample {
-            t_s,
-            side,
             tcp_inuse: 1,
-            tcp_orphan: 0,
-            tcp_tw: 0,
             tcp_alloc: 1,
             tcp_mem_pages: 1,
             tcp_mem_ns_bytes: Some(4096),
-            tcp_collapsed: None,
-            tcp_prune_called: None,
-            tcp_rcv_pruned: None,
-            tcp_ofo_pruned: None,
-            tcp_rcvq_drop: None,
-            tcp_backlog_drop: None,
+            ..HostSample::empty(t_s, side)
         }
     }
 
@@ -256,12 +247,6 @@ mod tests {
             (
                 HostSample {
                     tcp_mem_ns_bytes: Some(u64::MAX),
-                    tcp_collapsed: None,
-                    tcp_prune_called: None,
-                    tcp_rcv_pruned: None,
-                    tcp_ofo_pruned: None,
-                    tcp_rcvq_drop: None,
-                    tcp_backlog_drop: None,
                     ..host(0.1, Side::Sender)
                 },
                 vec![],
