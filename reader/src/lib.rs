@@ -171,20 +171,15 @@ pub struct Outcome {
     pub summary: Summary,
 }
 
-/// Runs one session. Each message on `stop` is a request to stop (Ctrl-C): the first cuts
-/// the run short, a second one also gives up waiting for the daemon's last samples. A run
-/// cut short is not an error: the run directory is complete up to that moment and
-/// `Outcome::meta.ending` says why.
-pub async fn run(
-    config: ReaderConfig,
-    mut stop: mpsc::UnboundedReceiver<()>,
-) -> Result<Outcome, ReaderError> {
-    check_out_dir(&config)?;
-    let session = session::open(&config).await?;
+/// What run.json says before the run starts: the request, both hosts and the options in
+/// force; how it ended is filled in at the end.
+fn run_meta(
+    config: &ReaderConfig,
+    session: &session::Session,
+    schedule: &[oscil_protocol::PhaseSpan],
+) -> RunMeta {
     let reader_host = host::collect();
-    let page_size_bytes = session.welcome.host.page_size_bytes;
-    let schedule = config.pattern.schedule();
-    let meta = RunMeta {
+    RunMeta {
         format_version: FORMAT_VERSION,
         label: config.label.clone(),
         reader_software: SOFTWARE.into(),
@@ -206,7 +201,7 @@ pub async fn run(
                 },
             ),
         },
-        schedule: schedule.clone(),
+        schedule: schedule.to_vec(),
         reader_host,
         sender_host: Some(session.welcome.host.clone()),
         sender_options: Some(session.welcome.options_in_force.clone()),
@@ -219,7 +214,47 @@ pub async fn run(
         sampling: None,
         clock: session.clock,
         markers: None,
-    };
+    }
+}
+
+/// What both ends counted over the session: the TcpExt counters that moved, the writers'
+/// wake-ups and each process's cost (the daemon's from its `Ended`, when it sent one).
+fn record_counters(
+    meta: &mut RunMeta,
+    tcpext_before: Option<oscil_kernel::TcpExt>,
+    cost_before: Option<ProcessCost>,
+    daemon_ended: Option<&Ended>,
+) {
+    if let (Some(before), Ok(after)) = (&tcpext_before, netstat::read()) {
+        let delta = netstat::delta(before, &after, netstat::WATCHED);
+        meta.tcpext_delta.insert("reader".into(), delta);
+    }
+    if let Some(ended) = daemon_ended {
+        meta.tcpext_delta
+            .insert("sender".into(), ended.tcpext_delta.clone());
+        meta.wakeups = ended.wakeups.clone();
+    }
+    meta.cost = Some(RunCost {
+        reader: cost_before
+            .zip(ProcessCost::of_self())
+            .map(|(before, after)| after.since(&before)),
+        sender: daemon_ended.and_then(|e| e.cost),
+    });
+}
+
+/// Runs one session. Each message on `stop` is a request to stop (Ctrl-C): the first cuts
+/// the run short, a second one also gives up waiting for the daemon's last samples. A run
+/// cut short is not an error: the run directory is complete up to that moment and
+/// `Outcome::meta.ending` says why.
+pub async fn run(
+    config: ReaderConfig,
+    mut stop: mpsc::UnboundedReceiver<()>,
+) -> Result<Outcome, ReaderError> {
+    check_out_dir(&config)?;
+    let session = session::open(&config).await?;
+    let page_size_bytes = session.welcome.host.page_size_bytes;
+    let schedule = config.pattern.schedule();
+    let meta = run_meta(&config, &session, &schedule);
     let recorder = SharedRecorder::new(Recorder::new(
         RunWriter::create(&config.out, config.force, meta)?,
         SummaryBuilder::new(
@@ -374,21 +409,7 @@ pub async fn run(
     if let Some(rate) = &mut meta.config.slow_rate {
         rate.cycles = slow_rates(&flows);
     }
-    if let (Some(before), Ok(after)) = (&tcpext_before, netstat::read()) {
-        let delta = netstat::delta(before, &after, netstat::WATCHED);
-        meta.tcpext_delta.insert("reader".into(), delta);
-    }
-    if let Some(ended) = &daemon_ended {
-        meta.tcpext_delta
-            .insert("sender".into(), ended.tcpext_delta.clone());
-        meta.wakeups = ended.wakeups.clone();
-    }
-    meta.cost = Some(RunCost {
-        reader: cost_before
-            .zip(ProcessCost::of_self())
-            .map(|(before, after)| after.since(&before)),
-        sender: daemon_ended.as_ref().and_then(|e| e.cost),
-    });
+    record_counters(meta, tcpext_before, cost_before, daemon_ended.as_ref());
     meta.schedule = cut_schedule(&schedule, end_s);
     let unconfirmed = daemon_ended
         .is_none()
