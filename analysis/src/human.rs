@@ -1,6 +1,6 @@
 //! Numbers in the units a person reads: Mbit/s, KiB/MiB, ms.
 
-pub const MIB: f64 = 1024.0 * 1024.0;
+pub use oscil_protocol::units::MIB;
 pub const MBIT: f64 = 1e6;
 
 /// A byte size the way buffer sizes are usually written: `16 KiB`, `4 MiB`, `300 B`.
@@ -24,7 +24,7 @@ pub fn rate(bps: f64) -> String {
 }
 
 pub fn mib(bytes: f64) -> String {
-    format!("{:.2} MiB", bytes / MIB)
+    format!("{:.2} MiB", oscil_protocol::units::mib(bytes))
 }
 
 pub fn ms(ms: f64) -> String {

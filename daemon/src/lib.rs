@@ -259,6 +259,8 @@ fn log_panic(done: Result<(), tokio::task::JoinError>) {
 /// Checks the daemon's default options on a scratch socket, so a bad `--congestion` fails
 /// at start rather than in every session.
 pub fn check_default_options(config: &DaemonConfig, ipv6: bool) -> Result<(), String> {
-    session::check_congestion_name(&config.default_options)?;
+    if let Some(name) = &config.default_options.congestion {
+        oscil_protocol::request::check_congestion_name(name).map_err(|e| e.to_string())?;
+    }
     session::validate_options(&config.default_options, ipv6).map(|_| ())
 }

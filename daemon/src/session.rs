@@ -11,9 +11,10 @@ use oscil_protocol::auth::{Authenticated, SessionId};
 use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{
     Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, WakeupFigures, Welcome,
-    MAX_READER_FRAME_BYTES, MAX_WRITE_BYTES, PROTOCOL_VERSION,
+    MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::markers::{Marker, MarkerSchedule};
+use oscil_protocol::request::SessionRequest;
 use oscil_protocol::text::escape_peer;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
@@ -200,26 +201,6 @@ fn could_not_tell(told: Result<(), String>) -> String {
     )
 }
 
-/// The kernel takes a congestion control name up to its first NUL, so `reno\0\n...` would
-/// pass as reno and carry the rest into the log: only module-name characters are allowed.
-pub(crate) fn check_congestion_name(options: &SocketOptions) -> Result<(), String> {
-    let Some(name) = &options.congestion else {
-        return Ok(());
-    };
-    let valid = (1..=15).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if valid {
-        Ok(())
-    } else {
-        Err(format!(
-            "congestion control \"{}\" is not a kernel module name (1 to 15 letters, digits, _ or -)",
-            escape_peer(name)
-        ))
-    }
-}
-
 /// Checks a hello against this daemon's limits and merges its options over the defaults;
 /// `--max-rate` caps each flow's pacing rate at its share of the session's.
 fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, String> {
@@ -258,22 +239,9 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
             config.max_session
         ));
     }
-    if let Some(n) = hello.write_size_bytes {
-        if !(1..=MAX_WRITE_BYTES).contains(&n) {
-            return Err(format!(
-                "write size of {n} bytes asked: this daemon writes 1 to {MAX_WRITE_BYTES} bytes at a time"
-            ));
-        }
-    }
-    if let Some(us) = hello.marker_every_us {
-        if us < hello.interval_us {
-            return Err(format!(
-                "marker interval {:?} asked: shorter than the sampling interval {interval:?}",
-                Duration::from_micros(us)
-            ));
-        }
-    }
-    check_congestion_name(&hello.options)?;
+    SessionRequest::of_hello(hello)
+        .validate()
+        .map_err(|e| e.to_string())?;
     let (asked, default) = (&hello.options, &config.default_options);
     let share = config
         .max_rate_bps
@@ -729,7 +697,7 @@ mod tests {
         h.interval_us = 100_000;
         h.marker_every_us = Some(99_999);
         let reason = check_hello(&h, &config).unwrap_err();
-        assert!(reason.contains("marker interval"), "{reason}");
+        assert!(reason.contains("--marker-every"), "{reason}");
         h.marker_every_us = Some(100_000);
         assert!(check_hello(&h, &config).is_ok());
     }

@@ -5,6 +5,7 @@
 #[allow(unsafe_code)]
 mod sys;
 
+pub mod congestion;
 pub mod cost;
 pub mod diag;
 pub mod host;

@@ -4,10 +4,15 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use oscil_kernel::congestion::CongestionControls;
 use oscil_protocol::campaign::{Order, PathSettings};
+use oscil_protocol::request::{
+    self, parse_pacing_rate, parse_slow_rate, parse_write_size, RequestError, SessionRequest,
+    MAX_CYCLES, MAX_FLOWS,
+};
 use oscil_protocol::units::{
     parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_percent,
-    parse_positive_duration, parse_rate_bps,
+    parse_positive_duration, parse_rate_bps, UnitError,
 };
 use oscil_protocol::PatternConfig;
 
@@ -17,6 +22,14 @@ use crate::plan::{AxisValue, Matrix, Setting};
 
 /// The lab's marker interval unless `--marker-every` says otherwise, µs.
 const DEFAULT_MARKER_EVERY_US: u64 = 1_000_000;
+
+/// `--quick`: one short cycle, for trying a setup.
+const QUICK: PatternConfig = PatternConfig {
+    fast_ms: 2000,
+    slow_ms: 4000,
+    cycles: 1,
+    ..PatternConfig::CLOUDFLARE
+};
 
 /// Runs a campaign: every combination of the listed settings, each repeated, between an
 /// oscil-daemon and an oscil-reader on two network namespaces joined by an emulated
@@ -176,7 +189,7 @@ pub enum CliError {
     #[error("--{option}: {detail}")]
     Invalid {
         option: &'static str,
-        detail: String,
+        detail: ValueError,
     },
     #[error("{0} describe the emulated path; they do not apply to real hosts (the campaign measures the path instead)")]
     PathOnHosts(String),
@@ -184,26 +197,65 @@ pub enum CliError {
         "--sender and --receiver go together (one names the daemon's host, the other the reader's)"
     )]
     HalfHosts,
+    /// ssh's own words on an ssh target or option.
+    #[error("--{option}: {detail}")]
+    Ssh {
+        option: &'static str,
+        detail: String,
+    },
     #[error("--resume takes the plan from DIR/campaign.json; leave out {0}")]
     PlanWithResume(String),
+    /// A run the plan holds breaks a rule of every session (the reader's and the daemon's).
+    #[error("{source} (configuration {label})")]
+    Request { label: String, source: RequestError },
 }
 
-fn invalid(option: &'static str) -> impl Fn(String) -> CliError {
-    move |detail| CliError::Invalid { option, detail }
+/// What is wrong with one value of one option.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error("entry {index} of {list:?} is empty")]
+    EmptyEntry { index: usize, list: String },
+    #[error("{0:?} is listed twice")]
+    Twice(String),
+    #[error("{0:?} is not MIN:DEFAULT:MAX (e.g. 4096:16384:536870912)")]
+    NotTriple(String),
+    #[error("{0:?}: MIN <= DEFAULT <= MAX is needed")]
+    TripleOrder(String),
+    #[error("{input:?} is not a whole number from {min} to {max}")]
+    OutOfRange { input: String, min: i64, max: i64 },
+    #[error("{0:?} is not a pattern (oscillating or full-speed)")]
+    Pattern(String),
+    #[error("{0:?} is not a seed (a whole number from 0 to 2^64-1)")]
+    Seed(String),
+    #[error("{name:?} is not a congestion control this kernel has (it has: {available})")]
+    NoSuchCongestion { name: String, available: String },
+    #[error("cannot read the congestion controls this kernel has: {0}")]
+    CongestionList(String),
+}
+
+fn invalid<E: Into<ValueError>>(option: &'static str) -> impl Fn(E) -> CliError {
+    move |detail| CliError::Invalid {
+        option,
+        detail: detail.into(),
+    }
 }
 
 /// Splits a LIST, refusing empty and repeated entries.
 fn entries(option: &'static str, text: &str) -> Result<Vec<String>, CliError> {
     let items: Vec<String> = text.split(',').map(|s| s.trim().to_owned()).collect();
     if let Some(i) = items.iter().position(String::is_empty) {
-        return Err(invalid(option)(format!(
-            "entry {} of {text:?} is empty",
-            i + 1
-        )));
+        return Err(invalid(option)(ValueError::EmptyEntry {
+            index: i + 1,
+            list: text.to_owned(),
+        }));
     }
     for (i, item) in items.iter().enumerate() {
         if items[..i].contains(item) {
-            return Err(invalid(option)(format!("{item:?} is listed twice")));
+            return Err(invalid(option)(ValueError::Twice(item.clone())));
         }
     }
     Ok(items)
@@ -239,7 +291,7 @@ impl<'a> Axis<'a> {
 
     fn values<T>(
         &self,
-        parse: impl Fn(&str) -> Result<T, String>,
+        parse: impl Fn(&str) -> Result<T, ValueError>,
         set: impl Fn(Option<T>) -> Setting,
     ) -> Result<Vec<AxisValue>, CliError> {
         entries(self.option, self.text)?
@@ -259,59 +311,56 @@ impl<'a> Axis<'a> {
 }
 
 /// `MIN:DEF:MAX`, each a byte size.
-pub fn parse_triple(input: &str) -> Result<[u64; 3], String> {
+pub fn parse_triple(input: &str) -> Result<[u64; 3], ValueError> {
     let parts: Vec<&str> = input.split(':').collect();
     if parts.len() != 3 {
-        return Err(format!(
-            "{input:?} is not MIN:DEFAULT:MAX (e.g. 4096:16384:536870912)"
-        ));
+        return Err(ValueError::NotTriple(input.to_owned()));
     }
     let mut triple = [0; 3];
     for (slot, part) in triple.iter_mut().zip(parts) {
-        *slot = text_err(parse_bytes(part))?;
+        *slot = parse_bytes(part)?;
     }
-    if triple[0] <= triple[1] && triple[1] <= triple[2] {
-        Ok(triple)
-    } else {
-        Err(format!("{input:?}: MIN <= DEFAULT <= MAX is needed"))
+    match triple[0] <= triple[1] && triple[1] <= triple[2] {
+        true => Ok(triple),
+        false => Err(ValueError::TripleOrder(input.to_owned())),
     }
 }
 
-fn parse_congestion(input: &str) -> Result<String, String> {
-    let ok = input.len() <= 15
-        && input
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    ok.then(|| input.to_owned())
-        .ok_or_else(|| format!("{input:?} is not a congestion control name (cubic, bbr, reno)"))
+/// A name the kernel would read as written; whether this kernel has it is checked apart
+/// ([`check_congestion_available`]), as only the lab's own kernel can be asked.
+fn parse_congestion(input: &str) -> Result<String, ValueError> {
+    request::check_congestion_name(input)?;
+    Ok(input.to_owned())
 }
 
-fn parse_count(input: &str, max: u32) -> Result<u32, String> {
+fn parse_count(input: &str, max: u32) -> Result<u32, ValueError> {
     match input.trim().parse::<u32>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(format!("{input:?} is not a whole number from 1 to {max}")),
+        _ => Err(ValueError::OutOfRange {
+            input: input.to_owned(),
+            min: 1,
+            max: i64::from(max),
+        }),
     }
 }
 
-fn parse_pattern(input: &str) -> Result<bool, String> {
+fn parse_pattern(input: &str) -> Result<bool, ValueError> {
     match input {
         "oscillating" => Ok(false),
         "full-speed" => Ok(true),
-        _ => Err(format!(
-            "{input:?} is not a pattern (oscillating or full-speed)"
-        )),
+        _ => Err(ValueError::Pattern(input.to_owned())),
     }
 }
 
 /// Applies `parse` to an optional value, naming the option on failure.
-fn opt<T, E: ToString>(
+fn opt<T, E: Into<ValueError>>(
     option: &'static str,
     value: &Option<String>,
     parse: impl Fn(&str) -> Result<T, E>,
 ) -> Result<Option<T>, CliError> {
     value
         .as_deref()
-        .map(|v| parse(v).map_err(|e| invalid(option)(e.to_string())))
+        .map(|v| parse(v).map_err(invalid(option)))
         .transpose()
 }
 
@@ -332,7 +381,10 @@ impl Cli {
         let backend = self.backend()?;
         let matrix = self.matrix(&backend)?;
         let repeat = opt("repeat", &self.repeat, |v| parse_count(v, 1000))?.unwrap_or(1);
-        let seed = opt("seed", &self.seed, str::parse::<u64>)?.unwrap_or(default_seed);
+        let seed = opt("seed", &self.seed, |v| {
+            v.parse::<u64>().map_err(|_| ValueError::Seed(v.to_owned()))
+        })?
+        .unwrap_or(default_seed);
         let order = match self.order {
             Some(OrderArg::Grouped) => Order::Grouped,
             Some(OrderArg::Shuffled) | None => Order::Shuffled,
@@ -422,7 +474,10 @@ impl Cli {
             return Err(CliError::PathOnHosts(path_options.join(", ")));
         }
         for option in &self.ssh_option {
-            check_ssh_option(option).map_err(invalid("ssh-option"))?;
+            check_ssh_option(option).map_err(|e| CliError::Ssh {
+                option: "ssh-option",
+                detail: e,
+            })?;
         }
         Ok(BackendSpec::Hosts(HostsSpec {
             sender: check_target("sender", &sender)?,
@@ -435,17 +490,22 @@ impl Cli {
         }))
     }
 
+    /// The Cloudflare pattern, or `--quick`'s, with the values given.
     fn pattern_config(&self) -> Result<PatternConfig, CliError> {
-        let quick = |long: u64, short: u64| if self.quick { short } else { long };
+        let base = if self.quick {
+            QUICK
+        } else {
+            PatternConfig::CLOUDFLARE
+        };
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         let fast = opt("fast", &self.fast, parse_positive_duration)?.map(ms);
         let slow = opt("slow", &self.slow, parse_duration)?.map(ms);
-        let cycles = opt("cycles", &self.cycles, |v| parse_count(v, 10_000))?;
+        let cycles = opt("cycles", &self.cycles, |v| parse_count(v, MAX_CYCLES))?;
         Ok(PatternConfig {
-            fast_ms: fast.unwrap_or(quick(5000, 2000)),
-            slow_ms: slow.unwrap_or(quick(15000, 4000)),
-            fraction: opt("fraction", &self.fraction, parse_fraction)?.unwrap_or(0.05),
-            cycles: cycles.unwrap_or(quick(3, 1) as u32),
+            fast_ms: fast.unwrap_or(base.fast_ms),
+            slow_ms: slow.unwrap_or(base.slow_ms),
+            fraction: opt("fraction", &self.fraction, parse_fraction)?.unwrap_or(base.fraction),
+            cycles: cycles.unwrap_or(base.cycles),
             full_speed: false,
         })
     }
@@ -457,13 +517,8 @@ impl Cli {
         if self.marker_every.as_deref() == Some("off") {
             return Ok(None);
         }
+        // Shorter than the sampling interval is refused with every run's request (`matrix`).
         let every = opt("marker-every", &self.marker_every, parse_positive_duration)?;
-        if let Some(every) = every.filter(|d| (d.as_micros() as u64) < interval_us) {
-            return Err(invalid("marker-every")(format!(
-                "{every:?} is shorter than the sampling interval ({} ms)",
-                interval_us as f64 / 1000.0
-            )));
-        }
         Ok(Some(
             every.map_or(DEFAULT_MARKER_EVERY_US.max(interval_us), |d| {
                 d.as_micros() as u64
@@ -475,7 +530,7 @@ impl Cli {
         let lab = matches!(backend, BackendSpec::Netns { .. });
         let pattern = self.pattern_config()?;
         let interval = opt("interval", &self.interval, parse_positive_duration)?;
-        let interval_us = interval.map_or(100_000, |d| d.as_micros() as u64);
+        let interval_us = interval.unwrap_or(request::DEFAULT_INTERVAL).as_micros() as u64;
         let marker_every_us = self.marker_every_us(interval_us)?;
         let mut axes = Vec::new();
         if lab {
@@ -483,19 +538,25 @@ impl Cli {
         }
         axes.extend(self.setting_axes(lab)?);
         axes.push(self.patterns(pattern)?);
-        Ok(Matrix {
+        let matrix = Matrix {
             axes,
-            flows: opt("flows", &self.flows, |v| parse_count(v, 10_000))?.unwrap_or(1),
+            flows: opt("flows", &self.flows, |v| parse_count(v, MAX_FLOWS))?.unwrap_or(1),
             interval_us,
-            write_size_bytes: opt("write-size", &self.write_size, |v| {
-                text_err(parse_bytes_u32(v))
-            })?,
+            write_size_bytes: opt("write-size", &self.write_size, parse_write_size)?,
             marker_every_us,
-            slow_rate_bps: opt("slow-rate", &self.slow_rate, |v| {
-                text_err(parse_rate_bps(v))
-            })?,
+            slow_rate_bps: opt("slow-rate", &self.slow_rate, parse_slow_rate)?,
             pattern,
-        })
+        };
+        // Every run's session, by the rules the reader and the daemon will apply to it.
+        for config in crate::plan::configurations(&matrix) {
+            SessionRequest::of_run(&config.settings)
+                .validate()
+                .map_err(|source| CliError::Request {
+                    label: config.label,
+                    source,
+                })?;
+        }
+        Ok(matrix)
     }
 
     /// The sysctl and socket option axes, in label order. The lab's buffer defaults are
@@ -506,13 +567,13 @@ impl Cli {
         } else {
             ("default", "default")
         };
-        let bytes_u32 = |v: &str| text_err(parse_bytes_u32(v));
+        let bytes_u32 = |v: &str| Ok(parse_bytes_u32(v)?);
         let d = Some("default");
         Ok(vec![
             Axis::new("cc", &self.cc, "cubic", "", None)
                 .values(parse_congestion, Setting::Congestion)?,
             Axis::new("lowat", &self.lowat, "default,131072", "lowat-", None)
-                .values(|v| text_err(parse_bytes(v)), Setting::Lowat)?,
+                .values(|v| Ok(parse_bytes(v)?), Setting::Lowat)?,
             Axis::new("wmem", &self.wmem, wmem, "wmem-", Some(wmem))
                 .values(parse_triple, Setting::Wmem)?,
             Axis::new("rmem", &self.rmem, rmem, "rmem-", Some(rmem))
@@ -524,7 +585,7 @@ impl Cli {
             Axis::new("rcvbuf", &self.rcvbuf, "default", "rcvbuf-", d)
                 .values(bytes_u32, Setting::Rcvbuf)?,
             Axis::new("pacing-rate", &self.pacing_rate, "default", "pacing-", d)
-                .values(parse_pacing, Setting::PacingRate)?,
+                .values(|v| Ok(parse_pacing_rate(v)?), Setting::PacingRate)?,
         ])
     }
 
@@ -536,10 +597,10 @@ impl Cli {
         let rtts = entries("rtt", self.rtt.as_deref().unwrap_or("466ms"))?;
         let mut paths = Vec::new();
         for rate in &rates {
-            let rate_bps = parse_rate_bps(rate).map_err(|e| invalid("rate")(e.to_string()))?;
+            let rate_bps = parse_rate_bps(rate).map_err(invalid("rate"))?;
             for rtt in &rtts {
                 let rtt = parse_positive_duration(rtt)
-                    .map_err(|e| invalid("rtt")(e.to_string()))
+                    .map_err(invalid("rtt"))
                     .map(|d| (rtt, d))?;
                 paths.push(AxisValue {
                     label: Some(format!("{rate}_{}", rtt.0)),
@@ -573,28 +634,57 @@ impl Cli {
     }
 }
 
-fn text_err<T, E: ToString>(result: Result<T, E>) -> Result<T, String> {
-    result.map_err(|e| e.to_string())
-}
-
-fn parse_adv_win_scale(input: &str) -> Result<i32, String> {
+fn parse_adv_win_scale(input: &str) -> Result<i32, ValueError> {
     match input.parse::<i32>() {
         Ok(v) if (-31..=31).contains(&v) => Ok(v),
-        _ => Err(format!("{input:?} is not a whole number from -31 to 31")),
+        _ => Err(ValueError::OutOfRange {
+            input: input.to_owned(),
+            min: -31,
+            max: 31,
+        }),
     }
 }
 
-/// The kernel paces in whole bytes per second, as oscil-reader checks.
-fn parse_pacing(input: &str) -> Result<u64, String> {
-    match parse_rate_bps(input) {
-        Ok(bps) if bps < 8 => Err(format!("{input:?} is below 8 bit/s, the kernel's smallest")),
-        other => text_err(other),
+/// Refuses a `--cc` entry this kernel has neither loaded nor as a module, naming those it
+/// has. Only for the emulated lab, whose daemon runs on this kernel; a real sender's daemon
+/// refuses the session instead (before any data flows).
+pub fn check_congestion_available(
+    job: &Job,
+    available: impl FnOnce() -> std::io::Result<CongestionControls>,
+) -> Result<(), CliError> {
+    let Job::New(campaign) = job else {
+        return Ok(());
+    };
+    if !matches!(campaign.backend, BackendSpec::Netns { .. }) {
+        return Ok(());
+    }
+    let configs = crate::plan::configurations(&campaign.matrix);
+    let mut names: Vec<&str> = Vec::new();
+    for name in configs
+        .iter()
+        .filter_map(|c| c.settings.congestion.as_deref())
+    {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    let available =
+        available().map_err(|e| invalid("cc")(ValueError::CongestionList(e.to_string())))?;
+    match names.into_iter().find(|name| !available.has(name)) {
+        None => Ok(()),
+        Some(name) => Err(invalid("cc")(ValueError::NoSuchCongestion {
+            name: name.to_owned(),
+            available: available.describe(),
+        })),
     }
 }
 
 /// `[USER@]HOST`, refusing what ssh would read as an option.
 fn check_target(option: &'static str, target: &str) -> Result<String, CliError> {
-    check_ssh_target(target).map_err(invalid(option))?;
+    check_ssh_target(target).map_err(|detail| CliError::Ssh { option, detail })?;
     Ok(target.to_owned())
 }
 
@@ -751,6 +841,86 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn every_run_is_checked_by_the_session_rules() {
+        let message = error(&["--fast", "1s", "--slow", "1s", "--interval", "5s"]);
+        assert!(
+            message.starts_with("--interval 5000 ms is longer than the shortest phase (1000 ms)"),
+            "{message}"
+        );
+        assert!(error(&["--write-size", "0"]).starts_with("--write-size: write size of 0 bytes"));
+        assert!(error(&["--write-size", "4G"]).contains("1 to 16777216 bytes"));
+        assert!(error(&["--pacing-rate", "4bit"]).contains("below 8 bit/s"));
+        assert!(error(&["--slow-rate", "4bit"]).contains("would read nothing"));
+        let message = error(&["--marker-every", "50ms"]);
+        assert!(
+            message
+                .starts_with("--marker-every 50ms is shorter than the sampling --interval 100ms"),
+            "{message}"
+        );
+        // --quick's 2 s phases hold a 1 s interval; the full-speed control holds anything
+        // up to the whole run.
+        assert!(job(&["--quick", "--interval", "1s"]).is_ok());
+        assert!(error(&["--quick", "--interval", "3s"]).contains("shortest phase (2000 ms)"));
+    }
+
+    #[test]
+    fn a_congestion_control_the_kernel_lacks_is_named_with_those_it_has() {
+        let have = || {
+            Ok(CongestionControls::from_lists(
+                "reno cubic",
+                vec!["tcp_bbr.ko".into()],
+            ))
+        };
+        let plan = job(&["--cc", "cubic,bbr,foo"]).unwrap();
+        assert_eq!(
+            check_congestion_available(&plan, have).unwrap_err().to_string(),
+            "--cc: \"foo\" is not a congestion control this kernel has (it has: reno cubic; as modules: bbr)"
+        );
+        let plan = job(&["--cc", "cubic,bbr"]).unwrap();
+        assert!(check_congestion_available(&plan, have).is_ok());
+        // Real hosts: the sender's kernel is not this one.
+        let hosts = job(&["--cc", "foo", "--sender", "root@a", "--receiver", "local"]).unwrap();
+        let unasked = || -> std::io::Result<CongestionControls> { panic!("not asked") };
+        assert!(check_congestion_available(&hosts, unasked).is_ok());
+    }
+
+    #[test]
+    fn help_shows_the_defaults_the_plan_uses() {
+        use clap::CommandFactory;
+        let command = Cli::command();
+        let help = |long: &str| {
+            command
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .and_then(|a| a.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default()
+        };
+        let c = request::cloudflare::FAST;
+        assert!(
+            help("fast").contains(&format!("[default: {c}]")),
+            "{}",
+            help("fast")
+        );
+        let c = request::cloudflare::SLOW;
+        assert!(help("slow").contains(&format!("[default: {c}]")));
+        let c = request::cloudflare::CYCLES;
+        assert!(help("cycles").contains(&format!("[default: {c}]")));
+        let c = request::cloudflare::FRACTION;
+        assert!(help("fraction").contains(&format!("[default: {c}]")));
+        let c = request::cloudflare::INTERVAL;
+        assert!(help("interval").contains(&format!("[default: {c}]")));
+        let q = QUICK;
+        let quick = format!(
+            "--fast {} --slow {} --cycles {}",
+            request::TypedDuration::from_millis(q.fast_ms),
+            request::TypedDuration::from_millis(q.slow_ms),
+            q.cycles
+        );
+        assert!(help("quick").contains(&quick), "{}", help("quick"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! `restore` need nothing but the directory.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::ValueEnum;
 use oscil_protocol::campaign::Order;
@@ -43,6 +44,22 @@ pub enum BackendSpec {
     Netns { link: LinkKind },
     /// Two real machines over ssh.
     Hosts(HostsSpec),
+}
+
+/// Time a run takes beyond its pattern and the session's round trips, for estimates, in the
+/// namespaces: starting the link and the daemon.
+pub const NETNS_RUN_OVERHEAD: Duration = Duration::from_secs(2);
+
+/// The same on real hosts: ssh's round trips and copying the run directory back.
+pub const HOSTS_RUN_OVERHEAD: Duration = Duration::from_secs(5);
+
+impl BackendSpec {
+    pub fn per_run_overhead(&self) -> Duration {
+        match self {
+            BackendSpec::Netns { .. } => NETNS_RUN_OVERHEAD,
+            BackendSpec::Hosts(_) => HOSTS_RUN_OVERHEAD,
+        }
+    }
 }
 
 /// The emulated link of the namespace lab.

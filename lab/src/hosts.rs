@@ -365,7 +365,7 @@ impl Backend for Hosts {
     }
 
     fn per_run_overhead(&self) -> Duration {
-        Duration::from_secs(5)
+        crate::config::HOSTS_RUN_OVERHEAD
     }
 
     fn run(

@@ -20,7 +20,6 @@ pub mod unpack;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use oscil_protocol::campaign::{
     self, Backend as BackendKind, Campaign, CampaignRunStatus, CAMPAIGN_FORMAT_VERSION,
@@ -136,13 +135,6 @@ fn backend_spec(campaign: &Campaign) -> Result<BackendSpec, LabError> {
     Ok(spec)
 }
 
-fn overhead(spec: &BackendSpec) -> Duration {
-    match spec {
-        BackendSpec::Netns { .. } => Duration::from_secs(2),
-        BackendSpec::Hosts(_) => Duration::from_secs(5),
-    }
-}
-
 /// `--dry-run`: every run still to do, with its settings, and the total.
 fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
     let todo: Vec<_> = campaign
@@ -157,24 +149,15 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
             run.position, run.label, run.repetition
         );
     }
-    let total = planned_duration(todo.iter().copied(), overhead(spec));
+    let total = planned_duration(todo.iter().copied(), spec.per_run_overhead());
     println!(
         "{} run(s), {} order (seed {}), about {} in all ({} per run beyond the pattern and the session's round trips)",
         todo.len(),
         format!("{:?}", campaign.order).to_lowercase(),
         campaign.seed,
-        humanize(total),
-        humanize(overhead(spec))
+        ui::human_duration(total),
+        ui::human_duration(spec.per_run_overhead())
     );
-}
-
-fn humanize(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
 }
 
 /// A new campaign needs an empty (or absent) directory, or `--force`; one that exists must

@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use oscil_lab::cli::Cli;
+use oscil_kernel::congestion::CongestionControls;
+use oscil_lab::cli::{check_congestion_available, Cli};
 use oscil_lab::{bin_dir, run_job, Finished};
 use oscil_protocol::cli;
 
@@ -17,7 +18,13 @@ fn main() -> ExitCode {
         stamp[11..19].replace(':', "")
     );
     let cli: Cli = cli::parse();
-    let job = match cli.into_job(since_epoch.as_nanos() as u64, default_out.into()) {
+    let job = cli
+        .into_job(since_epoch.as_nanos() as u64, default_out.into())
+        .and_then(|job| {
+            check_congestion_available(&job, CongestionControls::of_this_host)?;
+            Ok(job)
+        });
+    let job = match job {
         Ok(job) => job,
         Err(error) => {
             eprintln!("oscil-lab: {error}");

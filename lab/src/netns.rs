@@ -427,7 +427,7 @@ impl Backend for Netns {
     }
 
     fn per_run_overhead(&self) -> Duration {
-        Duration::from_secs(2)
+        crate::config::NETNS_RUN_OVERHEAD
     }
 
     fn run(

@@ -28,7 +28,8 @@ pub struct Ui {
     pub warnings: Vec<String>,
 }
 
-fn human_duration(d: Duration) -> String {
+/// `45s`, `2m05s`, `2h01m`: the plan's total and the progress line's ETA.
+pub(crate) fn human_duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0..=59 => format!("{s}s"),

@@ -13,6 +13,7 @@ pub mod markers;
 pub mod pattern;
 pub mod phase_figures;
 pub mod records;
+pub mod request;
 pub mod rundir;
 pub mod safe_fs;
 pub mod sampling;

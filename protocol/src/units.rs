@@ -8,6 +8,14 @@
 
 use std::time::Duration;
 
+/// Bytes in a mebibyte, the unit of buffer sizes in every table and chart.
+pub const MIB: f64 = 1024.0 * 1024.0;
+
+/// `bytes` in MiB.
+pub fn mib(bytes: f64) -> f64 {
+    bytes / MIB
+}
+
 /// A quantity that did not parse; the message names what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what} {input:?} is not valid: expected {expected}")]

@@ -10,10 +10,12 @@ use clap::Parser;
 use oscil_kernel::SocketOptions;
 use oscil_protocol::address::{self, Endpoint};
 use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::control::{DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES, MAX_WRITE_BYTES};
+use oscil_protocol::request::{
+    self, cloudflare, parse_pacing_rate, parse_slow_rate, parse_write_size, SessionRequest,
+    TypedDuration, MAX_CYCLES, MAX_FLOWS,
+};
 use oscil_protocol::units::{
-    parse_bytes_u32, parse_fraction, parse_positive_duration, parse_rate_bps,
-    parse_whole_ms_duration, UnitError,
+    parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, UnitError,
 };
 use oscil_protocol::{PatternConfig, RunStatus, SlowRule};
 use oscil_reader::{Outcome, ReaderConfig};
@@ -48,21 +50,21 @@ struct Args {
     force: bool,
 
     /// Length of each full-speed phase (whole milliseconds).
-    #[arg(long, default_value = "5s", value_parser = parse_fast, value_name = "DUR")]
-    fast: Duration,
+    #[arg(long, default_value_t = cloudflare::FAST, value_parser = parse_fast, value_name = "DUR")]
+    fast: TypedDuration,
     /// Length of each slow phase (whole milliseconds; 0 for none).
-    #[arg(long, default_value = "15s", value_parser = parse_whole_ms_duration, value_name = "DUR")]
-    slow: Duration,
+    #[arg(long, default_value_t = cloudflare::SLOW, value_parser = parse_slow, value_name = "DUR")]
+    slow: TypedDuration,
     /// Share of the peak that each slow second reads (0.05 or 5%): the most bytes TCP
     /// delivered to a flow in one second of a fast phase so far.
-    #[arg(long, default_value = "0.05", value_parser = parse_fraction)]
+    #[arg(long, default_value_t = cloudflare::FRACTION, value_parser = parse_fraction)]
     fraction: f64,
     /// Read the slow phases at this absolute rate, all flows together (5mbit, 1gbit),
     /// instead of --fraction of the peak: the same workload whatever the setting under test.
     #[arg(long, value_parser = parse_slow_rate, value_name = placeholder::RATE)]
     slow_rate: Option<u64>,
     /// How many fast+slow cycles to run.
-    #[arg(long, value_name = placeholder::N, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, value_name = placeholder::N, default_value_t = cloudflare::CYCLES, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CYCLES)))]
     cycles: u32,
     /// Control pattern: read at full speed for the whole run, as iperf3 does.
     #[arg(long)]
@@ -72,11 +74,11 @@ struct Args {
     time: Option<Duration>,
 
     /// Parallel data connections (iperf3's -P).
-    #[arg(long, short = 'P', visible_alias = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000), value_name = placeholder::N)]
+    #[arg(long, short = 'P', visible_alias = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_FLOWS)), value_name = placeholder::N)]
     flows: u32,
     /// Sampling interval of both ends.
-    #[arg(long, default_value = "100ms", value_parser = parse_positive_duration, value_name = "DUR")]
-    interval: Duration,
+    #[arg(long, default_value_t = cloudflare::INTERVAL, value_parser = parse_interval, value_name = "DUR")]
+    interval: TypedDuration,
 
     /// TCP_NOTSENT_LOWAT for the daemon's sockets (bytes; 128k works).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
@@ -130,47 +132,24 @@ struct Args {
 }
 
 /// A fast phase: above zero and whole milliseconds, as the pattern stores it.
-fn parse_fast(input: &str) -> Result<Duration, UnitError> {
+fn parse_fast(input: &str) -> Result<TypedDuration, UnitError> {
     parse_positive_duration(input)?;
-    parse_whole_ms_duration(input)
+    parse_slow(input)
 }
 
-/// The kernel paces in whole bytes per second, so a rate below 8 bit/s would be no pacing.
-fn parse_pacing_rate(input: &str) -> Result<u64, String> {
-    match parse_rate_bps(input) {
-        Ok(bps) if bps < 8 => Err(format!(
-            "pacing rate {input:?} is below 8 bit/s, the kernel's smallest"
-        )),
-        other => other.map_err(|e: UnitError| e.to_string()),
-    }
+/// A slow phase: whole milliseconds (0 for none).
+fn parse_slow(input: &str) -> Result<TypedDuration, UnitError> {
+    parse_whole_ms_duration(input).map(TypedDuration)
 }
 
-/// A slow rate in bytes per second; below 1 byte/s the slow phases would read nothing.
-fn parse_slow_rate(input: &str) -> Result<u64, String> {
-    match parse_rate_bps(input) {
-        Ok(bps) if bps < 8 => Err(format!(
-            "slow rate {input:?} is below 8 bit/s: the slow phases would read nothing"
-        )),
-        Ok(bps) => Ok(bps / 8),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-fn parse_write_size(input: &str) -> Result<u32, String> {
-    match parse_bytes_u32(input) {
-        Ok(n) if (1..=MAX_WRITE_BYTES).contains(&n) => Ok(n),
-        Ok(n) => Err(format!(
-            "write size of {n} bytes: 1 to {MAX_WRITE_BYTES} bytes at a time"
-        )),
-        Err(e) => Err(e.to_string()),
-    }
+fn parse_interval(input: &str) -> Result<TypedDuration, UnitError> {
+    parse_positive_duration(input).map(TypedDuration)
 }
 
 impl Args {
-    /// The pattern asked for; `-t` makes it one full-speed phase of that length. Every phase
-    /// must hold at least one sampling interval, or it would vanish from the record.
-    fn pattern(&self) -> anyhow::Result<PatternConfig> {
-        let pattern = match self.time {
+    /// The pattern asked for; `-t` makes it one full-speed phase of that length.
+    fn pattern(&self) -> PatternConfig {
+        match self.time {
             Some(time) => PatternConfig {
                 fast_ms: time.as_millis() as u64,
                 slow_ms: 0,
@@ -179,29 +158,35 @@ impl Args {
                 full_speed: true,
             },
             None => PatternConfig {
-                fast_ms: self.fast.as_millis() as u64,
-                slow_ms: self.slow.as_millis() as u64,
+                fast_ms: self.fast.0.as_millis() as u64,
+                slow_ms: self.slow.0.as_millis() as u64,
                 fraction: self.fraction,
                 cycles: self.cycles,
                 full_speed: self.full_speed,
             },
-        };
-        let interval_ms = self.interval.as_millis() as u64;
-        let shortest_ms = match pattern.full_speed {
-            true => pattern.total().as_millis() as u64,
-            false => [pattern.fast_ms, pattern.slow_ms]
-                .into_iter()
-                .filter(|&ms| ms > 0)
-                .min()
-                .unwrap_or(0),
-        };
-        if interval_ms > shortest_ms {
-            anyhow::bail!(
-                "--interval {} ms is longer than the shortest phase ({shortest_ms} ms): every phase needs at least one sample",
-                self.interval.as_millis()
-            );
         }
-        Ok(pattern)
+    }
+
+    /// The session asked for, checked by the rules the lab and the daemon use too.
+    fn request(&self) -> Result<SessionRequest, request::RequestError> {
+        let request = SessionRequest {
+            flows: self.flows,
+            interval: self.interval.0,
+            pattern: Some(self.pattern()),
+            marker_every: self.marker_every,
+            write_size_bytes: self.write_size,
+            sender: SocketOptions {
+                notsent_lowat_bytes: self.notsent_lowat,
+                sndbuf_bytes: self.sndbuf,
+                rcvbuf_bytes: None,
+                congestion: self.congestion.clone(),
+                max_pacing_rate_bps: self.pacing_rate,
+                zerocopy: self.zerocopy,
+            },
+            slow_rate_bps: self.slow_rate,
+        };
+        request.validate()?;
+        Ok(request)
     }
 
     fn into_config(self) -> anyhow::Result<ReaderConfig> {
@@ -215,15 +200,8 @@ impl Args {
                 Some(value)
             }
         };
-        let pattern = self.pattern()?;
-        if let Some(every) = self.marker_every {
-            if every < self.interval {
-                anyhow::bail!(
-                    "--marker-every {every:?} is shorter than the sampling --interval {:?}",
-                    self.interval
-                );
-            }
-        }
+        let request = self.request()?;
+        let pattern = self.pattern();
         let connect = self.address.with_port(&self.connect);
         // A source address chooses the family of the daemon's address looked up, too.
         let family = match (self.address.family(), self.bind) {
@@ -245,31 +223,25 @@ impl Args {
             bind: self.bind,
             out: self.out,
             force: self.force,
-            flows: self.flows,
-            interval: self.interval,
+            flows: request.flows,
+            interval: request.interval,
             pattern,
-            slow_rule: match self.slow_rate {
-                Some(bytes_per_s) => SlowRule::Absolute { bytes_per_s },
+            slow_rule: match request.slow_rate_bps {
+                Some(bps) => SlowRule::Absolute {
+                    bytes_per_s: bps / 8,
+                },
                 None => SlowRule::PeakDelivered,
-            },
-            sender_request: SocketOptions {
-                notsent_lowat_bytes: self.notsent_lowat,
-                sndbuf_bytes: self.sndbuf,
-                rcvbuf_bytes: None,
-                congestion: self.congestion,
-                max_pacing_rate_bps: self.pacing_rate,
-                zerocopy: self.zerocopy,
             },
             reader_request: SocketOptions {
                 rcvbuf_bytes: self.rcvbuf,
                 ..SocketOptions::default()
             },
-            write_size_bytes: self.write_size.unwrap_or(if self.zerocopy {
-                DEFAULT_ZEROCOPY_WRITE_BYTES
-            } else {
-                DEFAULT_WRITE_BYTES
-            }),
-            marker_every: self.marker_every,
+            write_size_bytes: request::write_size_bytes(
+                request.write_size_bytes,
+                request.sender.zerocopy,
+            ),
+            sender_request: request.sender,
+            marker_every: request.marker_every,
             busy_retry: self.busy_retry,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use oscil_protocol::markers::MarkerRow;
 use oscil_protocol::phase_figures::{PhaseFigures, Totals, WakeSpread};
+use oscil_protocol::units::mib;
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, SenderSample};
 use serde::Serialize;
 
@@ -298,10 +299,6 @@ impl Summary {
 
 /// Under a latency table with censored waits: they count at their wait so far.
 const CENSORED_NOTE: &str = "≥ where at or above a wait cut by the end";
-
-fn mib(bytes: f64) -> f64 {
-    bytes / (1024.0 * 1024.0)
-}
 
 #[cfg(test)]
 mod tests {

@@ -663,10 +663,36 @@ fn lab_takes_the_same_values() {
         (&["--rtt", "40", "--dry-run"], "40s? 40ms?"),
         (&["--lowat", "-5", "--dry-run"], "-5"),
         (&["--fats"], "unexpected argument '--fats'"),
+        // The reader's rules, before any run: write sizes, phases against the interval.
+        (
+            &["--write-size", "5G", "--dry-run"],
+            "oscil-lab: --write-size: write size of 5368709120 bytes: 1 to 16777216 bytes at a time",
+        ),
+        (
+            &["--fast", "1s", "--slow", "1s", "--interval", "5s", "--dry-run"],
+            "oscil-lab: --interval 5000 ms is longer than the shortest phase (1000 ms): every phase needs at least one sample",
+        ),
+        (
+            &["--pacing-rate", "4bit", "--dry-run"],
+            "oscil-lab: --pacing-rate: pacing rate of 4 bit/s is below 8 bit/s",
+        ),
     ];
     for (args, holds) in table {
         expect("oscil-lab", args, 2, holds);
     }
+    // A congestion control this kernel lacks, named with the ones it has.
+    let loaded =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
+    let loaded: Vec<&str> = loaded.split_whitespace().collect();
+    expect(
+        "oscil-lab",
+        &["--cc", "cubic,reno,foo", "--dry-run"],
+        2,
+        &format!(
+            "oscil-lab: --cc: \"foo\" is not a congestion control this kernel has (it has: {}",
+            loaded.join(" ")
+        ),
+    );
     // The reader's size spellings work in the lab too.
     let dry = run("oscil-lab", &["--lowat", "default,128k", "--dry-run"]);
     let stdout = String::from_utf8_lossy(&dry.stdout);
