@@ -262,5 +262,7 @@ pub fn check_default_options(config: &DaemonConfig, ipv6: bool) -> Result<(), St
     if let Some(name) = &config.default_options.congestion {
         oscil_protocol::request::check_congestion_name(name).map_err(|e| e.to_string())?;
     }
-    session::validate_options(&config.default_options, ipv6).map(|_| ())
+    session::validate_options(&config.default_options, ipv6)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use oscil_kernel::{
-    host, netstat, sockopt, timestamping, OptionsInForce, ProcessCost, SocketOptions,
+    host, netstat, sockopt, timestamping, OptionsInForce, ProcessCost, SocketOptions, SockoptError,
 };
 use oscil_protocol::auth::{Authenticated, SessionId};
 use oscil_protocol::clock::realtime_unix_ns;
@@ -14,7 +14,7 @@ use oscil_protocol::control::{
     MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::markers::{Marker, MarkerSchedule};
-use oscil_protocol::request::SessionRequest;
+use oscil_protocol::request::{RequestError, SessionRequest};
 use oscil_protocol::text::escape_peer;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
@@ -44,7 +44,57 @@ pub(crate) enum Refusal {
     Busy(String),
     /// The request itself cannot be served by this daemon as it runs.
     #[error("{0}")]
-    Refused(String),
+    Refused(#[from] SessionError),
+}
+
+/// Why a session is refused or ends before it streams; the text is what the reader is told
+/// (`Refused`, `Ended`) and what the log says, with the peer's own words escaped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SessionError {
+    /// A rule of every session, the reader's and the lab's too.
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error("{flows} flows asked: this daemon serves 1 to {most} flows per session ({flag})")]
+    Flows {
+        flows: u32,
+        most: u32,
+        flag: &'static str,
+    },
+    #[error("sampling interval {interval:?} is shorter than this daemon's minimum {min:?}")]
+    IntervalBelowMinimum { interval: Duration, min: Duration },
+    #[error("sampling interval {interval:?} is longer than this daemon's session limit {max:?}")]
+    IntervalOverSession { interval: Duration, max: Duration },
+    #[error(
+        "session of {asked:?} asked: longer than this daemon's limit {max:?} (--max-session-time)"
+    )]
+    TooLong { asked: Duration, max: Duration },
+    #[error("no session id: {0}")]
+    NoSessionId(std::io::Error),
+    #[error("cannot make a write buffer of {bytes} bytes: {source}")]
+    WriteBuffer { bytes: u32, source: std::io::Error },
+    #[error("cannot open a socket to check options on: {0}")]
+    ScratchSocket(std::io::Error),
+    #[error(transparent)]
+    Options(#[from] SockoptError),
+    #[error(transparent)]
+    Write(#[from] FrameError),
+    #[error("reader did not take a control message within {0:?}")]
+    WriteTimeout(Duration),
+    #[error("setup timed out after {after:?}: {connected} of {flows} data connections{}", if connected == flows { ", no start message" } else { "" })]
+    SetupTimeout {
+        after: Duration,
+        connected: usize,
+        flows: usize,
+    },
+    #[error("data connection for flow {flow}, but the session has {flows} flows")]
+    NoSuchFlow { flow: u32, flows: usize },
+    #[error("flow {flow}: {source}")]
+    FlowOptions { flow: u32, source: SockoptError },
+    #[error("daemon shutting down")]
+    ShuttingDown,
+    /// What came (or did not come) over the control connection ([`control_ending`]).
+    #[error("{0}")]
+    Control(String),
 }
 
 /// Serves one authenticated control connection to its end; every way it ends is logged as
@@ -74,7 +124,7 @@ pub(crate) async fn serve(
     let session_id = match SessionId::random() {
         Ok(id) => id,
         Err(e) => {
-            let reason = Refusal::Refused(format!("no session id: {e}"));
+            let reason = Refusal::Refused(SessionError::NoSessionId(e));
             return refuse(&mut conn, peer, config, reason).await;
         }
     };
@@ -118,7 +168,7 @@ pub(crate) async fn serve(
             drop(route);
             session.stream(flows, &payload, &shared.proc).await
         }
-        Err(reason) => (reason, Default::default(), Vec::new()),
+        Err(reason) => (reason.to_string(), Default::default(), Vec::new()),
     };
     let cost = cost_before
         .zip(ProcessCost::of_self())
@@ -141,10 +191,10 @@ pub(crate) async fn serve(
 }
 
 /// The session's write buffer: the daemon's own unless the hello asked for another size.
-fn payload_for(hello: &Hello, shared: &Payload) -> Result<Payload, String> {
+fn payload_for(hello: &Hello, shared: &Payload) -> Result<Payload, SessionError> {
     match hello.write_size_bytes {
-        Some(n) if n as usize != shared.len() => Payload::new(n as usize)
-            .map_err(|e| format!("cannot make a write buffer of {n} bytes: {e}")),
+        Some(bytes) if bytes as usize != shared.len() => Payload::new(bytes as usize)
+            .map_err(|source| SessionError::WriteBuffer { bytes, source }),
         _ => Ok(shared.clone()),
     }
 }
@@ -153,7 +203,7 @@ fn payload_for(hello: &Hello, shared: &Payload) -> Result<Payload, String> {
 /// socket: the grant, or why the session is refused.
 fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refusal> {
     let config = &shared.config;
-    let options = check_hello(hello, config).map_err(Refusal::Refused)?;
+    let options = check_hello(hello, config)?;
     let slot = shared.sessions.clone().try_acquire_owned().map_err(|_| {
         Refusal::Busy(format!(
             "already serving {} sessions (--max-sessions)",
@@ -172,7 +222,7 @@ fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refus
                 config.max_total_flows
             ))
         })?;
-    let in_force = validate_options(&options, ipv6).map_err(Refusal::Refused)?;
+    let in_force = validate_options(&options, ipv6)?;
     Ok(Grant {
         options,
         in_force,
@@ -194,7 +244,7 @@ fn log_start(session_id: SessionId, peer: SocketAddr, hello: &Hello, grant: &Gra
     );
 }
 
-fn could_not_tell(told: Result<(), String>) -> String {
+fn could_not_tell(told: Result<(), SessionError>) -> String {
     told.map_or_else(
         |e| format!(" (could not tell the reader: {e})"),
         |_| String::new(),
@@ -203,7 +253,7 @@ fn could_not_tell(told: Result<(), String>) -> String {
 
 /// Checks a hello against this daemon's limits and merges its options over the defaults;
 /// `--max-rate` caps each flow's pacing rate at its share of the session's.
-fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, String> {
+fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, SessionError> {
     // More than all the flows the daemon serves at once would never fit: not busy, refused.
     let (most, flag) = if config.max_total_flows < config.max_flows {
         (
@@ -214,34 +264,33 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
         (config.max_flows, "--max-flows")
     };
     if hello.flows == 0 || hello.flows > most {
-        return Err(format!(
-            "{} flows asked: this daemon serves 1 to {most} flows per session ({flag})",
-            hello.flows
-        ));
+        return Err(SessionError::Flows {
+            flows: hello.flows,
+            most,
+            flag,
+        });
     }
     let interval = Duration::from_micros(hello.interval_us);
     if interval < config.min_interval {
-        return Err(format!(
-            "sampling interval {interval:?} is shorter than this daemon's minimum {:?}",
-            config.min_interval
-        ));
+        return Err(SessionError::IntervalBelowMinimum {
+            interval,
+            min: config.min_interval,
+        });
     }
     if interval > config.max_session {
-        return Err(format!(
-            "sampling interval {interval:?} is longer than this daemon's session limit {:?}",
-            config.max_session
-        ));
+        return Err(SessionError::IntervalOverSession {
+            interval,
+            max: config.max_session,
+        });
     }
-    let duration = Duration::from_micros(hello.duration_us);
-    if duration > config.max_session {
-        return Err(format!(
-            "session of {duration:?} asked: longer than this daemon's limit {:?} (--max-session)",
-            config.max_session
-        ));
+    let asked = Duration::from_micros(hello.duration_us);
+    if asked > config.max_session {
+        return Err(SessionError::TooLong {
+            asked,
+            max: config.max_session,
+        });
     }
-    SessionRequest::of_hello(hello)
-        .validate()
-        .map_err(|e| e.to_string())?;
+    SessionRequest::of_hello(hello).validate()?;
     let (asked, default) = (&hello.options, &config.default_options);
     let share = config
         .max_rate_bps
@@ -265,15 +314,15 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, St
 pub(crate) fn validate_options(
     options: &SocketOptions,
     ipv6: bool,
-) -> Result<OptionsInForce, String> {
+) -> Result<OptionsInForce, SessionError> {
     let domain = if ipv6 {
         socket2::Domain::IPV6
     } else {
         socket2::Domain::IPV4
     };
     let scratch = socket2::Socket::new(domain, socket2::Type::STREAM, None)
-        .map_err(|e| format!("cannot open a socket to check options on: {e}"))?;
-    sockopt::apply(&scratch, options).map_err(|e| e.to_string())
+        .map_err(SessionError::ScratchSocket)?;
+    Ok(sockopt::apply(&scratch, options)?)
 }
 
 async fn refuse(conn: &mut Control, peer: SocketAddr, config: &DaemonConfig, reason: Refusal) {
@@ -281,8 +330,8 @@ async fn refuse(conn: &mut Control, peer: SocketAddr, config: &DaemonConfig, rea
         Refusal::Busy(detail) => DaemonMessage::Busy {
             detail: Some(detail.clone()),
         },
-        Refusal::Refused(words) => DaemonMessage::Refused {
-            reason: words.clone(),
+        Refusal::Refused(why) => DaemonMessage::Refused {
+            reason: why.to_string(),
         },
     };
     let told = send(conn, config, &message).await;
@@ -298,7 +347,7 @@ async fn send(
     conn: &mut Control,
     config: &DaemonConfig,
     message: &DaemonMessage,
-) -> Result<(), String> {
+) -> Result<(), SessionError> {
     send_batch(conn, config, std::slice::from_ref(message)).await
 }
 
@@ -307,13 +356,10 @@ async fn send_batch(
     conn: &mut Control,
     config: &DaemonConfig,
     messages: &[DaemonMessage],
-) -> Result<(), String> {
+) -> Result<(), SessionError> {
     match timeout(config.handshake_timeout, conn.write_batch(messages)).await {
-        Ok(result) => result.map_err(|e| e.to_string()),
-        Err(_) => Err(format!(
-            "reader did not take a control message within {:?}",
-            config.handshake_timeout
-        )),
+        Ok(result) => Ok(result?),
+        Err(_) => Err(SessionError::WriteTimeout(config.handshake_timeout)),
     }
 }
 
@@ -382,21 +428,15 @@ impl Session<'_> {
     async fn connect_flows(
         &mut self,
         mut data_rx: mpsc::Receiver<DataConn>,
-    ) -> Result<Vec<Flow>, String> {
+    ) -> Result<Vec<Flow>, SessionError> {
         let n = self.hello.flows as usize;
         let mut slots: Vec<Option<Flow>> = (0..n).map(|_| None).collect();
         let mut connected = 0;
         let deadline = Instant::now() + self.config.handshake_timeout;
-        let timed_out = |connected: usize| {
-            format!(
-                "setup timed out after {:?}: {connected} of {n} data connections{}",
-                self.config.handshake_timeout,
-                if connected == n {
-                    ", no start message"
-                } else {
-                    ""
-                }
-            )
+        let timed_out = |connected: usize| SessionError::SetupTimeout {
+            after: self.config.handshake_timeout,
+            connected,
+            flows: n,
         };
         while connected < n {
             let event = tokio::select! {
@@ -406,11 +446,11 @@ impl Session<'_> {
                 _ = self.stop.changed() => SetupEvent::Shutdown,
             };
             match event {
-                SetupEvent::Control(m) => return Err(control_ending(m)),
+                SetupEvent::Control(m) => return Err(SessionError::Control(control_ending(m))),
                 SetupEvent::Data(DataConn { flow, stream }) => {
-                    let slot = slots.get_mut(flow as usize).ok_or_else(|| {
-                        format!("data connection for flow {flow}, but the session has {n} flows")
-                    })?;
+                    let slot = slots
+                        .get_mut(flow as usize)
+                        .ok_or(SessionError::NoSuchFlow { flow, flows: n })?;
                     if slot.is_some() {
                         // Only a holder of the data key gets here: close the second, keep
                         // the first.
@@ -418,14 +458,14 @@ impl Session<'_> {
                         continue;
                     }
                     sockopt::apply(&stream, self.options)
-                        .map_err(|e| format!("flow {flow}: {e}"))?;
+                        .map_err(|source| SessionError::FlowOptions { flow, source })?;
                     let timestamps =
                         self.config.tx_timestamps && timestamping::enable(&stream).is_ok();
                     *slot = Some(Flow::new(flow, stream, timestamps));
                     connected += 1;
                 }
                 SetupEvent::Deadline => return Err(timed_out(connected)),
-                SetupEvent::Shutdown => return Err("daemon shutting down".into()),
+                SetupEvent::Shutdown => return Err(SessionError::ShuttingDown),
             }
         }
         send(self.conn, self.config, &DaemonMessage::Ready).await?;
@@ -436,7 +476,7 @@ impl Session<'_> {
             let m = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => m,
                 _ = sleep_until(deadline) => return Err(timed_out(connected)),
-                _ = self.stop.changed() => return Err("daemon shutting down".into()),
+                _ = self.stop.changed() => return Err(SessionError::ShuttingDown),
             };
             match m {
                 Ok(Some(ReaderMessage::ClockProbe { t1_unix_ns })) => {
@@ -449,7 +489,7 @@ impl Session<'_> {
                     send(self.conn, self.config, &echo).await?;
                 }
                 Ok(Some(ReaderMessage::Start)) => return Ok(slots.into_iter().flatten().collect()),
-                m => return Err(control_ending(m)),
+                m => return Err(SessionError::Control(control_ending(m))),
             }
         }
     }
@@ -513,14 +553,14 @@ impl Session<'_> {
             match event {
                 RunEvent::Sample(Ok(batch)) => {
                     if let Err(e) = send_batch(self.conn, self.config, &batch).await {
-                        break e;
+                        break e.to_string();
                     }
                 }
                 RunEvent::Sample(Err(e)) => break e,
                 RunEvent::Markers(first) => {
                     if let Err(e) = send_markers(self.conn, self.config, first, &mut markers).await
                     {
-                        break e;
+                        break e.to_string();
                     }
                 }
                 RunEvent::Control(m) => {
@@ -570,7 +610,7 @@ async fn send_markers(
     config: &DaemonConfig,
     first: Marker,
     more: &mut mpsc::UnboundedReceiver<Marker>,
-) -> Result<(), String> {
+) -> Result<(), SessionError> {
     let mut markers = vec![first];
     while let Ok(marker) = more.try_recv() {
         markers.push(marker);
@@ -666,7 +706,7 @@ mod tests {
             "bbr ",
         ] {
             h.options.congestion = Some(bad.into());
-            let reason = check_hello(&h, &config).unwrap_err();
+            let reason = check_hello(&h, &config).unwrap_err().to_string();
             assert!(reason.contains("not a kernel module name"), "{reason}");
             assert!(!reason.contains('\n') && !reason.contains('\0'), "{reason}");
         }
@@ -683,20 +723,28 @@ mod tests {
         let mut h = hello();
         assert!(check_hello(&h, &config)
             .unwrap_err()
+            .to_string()
             .contains("--max-flows"));
         h.flows = 2;
         h.duration_us = 3_600_000_000;
         assert!(check_hello(&h, &config)
             .unwrap_err()
+            .to_string()
             .contains("--max-session"));
         h.duration_us = 1_000_000;
         h.interval_us = 10;
-        assert!(check_hello(&h, &config).unwrap_err().contains("interval"));
+        assert!(check_hello(&h, &config)
+            .unwrap_err()
+            .to_string()
+            .contains("interval"));
         h.interval_us = u64::MAX;
-        assert!(check_hello(&h, &config).unwrap_err().contains("interval"));
+        assert!(check_hello(&h, &config)
+            .unwrap_err()
+            .to_string()
+            .contains("interval"));
         h.interval_us = 100_000;
         h.marker_every_us = Some(99_999);
-        let reason = check_hello(&h, &config).unwrap_err();
+        let reason = check_hello(&h, &config).unwrap_err().to_string();
         assert!(reason.contains("--marker-every"), "{reason}");
         h.marker_every_us = Some(100_000);
         assert!(check_hello(&h, &config).is_ok());
