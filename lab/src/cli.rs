@@ -235,6 +235,8 @@ pub enum ValueError {
     NoSuchCongestion { name: String, available: String },
     #[error("cannot read the congestion controls this kernel has: {0}")]
     CongestionList(String),
+    #[error("0 would stall every write: a socket without its own TCP_NOTSENT_LOWAT may write only while its unsent bytes are below net.ipv4.tcp_notsent_lowat, and none are below 0 (`default` leaves the kernel's)")]
+    ZeroLowat,
 }
 
 fn invalid<E: Into<ValueError>>(option: &'static str) -> impl Fn(E) -> CliError {
@@ -331,6 +333,15 @@ pub fn parse_triple(input: &str) -> Result<[u64; 3], ValueError> {
 fn parse_congestion(input: &str) -> Result<String, ValueError> {
     request::check_congestion_name(input)?;
     Ok(input.to_owned())
+}
+
+/// `net.ipv4.tcp_notsent_lowat`: unlike the socket option, where 0 means "use the
+/// sysctl", the sysctl's 0 is taken as the limit itself.
+fn parse_lowat(input: &str) -> Result<u64, ValueError> {
+    match parse_bytes(input)? {
+        0 => Err(ValueError::ZeroLowat),
+        bytes => Ok(bytes),
+    }
 }
 
 fn parse_count(input: &str, max: u32) -> Result<u32, ValueError> {
@@ -573,7 +584,7 @@ impl Cli {
             Axis::new("cc", &self.cc, "cubic", "", None)
                 .values(parse_congestion, Setting::Congestion)?,
             Axis::new("lowat", &self.lowat, "default,131072", "lowat-", None)
-                .values(|v| Ok(parse_bytes(v)?), Setting::Lowat)?,
+                .values(parse_lowat, Setting::Lowat)?,
             Axis::new("wmem", &self.wmem, wmem, "wmem-", Some(wmem))
                 .values(parse_triple, Setting::Wmem)?,
             Axis::new("rmem", &self.rmem, rmem, "rmem-", Some(rmem))
@@ -799,6 +810,7 @@ mod tests {
         );
         assert!(error(&["--lowat", "default,,1"]).contains("empty"));
         assert!(error(&["--lowat", "1,1"]).contains("twice"));
+        assert!(error(&["--lowat", "default,0"]).starts_with("--lowat: 0 would stall every write"));
         assert!(error(&["--rate", "fast"]).starts_with("--rate: "));
         assert!(error(&["--wmem", "1:2"]).contains("MIN:DEFAULT:MAX"));
         assert!(error(&["--wmem", "3:2:1"]).contains("MIN <= DEFAULT <= MAX"));

@@ -107,6 +107,10 @@ pub enum ReaderError {
     /// Something answered, but not an oscil daemon.
     #[error("{addr} does not speak the oscil protocol: {detail} (iperf3 listens on 5201, oscil-daemon on 5250)")]
     NotOscil { addr: String, detail: String },
+    /// Something accepted the connection and then said nothing oscil understands in time:
+    /// iperf3's server answers one byte and waits for parameters.
+    #[error("{addr} accepted the connection but said nothing oscil understands within {waited}: is it an oscil-daemon? (iperf3 listens on 5201, oscil-daemon on 5250)")]
+    Silent { addr: String, waited: String },
     /// The daemon refused an authenticated session (its words, escaped).
     #[error("the daemon refused the session: {0}")]
     Refused(String),

@@ -22,6 +22,29 @@ use crate::{ReaderConfig, ReaderError};
 /// How long connecting and the daemon's answer may take before the reader gives up.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The least time the daemon's first answer may take before the peer is named as not
+/// speaking oscil: an iperf3 server (on its port 5201) accepts, answers one byte and waits.
+const FIRST_ANSWER_MIN: Duration = Duration::from_secs(2);
+
+/// The first answer's wait in connect times: the challenge comes one round trip after the
+/// hello, and a lost hello is sent again after the first retransmission timeout, which one
+/// round-trip sample puts at 3 round trips; 6 leaves room for a busy daemon.
+const FIRST_ANSWER_CONNECT_TIMES: u32 = 6;
+
+/// How long the daemon's first answer may take after a connect that took `connect`: two
+/// seconds on a LAN or a 466 ms path, more on a longer one, never more than the handshake.
+pub(crate) fn first_answer_wait(connect: Duration) -> Duration {
+    (connect * FIRST_ANSWER_CONNECT_TIMES).clamp(FIRST_ANSWER_MIN, HANDSHAKE_TIMEOUT)
+}
+
+/// A peer that has not yet shown it speaks oscil: its address, and how long its first
+/// answer may take.
+#[derive(Clone, Copy)]
+struct Unproven<'a> {
+    addr: &'a str,
+    wait: Duration,
+}
+
 /// Data connections opened at once. One at a time, 100 flows over a 100 ms RTT took more
 /// than the daemon's 10 s setup limit; all at once would meet its limit of 10
 /// unauthenticated connections per source. 8 leaves room for the control connection.
@@ -92,14 +115,20 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
         source,
     };
     let socket = new_socket(addr, config.bind).map_err(connect_error)?;
+    let connecting = Instant::now();
     let stream = timeout(HANDSHAKE_TIMEOUT, socket.connect(addr))
         .await
         .map_err(|_| ReaderError::Timeout("connecting to the daemon"))?
         .map_err(connect_error)?;
+    let peer = Unproven {
+        addr: &config.connect,
+        wait: first_answer_wait(connecting.elapsed()),
+    };
     stream.set_nodelay(true).map_err(connect_error)?;
     let (rx, tx) = stream.into_split();
     let (mut control_rx, mut control_tx) = (Connection::new(rx), Connection::new(tx));
-    let (welcome, data_key) = authenticate(config, &mut control_rx, &mut control_tx).await?;
+    let (welcome, data_key) =
+        authenticate(config, peer, &mut control_rx, &mut control_tx).await?;
     if welcome.version != PROTOCOL_VERSION {
         return Err(ReaderError::Version {
             daemon: welcome.version,
@@ -180,6 +209,7 @@ async fn measure_clock(
 /// checked before anything derived from the key is sent), the reader's proof, the welcome.
 async fn authenticate(
     config: &ReaderConfig,
+    peer: Unproven<'_>,
     rx: &mut Connection<OwnedReadHalf>,
     tx: &mut Connection<OwnedWriteHalf>,
 ) -> Result<(Welcome, DataKey), ReaderError> {
@@ -196,7 +226,7 @@ async fn authenticate(
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
     tx.write(&first).await?;
-    let challenge = answer(rx, Some(&config.connect)).await?;
+    let challenge = answer(rx, Some(peer)).await?;
     let (proof, data_key) = handshake.on_challenge(challenge).map_err(|e| match e {
         AuthError::Version { found } => ReaderError::Version { daemon: found },
         other => ReaderError::Auth(other),
@@ -212,7 +242,7 @@ async fn authenticate(
 /// `before_auth` names the peer while it has not yet shown it speaks oscil.
 async fn answer(
     rx: &mut Connection<OwnedReadHalf>,
-    before_auth: Option<&str>,
+    before_auth: Option<Unproven<'_>>,
 ) -> Result<DaemonMessage, ReaderError> {
     // Before authentication, anything but an oscil frame means another service answered
     // (iperf3 on its port, a web server): say so rather than quote a frame length.
@@ -220,14 +250,17 @@ async fn answer(
         addr: addr.to_owned(),
         detail: detail.to_owned(),
     };
-    let answer = match (
-        timeout(HANDSHAKE_TIMEOUT, rx.read::<DaemonMessage>()).await,
-        before_auth,
-    ) {
-        (Err(_), Some(addr)) => return Err(not_oscil(addr, "no oscil answer within 10 s")),
+    let wait = before_auth.map_or(HANDSHAKE_TIMEOUT, |peer| peer.wait);
+    let answer = match (timeout(wait, rx.read::<DaemonMessage>()).await, before_auth) {
+        (Err(_), Some(peer)) => {
+            return Err(ReaderError::Silent {
+                addr: peer.addr.to_owned(),
+                waited: seconds(wait),
+            })
+        }
         (Err(_), None) => return Err(ReaderError::Timeout("waiting for the daemon's answer")),
-        (Ok(Err(FrameError::TooLarge { .. } | FrameError::Invalid(_))), Some(addr)) => {
-            return Err(not_oscil(addr, "its answer is not an oscil frame"))
+        (Ok(Err(FrameError::TooLarge { .. } | FrameError::Invalid(_))), Some(peer)) => {
+            return Err(not_oscil(peer.addr, "its answer is not an oscil frame"))
         }
         (Ok(answer), _) => answer?,
     };
@@ -242,6 +275,14 @@ async fn answer(
         ))),
         Some(message) => Ok(message),
         None => Err(ReaderError::ClosedEarly),
+    }
+}
+
+/// `2 s`, `2.8 s`.
+fn seconds(d: Duration) -> String {
+    match d.subsec_millis() {
+        0 => format!("{} s", d.as_secs()),
+        _ => format!("{:.1} s", d.as_secs_f64()),
     }
 }
 
@@ -295,4 +336,22 @@ async fn open_flow(
     .map_err(|_| ReaderError::Timeout("waiting for the daemon's challenge on a data connection"))?
     .map_err(io_error)?;
     Ok((stream, in_force))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_answer_waits_2_s_or_six_connect_times() {
+        let ms = Duration::from_millis;
+        assert_eq!(first_answer_wait(ms(0)), ms(2000));
+        // A 466 ms path: one round trip for the challenge, three more for a lost hello's
+        // retransmission, and room besides.
+        assert_eq!(first_answer_wait(ms(466)), ms(2796));
+        assert_eq!(first_answer_wait(ms(1000)), ms(6000));
+        assert_eq!(first_answer_wait(ms(5000)), HANDSHAKE_TIMEOUT);
+        assert_eq!(seconds(ms(2000)), "2 s");
+        assert_eq!(seconds(ms(2796)), "2.8 s");
+    }
 }

@@ -577,6 +577,35 @@ fn reader_names_a_peer_that_does_not_speak_oscil() {
 }
 
 #[test]
+fn reader_names_a_silent_peer_within_2_s() {
+    // iperf3's server: it accepts, answers one byte (its state) and waits for parameters.
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        std::io::Write::write_all(&mut stream, &[9]).unwrap();
+        // Held open until the reader gives up and closes its end.
+        let _ = std::io::Read::read_to_end(&mut stream, &mut Vec::new());
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let started = std::time::Instant::now();
+    expect(
+        "oscil-reader",
+        &["-c", &addr, "-o", out.to_str().unwrap()],
+        1,
+        &format!("oscil-reader: {addr} accepted the connection but said nothing oscil understands within 2 s: is it an oscil-daemon? (iperf3 listens on 5201, oscil-daemon on 5250)"),
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(2) && took < std::time::Duration::from_secs(4),
+        "named after {took:?}, not after 2 s"
+    );
+    assert!(!out.exists());
+    server.join().unwrap();
+}
+
+#[test]
 fn report_refuses_a_used_out_and_a_missing_run() {
     let dir = tempfile::tempdir().unwrap();
     let used = dir.path().join("report");
@@ -675,6 +704,12 @@ fn lab_takes_the_same_values() {
         (
             &["--pacing-rate", "4bit", "--dry-run"],
             "oscil-lab: --pacing-rate: pacing rate of 4 bit/s is below 8 bit/s",
+        ),
+        // The lab sets the sysctl, whose 0 is a limit no socket meets (the reader's
+        // --notsent-lowat 0 leaves the socket to the sysctl, and is warned about).
+        (
+            &["--lowat", "default,0", "--dry-run"],
+            "oscil-lab: --lowat: 0 would stall every write: a socket without its own TCP_NOTSENT_LOWAT may write only while its unsent bytes are below net.ipv4.tcp_notsent_lowat, and none are below 0 (`default` leaves the kernel's)",
         ),
     ];
     for (args, holds) in table {
