@@ -20,6 +20,7 @@ pub mod unpack;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use oscil_protocol::campaign::{
     self, Backend as BackendKind, Campaign, CampaignRunStatus, CAMPAIGN_FORMAT_VERSION,
@@ -142,12 +143,21 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
         .iter()
         .filter(|r| r.status != CampaignRunStatus::Complete)
         .collect();
+    if let Some(first) = todo.first() {
+        let full_speed = todo
+            .iter()
+            .filter(|r| r.settings.pattern.full_speed)
+            .count();
+        let pattern = match full_speed {
+            0 => "",
+            n if n == todo.len() => " (read at full speed as long)",
+            _ => " (full-speed: read at full speed as long)",
+        };
+        println!("every run: {}", shared_words(&first.settings, pattern));
+        println!("   #  rep  configuration (its label names what differs from the defaults)");
+    }
     for run in &todo {
-        let settings = serde_json::to_string(&run.settings).expect("settings serialize");
-        println!(
-            "{:>4}  {} rep-{}  {settings}",
-            run.position, run.label, run.repetition
-        );
+        println!("{:>4}  {:>3}  {}", run.position, run.repetition, run.label);
     }
     let total = planned_duration(todo.iter().copied(), spec.per_run_overhead());
     println!(
@@ -158,6 +168,39 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
         ui::human_duration(total),
         ui::human_duration(spec.per_run_overhead())
     );
+}
+
+/// What every run of a plan shares, in words: the axes' values are in the labels.
+fn shared_words(settings: &oscil_protocol::campaign::RunSettings, pattern_note: &str) -> String {
+    let p = &settings.pattern;
+    let ms = |ms: u64| ui::human_duration(Duration::from_millis(ms));
+    let mut words = vec![
+        format!(
+            "{} fast, {} slow at {}% of the peak, {} cycle(s){pattern_note}",
+            ms(p.fast_ms),
+            ms(p.slow_ms),
+            p.fraction * 100.0,
+            p.cycles
+        ),
+        format!("{} flow(s)", settings.flows),
+        format!(
+            "sampled every {}",
+            humantime::format_duration(Duration::from_micros(settings.interval_us))
+        ),
+    ];
+    if let Some(us) = settings.marker_every_us {
+        words.push(format!(
+            "markers every {}",
+            humantime::format_duration(Duration::from_micros(us))
+        ));
+    }
+    if let Some(bytes) = settings.write_size_bytes {
+        words.push(format!("{bytes}-byte writes"));
+    }
+    if let Some(bps) = settings.slow_rate_bps {
+        words.push(format!("slow phases at {bps} bit/s"));
+    }
+    words.join(", ")
 }
 
 /// A new campaign needs an empty (or absent) directory, or `--force`; one that exists must
@@ -294,11 +337,18 @@ fn set_up(
     if let BackendSpec::Netns { link } = spec {
         check_netns_prerequisites(*link, bin)?;
     }
+    let made = !cdir.dir.exists();
     std::fs::create_dir_all(&cdir.dir)
         .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
     // Again: another user may have made it between the check and now.
     safe_fs::check_trusted(&cdir.dir)?;
-    let backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin)?;
+    let backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin).inspect_err(|_| {
+        // A start that failed (a host out of reach) leaves no empty --out behind; one that
+        // holds anything stays, as remove_dir takes only an empty directory.
+        if made {
+            let _ = std::fs::remove_dir(&cdir.dir);
+        }
+    })?;
     let ends = backend.ends();
     cdir.campaign.sender = ends.sender;
     cdir.campaign.receiver = ends.receiver;

@@ -14,11 +14,12 @@ use oscil_protocol::request::{
     self, cloudflare, parse_pacing_rate, parse_slow_rate, parse_write_size, SessionRequest,
     TypedDuration, MAX_CYCLES, MAX_FLOWS,
 };
+use oscil_protocol::rundir::RunDirError;
 use oscil_protocol::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, UnitError,
 };
 use oscil_protocol::{PatternConfig, RunStatus, SlowRule};
-use oscil_reader::{Outcome, ReaderConfig};
+use oscil_reader::{Outcome, ReaderConfig, ReaderError};
 
 /// Reads from oscil-daemon in an oscillating pattern (fast, then a trickle) and records both
 /// ends of every flow into a run directory.
@@ -266,7 +267,16 @@ fn main() -> ExitCode {
     };
     match run(config.clone()) {
         Ok(outcome) => report(&config, &outcome, json),
-        Err(error) => fail(cli::exit::FAILED_START, &error, json),
+        Err(error) => fail(start_failure_code(&error), &error, json),
+    }
+}
+
+/// A used --out is a bad value, as in oscil-report: exit 2 (nothing was started); any other
+/// failure to start is 1.
+fn start_failure_code(error: &anyhow::Error) -> u8 {
+    match error.downcast_ref::<ReaderError>() {
+        Some(ReaderError::RunDir(RunDirError::NotEmpty(_))) => cli::exit::USAGE,
+        _ => cli::exit::FAILED_START,
     }
 }
 

@@ -8,6 +8,23 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use oscil_protocol::PhaseSpan;
 
+/// The bar and the times take 29 columns, the message ([`message`]) the rest of 80.
+const TEMPLATE: &str = "{bar:20} {elapsed:>3}/{duration:3} {msg}";
+
+/// `cycle 1/3 fast 4.9 s left, 123.4 Mbit/s`: the phase, and the goodput over the last
+/// second.
+fn message(span: Option<&PhaseSpan>, cycles: u32, t_s: f64, goodput_bps: f64) -> String {
+    let phase = span.map_or("ending".to_string(), |s| {
+        format!(
+            "cycle {}/{cycles} {} {:.1} s left",
+            s.cycle,
+            s.phase,
+            s.end_s - t_s
+        )
+    });
+    format!("{phase}, {:.1} Mbit/s", goodput_bps / 1e6)
+}
+
 pub struct Progress {
     bar: Option<ProgressBar>,
     schedule: Vec<PhaseSpan>,
@@ -22,10 +39,7 @@ impl Progress {
     pub fn new(enabled: bool, total: Duration, schedule: Vec<PhaseSpan>, cycles: u32) -> Self {
         let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(total.as_millis() as u64);
-            bar.set_style(
-                ProgressStyle::with_template("{bar:30} {elapsed:>4} / {duration:4} {msg}")
-                    .expect("static template"),
-            );
+            bar.set_style(ProgressStyle::with_template(TEMPLATE).expect("static template"));
             bar
         });
         Progress {
@@ -47,23 +61,35 @@ impl Progress {
         let window_s = t_s.clamp(1e-3, 1.0);
         let goodput_bps = recent.iter().map(|&(_, b)| b).sum::<u64>() as f64 * 8.0 / window_s;
         let span = self.schedule.iter().find(|s| s.contains(t_s));
-        let phase = span.map_or("ending".to_string(), |s| {
-            let left_s = s.end_s - t_s;
-            format!(
-                "cycle {}/{} {} ({left_s:.1} s left)",
-                s.cycle, self.cycles, s.phase
-            )
-        });
         bar.set_position((t_s * 1000.0) as u64);
-        bar.set_message(format!(
-            "{phase}  {:.1} Mbit/s over the last second",
-            goodput_bps / 1e6
-        ));
+        bar.set_message(message(span, self.cycles, t_s, goodput_bps));
     }
 
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oscil_protocol::PatternConfig;
+
+    #[test]
+    fn the_line_fits_80_columns() {
+        let schedule = PatternConfig::CLOUDFLARE.schedule();
+        let bar_and_times = "#".repeat(20) + " 59s/60s ";
+        for (t_s, bps) in [(0.5, 1e9), (14.0, 99_999e6), (61.0, 0.0)] {
+            let span = schedule.iter().find(|s| s.contains(t_s));
+            let line = bar_and_times.clone() + &message(span, 3, t_s, bps);
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+        let span = schedule.iter().find(|s| s.contains(1.0));
+        assert_eq!(
+            message(span, 3, 1.0, 12.34e6),
+            "cycle 1/3 fast 4.0 s left, 12.3 Mbit/s"
+        );
     }
 }

@@ -127,8 +127,7 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
     stream.set_nodelay(true).map_err(connect_error)?;
     let (rx, tx) = stream.into_split();
     let (mut control_rx, mut control_tx) = (Connection::new(rx), Connection::new(tx));
-    let (welcome, data_key) =
-        authenticate(config, peer, &mut control_rx, &mut control_tx).await?;
+    let (welcome, data_key) = authenticate(config, peer, &mut control_rx, &mut control_tx).await?;
     if welcome.version != PROTOCOL_VERSION {
         return Err(ReaderError::Version {
             daemon: welcome.version,

@@ -639,6 +639,17 @@ fn report_refuses_a_used_out_and_a_missing_run() {
         2,
         "is not empty: pass --force",
     );
+    // The reader says the same of a used -o, with the same exit code, before connecting.
+    let closed = format!("127.0.0.1:{}", free_port());
+    expect(
+        "oscil-reader",
+        &["-c", &closed, "-o", used.to_str().unwrap()],
+        2,
+        &format!(
+            "oscil-reader: {}: the directory is not empty (pass --force to write into it)",
+            used.display()
+        ),
+    );
     let forced = run(
         "oscil-report",
         &[
@@ -737,5 +748,20 @@ fn lab_takes_the_same_values() {
         "{}",
         String::from_utf8_lossy(&dry.stderr)
     );
-    assert!(stdout.contains("131072"), "{stdout}");
+    assert!(stdout.contains("lowat-128k"), "{stdout}");
+    // A header before the rows, one row a run, no JSON.
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("every run: 5s fast, 15s slow at 5% of the peak, 3 cycle(s)"),
+        "{stdout}"
+    );
+    assert!(lines[1].contains("#  rep  configuration"), "{stdout}");
+    assert!(lines.iter().all(|l| !l.contains('{')), "{stdout}");
+    // restore of a directory that is not there: exit 1 and one line.
+    expect(
+        "oscil-lab",
+        &["restore", "/no/such/dir"],
+        1,
+        "oscil-lab: /no/such/dir: no such directory",
+    );
 }
