@@ -203,6 +203,11 @@ fn shared_words(settings: &oscil_protocol::campaign::RunSettings, pattern_note: 
     words.join(", ")
 }
 
+/// `cannot create DIR: a file is there, not a directory`, as the reader and the report say.
+fn cannot_create(dir: &Path, error: &std::io::Error) -> LabError {
+    LabError::Setup(oscil_protocol::rundir::RunDirError::cannot_create(dir, error).to_string())
+}
+
 /// A new campaign needs an empty (or absent) directory, or `--force`; one that exists must
 /// be owned by root (or this user) and writable by nobody else, or another user could
 /// plant links in it for root to write through.
@@ -210,6 +215,7 @@ fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
     let mut entries = match std::fs::read_dir(out) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if out.is_file() => return Err(cannot_create(out, &e)),
         Err(source) => return Err(LabError::io("cannot read", out.to_owned(), source)),
     };
     safe_fs::check_trusted(out)?;
@@ -338,8 +344,7 @@ fn set_up(
         check_netns_prerequisites(*link, bin)?;
     }
     let made = !cdir.dir.exists();
-    std::fs::create_dir_all(&cdir.dir)
-        .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
+    std::fs::create_dir_all(&cdir.dir).map_err(|e| cannot_create(&cdir.dir, &e))?;
     // Again: another user may have made it between the check and now.
     safe_fs::check_trusted(&cdir.dir)?;
     let backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin).inspect_err(|_| {

@@ -328,6 +328,12 @@ fn values_and_paths_that_cannot_work_say_why() {
             1,
             format!("oscil-reader: cannot create {file}: a file is there, not a directory"),
         ),
+        (
+            "oscil-lab",
+            &["--out", file, "--quick"],
+            1,
+            format!("oscil-lab: cannot create {file}: a file is there, not a directory"),
+        ),
     ];
     for (binary, args, code, holds) in cases {
         expect(binary, args, *code, holds);
