@@ -707,6 +707,10 @@ fn lab_takes_the_same_values() {
             "100mbit (bits per second) or 800mbit (100 megabytes per second)",
         ),
         (&["--rtt", "40", "--dry-run"], "40s? 40ms?"),
+        (
+            &["--rate", "0", "--dry-run"],
+            "oscil-lab: --rate: rate \"0\" is not valid: expected a rate above zero",
+        ),
         (&["--lowat", "-5", "--dry-run"], "-5"),
         (&["--fats"], "unexpected argument '--fats'"),
         // The reader's rules, before any run: write sizes, phases against the interval.
