@@ -911,20 +911,17 @@ mod tests {
                 .map(|h| h.to_string())
                 .unwrap_or_default()
         };
-        let c = request::cloudflare::FAST;
-        assert!(
-            help("fast").contains(&format!("[default: {c}]")),
-            "{}",
-            help("fast")
-        );
-        let c = request::cloudflare::SLOW;
-        assert!(help("slow").contains(&format!("[default: {c}]")));
-        let c = request::cloudflare::CYCLES;
-        assert!(help("cycles").contains(&format!("[default: {c}]")));
-        let c = request::cloudflare::FRACTION;
-        assert!(help("fraction").contains(&format!("[default: {c}]")));
-        let c = request::cloudflare::INTERVAL;
-        assert!(help("interval").contains(&format!("[default: {c}]")));
+        let defaults = [
+            ("fast", request::cloudflare::FAST.to_string()),
+            ("slow", request::cloudflare::SLOW.to_string()),
+            ("cycles", request::cloudflare::CYCLES.to_string()),
+            ("fraction", request::cloudflare::FRACTION.to_string()),
+            ("interval", request::cloudflare::INTERVAL.to_string()),
+        ];
+        for (long, default) in defaults {
+            let shown = format!("[default: {default}]");
+            assert!(help(long).contains(&shown), "--{long}: {}", help(long));
+        }
         let q = QUICK;
         let quick = format!(
             "--fast {} --slow {} --cycles {}",

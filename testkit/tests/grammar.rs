@@ -560,55 +560,54 @@ fn every_binary_prints_completions_and_a_man_page() {
     ));
 }
 
-#[test]
-fn reader_names_a_peer_that_does_not_speak_oscil() {
-    // A web server's answer: its first four bytes read as an absurd frame length.
+/// A one-connection server on loopback that answers `answer`, then holds the connection
+/// until the reader closes it; runs `check` with its address, then the reader's
+/// `-o` directory, which must not have been made.
+fn against_a_peer_that_answers(answer: &'static [u8], check: impl FnOnce(&str, &str)) {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let server = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
-        let _ = std::io::Write::write_all(&mut stream, b"HTTP/1.1 400 Bad Request\r\n\r\n");
-        std::thread::sleep(std::time::Duration::from_millis(500));
+        std::io::Write::write_all(&mut stream, answer).unwrap();
+        let _ = std::io::Read::read_to_end(&mut stream, &mut Vec::new());
     });
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    expect(
-        "oscil-reader",
-        &["-c", &addr, "-o", out.to_str().unwrap()],
-        1,
-        &format!("{addr} does not speak the oscil protocol"),
-    );
+    check(&addr, out.to_str().unwrap());
     assert!(!out.exists());
     server.join().unwrap();
 }
 
 #[test]
+fn reader_names_a_peer_that_does_not_speak_oscil() {
+    // A web server's answer: its first four bytes read as an absurd frame length.
+    against_a_peer_that_answers(b"HTTP/1.1 400 Bad Request\r\n\r\n", |addr, out| {
+        expect(
+            "oscil-reader",
+            &["-c", addr, "-o", out],
+            1,
+            &format!("{addr} does not speak the oscil protocol"),
+        )
+    });
+}
+
+#[test]
 fn reader_names_a_silent_peer_within_2_s() {
     // iperf3's server: it accepts, answers one byte (its state) and waits for parameters.
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let server = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        std::io::Write::write_all(&mut stream, &[9]).unwrap();
-        // Held open until the reader gives up and closes its end.
-        let _ = std::io::Read::read_to_end(&mut stream, &mut Vec::new());
+    against_a_peer_that_answers(&[9], |addr, out| {
+        let started = std::time::Instant::now();
+        expect(
+            "oscil-reader",
+            &["-c", addr, "-o", out],
+            1,
+            &format!("oscil-reader: {addr} accepted the connection but said nothing oscil understands within 2 s: is it an oscil-daemon? (iperf3 listens on 5201, oscil-daemon on 5250)"),
+        );
+        let took = started.elapsed();
+        assert!(
+            took >= std::time::Duration::from_secs(2) && took < std::time::Duration::from_secs(4),
+            "named after {took:?}, not after 2 s"
+        );
     });
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let started = std::time::Instant::now();
-    expect(
-        "oscil-reader",
-        &["-c", &addr, "-o", out.to_str().unwrap()],
-        1,
-        &format!("oscil-reader: {addr} accepted the connection but said nothing oscil understands within 2 s: is it an oscil-daemon? (iperf3 listens on 5201, oscil-daemon on 5250)"),
-    );
-    let took = started.elapsed();
-    assert!(
-        took >= std::time::Duration::from_secs(2) && took < std::time::Duration::from_secs(4),
-        "named after {took:?}, not after 2 s"
-    );
-    assert!(!out.exists());
-    server.join().unwrap();
 }
 
 #[test]
