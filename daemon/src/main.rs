@@ -13,7 +13,7 @@ use oscil_daemon::{DaemonConfig, StartupLimits};
 use oscil_kernel::SocketOptions;
 use oscil_protocol::address::{self, Endpoint, IpFamily};
 use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration, parse_rate_bps};
+use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration};
 
 /// Serve oscil test sessions: stream at full speed on every data connection, with the socket
 /// options each session asks for, and send samples of the sender's side to the reader.
@@ -67,7 +67,7 @@ struct Cli {
     max_total_flows: Option<u32>,
     /// A session's total pacing rate (100mbit, 1gbit), split evenly over its flows and set
     /// as each flow's SO_MAX_PACING_RATE; a reader may ask for less, never more.
-    #[arg(long, value_parser = parse_rate_bps, value_name = placeholder::RATE)]
+    #[arg(long, value_parser = oscil_protocol::request::parse_pacing_rate, value_name = placeholder::RATE)]
     max_rate: Option<u64>,
     /// Shortest sampling interval a reader may ask: each sample is one row per flow, so this
     /// caps the rows a session sends per second (1ms for one flow is fine; for 1,000, not).

@@ -14,7 +14,7 @@ use oscil_protocol::control::{
     MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::markers::{Marker, MarkerSchedule};
-use oscil_protocol::request::{RequestError, SessionRequest};
+use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
 use oscil_protocol::text::escape_peer;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
@@ -294,7 +294,7 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, Se
     let (asked, default) = (&hello.options, &config.default_options);
     let share = config
         .max_rate_bps
-        .map(|rate| (rate / u64::from(hello.flows)).max(8));
+        .map(|rate| (rate / u64::from(hello.flows)).max(MIN_PACING_RATE_BPS));
     let pacing = asked.max_pacing_rate_bps.or(default.max_pacing_rate_bps);
     Ok(SocketOptions {
         notsent_lowat_bytes: asked.notsent_lowat_bytes.or(default.notsent_lowat_bytes),

@@ -63,6 +63,10 @@ fn daemon_usage_errors() {
         (&["--listen", "5250"], "without a key"),
         (&["--fats"], "unexpected argument '--fats'"),
         (&["--congestion", "nosuchcc"], "nosuchcc"),
+        (
+            &["--max-rate", "4bit"],
+            "oscil-daemon: invalid value '4bit' for '--max-rate <RATE>': pacing rate of 4 bit/s is below 8 bit/s",
+        ),
     ];
     for (args, holds) in table {
         expect("oscil-daemon", args, 2, holds);
