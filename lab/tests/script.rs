@@ -42,7 +42,7 @@ fn without_cargo_it_reuses_a_build_or_says_what_to_run() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(
-        stdout.contains("1gbit_466ms_cubic_lowat-default rep-1"),
+        stdout.contains("   1    1  1gbit_466ms_cubic_lowat-"),
         "{stdout}"
     );
     assert!(stdout.contains("2 run(s)"), "{stdout}");
