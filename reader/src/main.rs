@@ -404,3 +404,28 @@ fn dir_name(dir: &std::path::Path) -> String {
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| dir.display().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use oscil_protocol::control::{DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES};
+
+    #[test]
+    fn the_defaults_are_the_cloudflare_pattern_and_the_protocols_write_sizes() {
+        let args = Args::try_parse_from(["oscil-reader", "-c", "h", "-o", "x"]).unwrap();
+        assert_eq!(args.pattern(), PatternConfig::CLOUDFLARE);
+        assert_eq!(args.interval.0, request::DEFAULT_INTERVAL);
+        let command = Args::command();
+        let help = command
+            .get_arguments()
+            .find(|a| a.get_long() == Some("write-size"))
+            .and_then(|a| a.get_help())
+            .unwrap()
+            .to_string();
+        let defaults = format!(
+            "[default: {DEFAULT_WRITE_BYTES}, or {DEFAULT_ZEROCOPY_WRITE_BYTES} with --zerocopy]"
+        );
+        assert!(help.contains(&defaults), "{help}");
+    }
+}
