@@ -39,6 +39,9 @@ pub enum LabError {
     Unpack(#[from] crate::unpack::UnpackError),
     #[error("{0}")]
     Setup(String),
+    /// A new campaign's `--out` holds something: a bad value, exit 2 as in the reader.
+    #[error("{shown} is not empty: --resume {shown} continues its campaign, --force starts afresh there", shown = .0.display())]
+    OutInUse(PathBuf),
 }
 
 impl LabError {

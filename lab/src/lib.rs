@@ -223,10 +223,7 @@ fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
         return Ok(());
     }
     if !force {
-        return Err(LabError::Setup(format!(
-            "{} is not empty: --resume {0} continues its campaign, --force starts afresh there",
-            out.display()
-        )));
+        return Err(LabError::OutInUse(out.to_owned()));
     }
     if out.join(sysctl::RESTORE_JSON).exists() {
         return Err(LabError::Setup(format!(

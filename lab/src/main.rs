@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use oscil_kernel::congestion::CongestionControls;
 use oscil_lab::cli::{check_congestion_available, Cli};
+use oscil_lab::execute::LabError;
 use oscil_lab::{bin_dir, run_job, Finished};
 use oscil_protocol::cli;
 
@@ -39,7 +40,10 @@ fn main() -> ExitCode {
         Ok(Finished::Interrupted(_)) => ExitCode::from(cli::exit::CUT_SHORT),
         Err(error) => {
             eprintln!("oscil-lab: {error}");
-            ExitCode::from(cli::exit::FAILED_START)
+            ExitCode::from(match error {
+                LabError::OutInUse(_) => cli::exit::USAGE,
+                _ => cli::exit::FAILED_START,
+            })
         }
     }
 }

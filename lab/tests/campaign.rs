@@ -75,7 +75,11 @@ fn bad_input_is_one_line_and_changes_nothing() {
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("notes.txt"), "mine").unwrap();
     let (code, line) = refused(&["--out", out_arg]);
-    assert_eq!(code, Some(1));
+    assert_eq!(
+        code,
+        Some(2),
+        "a used --out is a bad value, as in the reader and the report"
+    );
     assert!(line.contains("is not empty"), "{line}");
     assert_eq!(
         std::fs::read_dir(&out).unwrap().count(),
