@@ -64,6 +64,9 @@ pub struct Hello {
     /// Mark every flow's stream this often (µs, at least `interval_us`); `None`: no markers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker_every_us: Option<u64>,
+    /// The reader will open the idle probe connection (`crate::probe`) beside the flows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe: bool,
 }
 
 /// The daemon's write size unless a session asks for another: 256 KiB, the fastest of 64,
@@ -467,6 +470,7 @@ mod tests {
             duration_us: 1,
             write_size_bytes: None,
             marker_every_us: None,
+            probe: false,
         };
         let (reader, first) = ReaderHandshake::new(None, hello);
         let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))

@@ -38,6 +38,7 @@ fn hello() -> Hello {
         duration_us: 60_000_000,
         write_size_bytes: None,
         marker_every_us: None,
+        probe: false,
     }
 }
 

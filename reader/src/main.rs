@@ -100,6 +100,11 @@ struct Args {
     /// given.
     #[arg(long, value_parser = parse_positive_duration, value_name = placeholder::DUR)]
     marker_every: Option<Duration>,
+    /// No idle probe: by default a separate connection to the daemon echoes 8 bytes every
+    /// 100 ms beside the loaded flows (probe.csv), the path's round trip without the send
+    /// queue.
+    #[arg(long)]
+    no_probe: bool,
     /// The daemon sends with sendfile from a file instead of write, as iperf3 -Z.
     #[arg(long)]
     zerocopy: bool,
@@ -270,6 +275,7 @@ impl Args {
                 DEFAULT_WRITE_BYTES
             }),
             marker_every: self.marker_every,
+            probe: !self.no_probe,
             busy_retry: self.busy_retry,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,
