@@ -302,6 +302,7 @@ fn run_label(dir: &Path, meta: RunMeta) -> String {
         sender: Vec::new(),
         host: Vec::new(),
         markers: Vec::new(),
+        probe: Vec::new(),
         cut: Vec::new(),
     }
     .label()

@@ -108,6 +108,10 @@ pub struct Cli {
     /// 1s].
     #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
     pub marker_every: Option<String>,
+    /// No idle probe connection beside the flows (by default one echoes 8 bytes every
+    /// 100 ms: the path's round trip without the send queue, probe.csv).
+    #[arg(long, help_heading = "Reading pattern")]
+    pub no_probe: bool,
     /// Read the slow phases at this absolute rate, all flows together (5mbit) [default:
     /// --fraction of the most TCP delivered in one fast second, which the report checks is
     /// the same across the configurations it compares].
@@ -494,6 +498,7 @@ impl Cli {
             slow_rate_bps: opt("slow-rate", &self.slow_rate, |v| {
                 text_err(parse_rate_bps(v))
             })?,
+            no_probe: self.no_probe,
             pattern,
         })
     }
