@@ -516,6 +516,25 @@ pub const METRICS: &[Metric] = &[
         value: |w| w.run.slow_rate_bps.or_else(|| w.slow.read_bps()),
         compared: false,
     },
+    // The idle probe's round trip beside the markers (probe.csv): the path and both hosts'
+    // stacks without the send queue, so the markers' excess over it is the sender host's
+    // queue. A fact of the path, shown, not judged.
+    Metric {
+        column: "probe_rtt_p50_ms",
+        title: "Median round trip of the idle probe (the path without the send queue)",
+        unit: MS,
+        better: Better::Neither,
+        value: |w| ms_of_us(w.both().probe_quantile_us(0.5)),
+        compared: false,
+    },
+    Metric {
+        column: "probe_rtt_p99_ms",
+        title: "99th percentile round trip of the idle probe",
+        unit: MS,
+        better: Better::Neither,
+        value: |w| ms_of_us(w.both().probe_quantile_us(0.99)),
+        compared: false,
+    },
 ];
 
 /// Whether a figure of `w` is only a lower bound ("≥"): a percentile of waits at or above

@@ -388,6 +388,17 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
         )
     };
     let marker = Quantity::new(&marker_label(run), GREEN, markers(false)).dotted();
+    // The path without the send queue: the markers' excess over it is the sender's queue.
+    let probe = Quantity::new(
+        "idle probe's round trip, the path without the send queue (probe.csv)",
+        PURPLE,
+        series::ticks(
+            &run.probe,
+            frame.interval_s,
+            |p| p.t_s,
+            |p| p.rtt_us.map(|us| us as f64),
+        ),
+    );
     // Waits still running: drawn hollow, as lower bounds, so a phase whose every write is
     // still queued shows how long at least, never an empty panel.
     let bounds = [
@@ -404,12 +415,13 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
     ];
     let measured = !residence.ticks.is_empty()
         || !marker.ticks.is_empty()
+        || !probe.ticks.is_empty()
         || bounds.iter().any(|q| !q.ticks.is_empty());
     measured.then(|| {
         let mut panel = median_ms_panel(
             ("latency", "Latency: how long a written byte waits (hollow: still waiting, a lower bound); slow phases shaded"),
             "time (ms)",
-            &[&residence, &to_ack, &marker],
+            &[&residence, &to_ack, &marker, &probe],
             frame,
         );
         let lower_bounds = bounds
@@ -686,6 +698,16 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
             text("marker_p50_ms"),
             text("marker_p99_ms"),
             text("clock_uncertainty_ms"),
+        ));
+    }
+    if summary
+        .value(metric("probe_rtt_p50_ms"), Scope::Whole)
+        .is_some()
+    {
+        figures.push_str(&format!(
+            "; idle probe round trip p50 {}, p99 {}",
+            text("probe_rtt_p50_ms"),
+            text("probe_rtt_p99_ms"),
         ));
     }
     vec![first, figures]
