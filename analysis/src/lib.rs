@@ -19,6 +19,7 @@ pub mod html;
 pub mod human;
 pub mod input;
 pub mod interval_draw;
+pub mod limit_shares;
 pub mod manifest;
 pub mod metrics;
 pub mod out_dir;

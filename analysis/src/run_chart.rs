@@ -5,6 +5,7 @@ use oscil_protocol::Run;
 
 use crate::chart::*;
 use crate::human;
+use crate::limit_shares::TickShares;
 use crate::metrics::metric;
 use crate::run_series;
 use crate::series::{self, Tick};
@@ -439,49 +440,31 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
 /// chrono columns, summed over flows): the receiver's window, the send buffer, the network
 /// (cwnd, pacing) or nothing to send. `None` for runs recorded before the columns.
 fn limits_panel(run: &Run, frame: &Frame) -> Option<Panel> {
-    let sum = |value: fn(&SenderSample) -> Option<u64>| {
-        sender_ticks(run, move |r| value(r).map(|v| v as f64))
-    };
-    let flow_us = sender_ticks(run, |r| {
-        r.busy_us.map(|_| r.span_or(frame.interval_s) * 1e6)
-    });
-    if flow_us.is_empty() {
+    let shares = crate::limit_shares::tick_shares(&run.sender, frame.interval_s);
+    if shares.is_empty() {
         return None;
     }
-    let (busy, rwnd, sndbuf) = (
-        sum(|r| r.busy_us),
-        sum(|r| r.rwnd_limited_us),
-        sum(|r| r.sndbuf_limited_us),
-    );
-    let share = |part: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> {
-        let points = flow_us
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.t_s, (100.0 * part(i) / t.sum).clamp(0.0, 100.0)))
-            .collect();
+    let share = |part: fn(&TickShares) -> f64| -> Vec<(f64, f64)> {
+        let points = shares.iter().map(|s| (s.t_s, part(s))).collect();
         series::with_gaps(points, |p| p.0, |x| (x, f64::NAN))
     };
     let lines = [
         (
             "receive window (rwnd_limited_us)",
             GREEN,
-            share(&|i| rwnd[i].sum),
+            share(|s| s.rwnd_pct),
         ),
         (
             "send buffer (sndbuf_limited_us)",
             VERMILLION,
-            share(&|i| sndbuf[i].sum),
+            share(|s| s.sndbuf_pct),
         ),
         (
             "network: cwnd, pacing (busy, neither buffer)",
             BLUE,
-            share(&|i| (busy[i].sum - rwnd[i].sum - sndbuf[i].sum).max(0.0)),
+            share(|s| s.network_pct),
         ),
-        (
-            "nothing to send (not busy)",
-            GREY,
-            share(&|i| (flow_us[i].sum - busy[i].sum).max(0.0)),
-        ),
+        ("nothing to send (not busy)", GREY, share(|s| s.app_pct)),
     ];
     let axis = Axis {
         label: "share of the flows' time (%)".into(),
