@@ -72,4 +72,13 @@ fn the_probe_sees_the_path_while_the_markers_see_the_sender_queue() {
     // The probe is no flow: one flow's rows per interval only.
     let flows: Vec<f64> = Csv::read(&run.join("sender.csv")).column("flow");
     assert!(flows.iter().all(|&f| f == 0.0));
+    // The report's figure is the same median (its histogram keeps 3 digits), shown beside
+    // the markers'.
+    let summary = Csv::read(&out.join("report/summary.csv"));
+    let reported = number(&summary.rows[0], "probe_rtt_p50_ms");
+    assert!(
+        (reported - probe_ms).abs() <= probe_ms * 0.01 + 0.1,
+        "report {reported} ms, probe.csv {probe_ms} ms"
+    );
+    assert!(number(&summary.rows[0], "marker_p50_ms") >= 1000.0);
 }
