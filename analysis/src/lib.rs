@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod out_dir;
 pub mod overlay_chart;
 pub mod path_chart;
+pub mod queue_events;
 pub mod recommend;
 pub mod recommendation_text;
 pub mod run_chart;

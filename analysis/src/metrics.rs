@@ -535,6 +535,57 @@ pub const METRICS: &[Metric] = &[
         value: |w| ms_of_us(w.both().probe_quantile_us(0.99)),
         compared: false,
     },
+    // The receiver's queue events per phase (the whole run's are `reader_*_count`): a
+    // receiver that slows after autotuning opened its window collapses and prunes in the
+    // slow phases; one whose buffer is too small for the path does so in the fast ones.
+    Metric {
+        column: "fast_reader_collapsed_count",
+        title: "Segments collapsed in the receiver's namespace, fast phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.fast.reader_collapsed.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "slow_reader_collapsed_count",
+        title: "Segments collapsed in the receiver's namespace, slow phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.slow.reader_collapsed.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "fast_reader_prune_count",
+        title: "Receive-queue prunes in the receiver's namespace, fast phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.fast.reader_prunes.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "slow_reader_prune_count",
+        title: "Receive-queue prunes in the receiver's namespace, slow phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.slow.reader_prunes.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "fast_reader_drop_count",
+        title: "Segments the receiver dropped for want of room, fast phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.fast.reader_drops.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "slow_reader_drop_count",
+        title: "Segments the receiver dropped for want of room, slow phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.slow.reader_drops.map(|n| n as f64),
+        compared: false,
+    },
 ];
 
 /// Whether a figure of `w` is only a lower bound ("≥"): a percentile of waits at or above

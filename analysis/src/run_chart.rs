@@ -217,6 +217,14 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
             Some(rtt_panel(run, &frame)),
             latency_panel(run, &frame),
             limits_panel(run, &frame),
+            crate::queue_events::axis(&run.host).map(|axis| {
+                frame.panel(
+                    "queue_events",
+                    "The receiver's queue events: intervals in which its namespace collapsed, pruned or dropped for want of room (host.csv TcpExt)",
+                    axis,
+                    None,
+                )
+            }),
         ]
         .into_iter()
         .flatten()
