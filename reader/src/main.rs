@@ -390,6 +390,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
             "cycles": outcome.summary.cycles,
             "clock": meta.clock,
             "markers": meta.markers,
+            "probe": meta.probe,
             "safe_lowat_bytes": outcome.summary.safe_lowat_bytes,
         });
         println!(

@@ -5,7 +5,8 @@
 
 use oscil_protocol::probe::{ProbeBook, ProbeFacts, ProbeRow, PROBE_BYTES, PROBE_EVERY};
 use oscil_protocol::rundir::RunDirError;
-use oscil_protocol::RunWriter;
+
+use crate::recorder::Recorder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -47,16 +48,17 @@ impl Running {
 }
 
 /// Writes `probe.csv` and says in `run.json` what the probe did; a run without the probe
-/// says it was off.
-pub(crate) fn record(writer: &mut RunWriter, found: Option<Found>) -> Result<(), RunDirError> {
+/// says it was off. The rows go into the summary's figures too.
+pub(crate) fn record(recorder: &mut Recorder, found: Option<Found>) -> Result<(), RunDirError> {
     let facts = match found {
         Some((rows, facts)) => {
-            writer.whole_file(&rows)?;
+            recorder.writer.whole_file(&rows)?;
+            rows.iter().for_each(|row| recorder.summary.probe(row));
             facts
         }
         None => ProbeFacts::default(),
     };
-    writer.meta_mut().probe = Some(facts);
+    recorder.writer.meta_mut().probe = Some(facts);
     Ok(())
 }
 
