@@ -363,14 +363,15 @@ pub const METRICS: &[Metric] = &[
     },
     // What held the sender's flows back, as shares of their time (sender.csv's chrono
     // columns): the receiver's window, the send buffer, the network (cwnd, pacing), or
-    // nothing to send.
+    // nothing to send. The fast phases' buffer shares are judged: a setting that holds the
+    // flows back by a buffer more than the baseline did is worse.
     Metric {
         column: "fast_rwnd_limited_pct",
         title: "Receive-window limited, fast phases",
         unit: PCT,
         better: Better::Lower,
         value: |w| w.fast.limited_by?.rwnd_share(),
-        compared: false,
+        compared: true,
     },
     Metric {
         column: "fast_sndbuf_limited_pct",
@@ -378,7 +379,7 @@ pub const METRICS: &[Metric] = &[
         unit: PCT,
         better: Better::Lower,
         value: |w| w.fast.limited_by?.sndbuf_share(),
-        compared: false,
+        compared: true,
     },
     Metric {
         column: "fast_network_limited_pct",
