@@ -680,10 +680,8 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
         text("slow_notsent_peak_mib"),
         text("rtt_slow_mean_ms"),
     );
-    if summary
-        .value(metric("marker_p50_ms"), Scope::Whole)
-        .is_some()
-    {
+    let measured = |column: &str| summary.value(metric(column), Scope::Whole).is_some();
+    if measured("marker_p50_ms") {
         figures.push_str(&format!(
             "; marker latency p50 {}, p99 {} (clock uncertainty ±{})",
             text("marker_p50_ms"),
@@ -691,15 +689,10 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
             text("clock_uncertainty_ms"),
         ));
     }
-    if summary
-        .value(metric("probe_rtt_p50_ms"), Scope::Whole)
-        .is_some()
-    {
-        figures.push_str(&format!(
-            "; idle probe round trip p50 {}, p99 {}",
-            text("probe_rtt_p50_ms"),
-            text("probe_rtt_p99_ms"),
-        ));
+    // The path without the send queue, beside the markers.
+    if measured("probe_rtt_p50_ms") {
+        let (p50, p99) = (text("probe_rtt_p50_ms"), text("probe_rtt_p99_ms"));
+        figures.push_str(&format!("; idle probe round trip p50 {p50}, p99 {p99}"));
     }
     vec![first, figures]
 }

@@ -9,19 +9,12 @@
 //! slow rate is a fraction of the peak delivered, and differs run to run), so the slow
 //! phases are only printed. Needs root (namespaces, TUN); skips, saying so, without it.
 
+mod util;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use oscil_testkit::{bin_dir, lacks_root, number, unique, Csv};
-
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use oscil_testkit::{number, Csv};
+use util::run_lab;
 
 /// Shares of the flows' time in one phase kind: (receive window, send buffer, network,
 /// nothing to send). A row belongs to the phase holding its interval's middle; each cycle
@@ -52,20 +45,16 @@ fn shares(rows: &[HashMap<String, String>], fast: bool) -> [f64; 4] {
 
 #[test]
 fn on_the_long_fat_path_the_congestion_window_holds_the_fast_phases() {
-    if lacks_root("network namespaces, TUN devices") {
+    let Some(campaign) = run_lab(
+        "oscil-limits-1g-",
+        &[
+            "--rate", "1gbit", "--rtt", "466ms", "--lowat", "default", "--fast", "8s", "--slow",
+            "6s", "--cycles", "2",
+        ],
+    ) else {
         return;
-    }
-    let out = std::env::temp_dir().join(unique("oscil-limits-1g-"));
-    let _cleanup = RemoveOnDrop(out.clone());
-    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab");
-    let status = Command::new(&lab)
-        .args(["--rate", "1gbit", "--rtt", "466ms", "--lowat", "default"])
-        .args(["--fast", "8s", "--slow", "6s", "--cycles", "2", "--out"])
-        .arg(&out)
-        .env("OSCIL_BIN_DIR", bin_dir())
-        .status()
-        .expect("run scripts/lab");
-    assert!(status.success(), "scripts/lab failed: {status}");
+    };
+    let out = &campaign.0;
     let run = out.join("runs/1gbit_466ms_cubic_lowat-default/rep-1");
     let rows = Csv::read(&run.join("sender.csv")).rows;
     let fast = shares(&rows, true);

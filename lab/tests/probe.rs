@@ -3,18 +3,10 @@
 //! (markers.csv), which wait behind the sender's queue, take seconds. Needs root
 //! (namespaces, TUN); skips, saying so, without it.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod util;
 
-use oscil_testkit::{bin_dir, lacks_root, number, unique, Csv};
-
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use oscil_testkit::{number, Csv};
+use util::run_lab;
 
 fn median(mut values: Vec<f64>) -> f64 {
     assert!(!values.is_empty());
@@ -33,20 +25,16 @@ fn column_ms(csv: &Csv, name: &str) -> Vec<f64> {
 
 #[test]
 fn the_probe_sees_the_path_while_the_markers_see_the_sender_queue() {
-    if lacks_root("network namespaces, TUN devices") {
+    let Some(campaign) = run_lab(
+        "oscil-probe-",
+        &[
+            "--rate", "100mbit", "--rtt", "100ms", "--lowat", "default", "--fast", "4s", "--slow",
+            "8s", "--cycles", "1",
+        ],
+    ) else {
         return;
-    }
-    let out = std::env::temp_dir().join(unique("oscil-probe-"));
-    let _cleanup = RemoveOnDrop(out.clone());
-    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab");
-    let status = Command::new(&lab)
-        .args(["--rate", "100mbit", "--rtt", "100ms", "--lowat", "default"])
-        .args(["--fast", "4s", "--slow", "8s", "--cycles", "1", "--out"])
-        .arg(&out)
-        .env("OSCIL_BIN_DIR", bin_dir())
-        .status()
-        .expect("run scripts/lab");
-    assert!(status.success(), "scripts/lab failed: {status}");
+    };
+    let out = &campaign.0;
     let run = out.join("runs/100mbit_100ms_cubic_lowat-default/rep-1");
     let probe = Csv::read(&run.join("probe.csv"));
     // One probe every 100 ms over the 12 s pattern.

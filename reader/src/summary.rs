@@ -268,44 +268,34 @@ impl std::fmt::Display for Summary {
                 writeln!(f, "{CENSORED_NOTE} (writes still queued at the end)")?;
             }
         }
-        if self.phases.values().any(|s| s.marker_ms.is_some()) {
-            writeln!(f)?;
-            writeln!(f, "{:<5} {:>26}", "", "marker latency (ms)")?;
-            writeln!(f, "{:<5} {:>8} {:>8} {:>8}", "phase", "p50", "p99", "max")?;
-            for (phase, s) in &self.phases {
-                match s.marker_ms {
-                    Some([p50, p99, max]) => writeln!(
-                        f,
-                        "{:<5} {:>8.2} {:>8.2} {:>8.2}",
-                        phase.as_str(),
-                        p50,
-                        p99,
-                        max
-                    )?,
-                    None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
-                }
-            }
-            if self.phases.values().any(|s| s.marker_censored) {
-                writeln!(f, "{CENSORED_NOTE} (markers unread at the end)")?;
-            }
+        self.write_latency(f, "marker latency (ms)", |s| s.marker_ms)?;
+        if self.phases.values().any(|s| s.marker_censored) {
+            writeln!(f, "{CENSORED_NOTE} (markers unread at the end)")?;
         }
-        self.write_probe(f)?;
+        // The path without the send queue, beside the markers.
+        self.write_latency(f, "idle probe round trip (ms)", |s| s.probe_rtt_ms)?;
         self.write_limits(f)?;
         self.write_wakeups(f)
     }
 }
 
 impl Summary {
-    /// The idle probe's round trip per phase: the path without the send queue.
-    fn write_probe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.phases.values().all(|s| s.probe_rtt_ms.is_none()) {
+    /// A latency's `[p50, p99, max]` per phase, ms (the markers', the idle probe's round
+    /// trip); nothing when no phase has it.
+    fn write_latency(
+        &self,
+        f: &mut std::fmt::Formatter<'_>,
+        title: &str,
+        figures: fn(&PhaseSummary) -> Option<[f64; 3]>,
+    ) -> std::fmt::Result {
+        if self.phases.values().all(|s| figures(s).is_none()) {
             return Ok(());
         }
         writeln!(f)?;
-        writeln!(f, "{:<5} {:>26}", "", "idle probe round trip (ms)")?;
+        writeln!(f, "{:<5} {title:>26}", "")?;
         writeln!(f, "{:<5} {:>8} {:>8} {:>8}", "phase", "p50", "p99", "max")?;
         for (phase, s) in &self.phases {
-            match s.probe_rtt_ms {
+            match figures(s) {
                 Some([p50, p99, max]) => {
                     writeln!(f, "{:<5} {p50:>8.2} {p99:>8.2} {max:>8.2}", phase.as_str())?
                 }
