@@ -94,6 +94,7 @@ pub(crate) async fn serve(
         session_id,
         host: host::collect(),
         options_in_force: grant.in_force.clone(),
+        probe: hello.probe,
     });
     if let Err(e) = send(&mut conn, config, &welcome).await {
         return eprintln!("oscil-daemon: session {session_id} from {peer}: welcome: {e}");

@@ -31,10 +31,13 @@ async fn data_connection(client: &Client, session: &Welcome, flow: u32) -> TcpSt
 async fn welcome(client: &mut Client, probe: bool) -> Welcome {
     let mut asked = hello(1, SocketOptions::default(), INTERVAL, LONG);
     asked.probe = probe;
-    match client.hello(asked).await {
+    let welcome = match client.hello(asked).await {
         DaemonMessage::Welcome(w) => w,
         other => panic!("expected a welcome, got {other:?}"),
-    }
+    };
+    // It says it echoes the probe only to a hello that asked.
+    assert_eq!(welcome.probe, probe);
+    welcome
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

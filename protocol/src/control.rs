@@ -107,6 +107,10 @@ pub struct Welcome {
     pub host: HostFacts,
     /// The options read back from a socket after applying the request.
     pub options_in_force: OptionsInForce,
+    /// The daemon awaits and echoes the idle probe's connection (`crate::probe`); said only
+    /// to a hello that asked, so a reader that finds it absent (an older daemon) opens none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe: bool,
 }
 
 /// The daemon's answer to a hello: its nonce and, when it has a key, its proof.

@@ -75,6 +75,7 @@ fn corpus() -> Vec<Vec<u8>> {
         session_id: HexBytes([5; 16]),
         host: oscil_kernel::host::collect(),
         options_in_force: Default::default(),
+        probe: false,
     });
     vec![
         encode_frame(&first),

@@ -415,7 +415,7 @@ pub async fn run(
         let counts = recorder.markers(&flows, span, &clock)?;
         recorder.writer.meta_mut().markers = Some(counts);
     }
-    probe::record(&mut recorder, probed)?;
+    probe::record(&mut recorder, probed, config.probe)?;
     let meta = recorder.writer.meta_mut();
     if let Some(rate) = &mut meta.config.slow_rate {
         rate.cycles = slow_rates(&flows);

@@ -48,15 +48,23 @@ impl Running {
 }
 
 /// Writes `probe.csv` and says in `run.json` what the probe did; a run without the probe
-/// says it was off. The rows go into the summary's figures too.
-pub(crate) fn record(recorder: &mut Recorder, found: Option<Found>) -> Result<(), RunDirError> {
+/// says it was off, and why when it was `asked` for. The rows go into the summary's figures
+/// too.
+pub(crate) fn record(
+    recorder: &mut Recorder,
+    found: Option<Found>,
+    asked: bool,
+) -> Result<(), RunDirError> {
     let facts = match found {
         Some((rows, facts)) => {
             recorder.writer.whole_file(&rows)?;
             rows.iter().for_each(|row| recorder.summary.probe(row));
             facts
         }
-        None => ProbeFacts::default(),
+        None => ProbeFacts {
+            note: asked.then(|| "the daemon does not echo the probe (an older daemon)".into()),
+            ..ProbeFacts::default()
+        },
     };
     recorder.writer.meta_mut().probe = Some(facts);
     Ok(())

@@ -130,7 +130,8 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
             data.push(stream);
         }
     }
-    let probe = match config.probe {
+    // An older daemon does not say it echoes the probe: then none is opened.
+    let probe = match config.probe && welcome.probe {
         true => {
             let (key, session_id, plain) =
                 (&data_key, welcome.session_id, SocketOptions::default());
