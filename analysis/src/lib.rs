@@ -19,11 +19,13 @@ pub mod html;
 pub mod human;
 pub mod input;
 pub mod interval_draw;
+pub mod limit_shares;
 pub mod manifest;
 pub mod metrics;
 pub mod out_dir;
 pub mod overlay_chart;
 pub mod path_chart;
+pub mod queue_events;
 pub mod recommend;
 pub mod recommendation_text;
 pub mod run_chart;
@@ -302,6 +304,7 @@ fn run_label(dir: &Path, meta: RunMeta) -> String {
         sender: Vec::new(),
         host: Vec::new(),
         markers: Vec::new(),
+        probe: Vec::new(),
         cut: Vec::new(),
     }
     .label()

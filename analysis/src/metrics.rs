@@ -363,14 +363,15 @@ pub const METRICS: &[Metric] = &[
     },
     // What held the sender's flows back, as shares of their time (sender.csv's chrono
     // columns): the receiver's window, the send buffer, the network (cwnd, pacing), or
-    // nothing to send.
+    // nothing to send. The fast phases' buffer shares are judged: a setting that holds the
+    // flows back by a buffer more than the baseline did is worse.
     Metric {
         column: "fast_rwnd_limited_pct",
         title: "Receive-window limited, fast phases",
         unit: PCT,
         better: Better::Lower,
         value: |w| w.fast.limited_by?.rwnd_share(),
-        compared: false,
+        compared: true,
     },
     Metric {
         column: "fast_sndbuf_limited_pct",
@@ -378,7 +379,7 @@ pub const METRICS: &[Metric] = &[
         unit: PCT,
         better: Better::Lower,
         value: |w| w.fast.limited_by?.sndbuf_share(),
-        compared: false,
+        compared: true,
     },
     Metric {
         column: "fast_network_limited_pct",
@@ -514,6 +515,76 @@ pub const METRICS: &[Metric] = &[
         unit: MBPS,
         better: Better::Neither,
         value: |w| w.run.slow_rate_bps.or_else(|| w.slow.read_bps()),
+        compared: false,
+    },
+    // The idle probe's round trip beside the markers (probe.csv): the path and both hosts'
+    // stacks without the send queue, so the markers' excess over it is the sender host's
+    // queue. A fact of the path, shown, not judged.
+    Metric {
+        column: "probe_rtt_p50_ms",
+        title: "Median round trip of the idle probe (the path without the send queue)",
+        unit: MS,
+        better: Better::Neither,
+        value: |w| ms_of_us(w.both().probe_quantile_us(0.5)),
+        compared: false,
+    },
+    Metric {
+        column: "probe_rtt_p99_ms",
+        title: "99th percentile round trip of the idle probe",
+        unit: MS,
+        better: Better::Neither,
+        value: |w| ms_of_us(w.both().probe_quantile_us(0.99)),
+        compared: false,
+    },
+    // The receiver's queue events per phase (the whole run's are `reader_*_count`): a
+    // receiver that slows after autotuning opened its window collapses and prunes in the
+    // slow phases; one whose buffer is too small for the path does so in the fast ones.
+    Metric {
+        column: "fast_reader_collapsed_count",
+        title: "Segments collapsed in the receiver's namespace, fast phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.fast.reader_collapsed.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "slow_reader_collapsed_count",
+        title: "Segments collapsed in the receiver's namespace, slow phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.slow.reader_collapsed.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "fast_reader_prune_count",
+        title: "Receive-queue prunes in the receiver's namespace, fast phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.fast.reader_prunes.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "slow_reader_prune_count",
+        title: "Receive-queue prunes in the receiver's namespace, slow phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.slow.reader_prunes.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "fast_reader_drop_count",
+        title: "Segments the receiver dropped for want of room, fast phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.fast.reader_drops.map(|n| n as f64),
+        compared: false,
+    },
+    Metric {
+        column: "slow_reader_drop_count",
+        title: "Segments the receiver dropped for want of room, slow phases",
+        unit: COUNT,
+        better: Better::Lower,
+        value: |w| w.slow.reader_drops.map(|n| n as f64),
         compared: false,
     },
 ];

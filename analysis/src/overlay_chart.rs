@@ -13,6 +13,12 @@ use crate::run_series::{Question, RunSeries, QUESTIONS};
 use crate::series;
 use crate::summary::RunSummary;
 
+/// Shares kept in percent already.
+const PERCENT: Unit = Unit {
+    scale: 1.0,
+    name: "%",
+};
+
 /// The runs of one path, by configuration.
 pub struct PathRuns<'a> {
     pub path: String,
@@ -90,7 +96,10 @@ fn words(q: Question) -> (&'static str, &'static str) {
         Question::ReceiveWindow => ("The receive window the reader advertises (sum over flows)", "bytes"),
         Question::Goodput => ("Network goodput: what TCP delivered to the reader (sum over flows; one sampling interval can pass the path's rate when TCP releases out-of-order data at once)", "rate"),
         Question::ReadingRate => ("What the reader read per second (the runs did not record what TCP delivered, so a drain after a slow phase can exceed the path's rate)", "rate"),
-        Question::WriteWait | Question::WriteWaitPending => ("A write's wait in the send queue (median over flows; hollow points: writes still queued at a sample, waiting at least that long)", "wait"),
+        Question::WriteWait | Question::WriteWaitPending => ("A write's wait in the send queue (median over flows; hollow points: writes still queued at a sample, waiting at least that long; dashed: the idle probe's round trip, the path without the send queue)", "wait"),
+        Question::ProbeRtt => ("The idle probe's round trip (probe.csv)", "wait"),
+        Question::RwndLimited => ("What limits the sender: the share of the flows' time the receiver's window held them back (rwnd_limited_us)", "share"),
+        Question::SndbufLimited => ("What limits the sender: the share of the flows' time the send buffer held them back (sndbuf_limited_us)", "share"),
     }
 }
 
@@ -157,6 +166,16 @@ fn config_lines(
         lines.push(Line::new(label, color, gapped(mean)).weighted(Weight::Bold));
     }
     if q == Question::WriteWait {
+        let probe: Vec<Vec<(f64, f64)>> = path
+            .runs(config)
+            .flat_map(|run| path.stretches(run, Question::ProbeRtt, align))
+            .map(|s| scaled(&s))
+            .collect();
+        let mean = mean_line(&probe, bin_s);
+        if !mean.is_empty() {
+            let label = format!("{}: idle probe's round trip", config.name);
+            lines.push(Line::new(label, color, gapped(mean)).dashed());
+        }
         let pending: Vec<(f64, f64)> = path
             .runs(config)
             .flat_map(|run| path.stretches(run, Question::WriteWaitPending, align))
@@ -183,6 +202,7 @@ fn question_panel(path: &PathRuns, q: Question, align: Alignment, frame: &Frame)
     let (unit, family) = match quantity {
         "rate" => (rate_unit(largest(path, q)), Some(Family::Rate)),
         "wait" => (MS, None),
+        "share" => (PERCENT, None),
         _ => (byte_unit(largest(path, q)), Some(Family::Bytes)),
     };
     let mut lines: Vec<Line> = (0..path.configs.len())

@@ -5,6 +5,7 @@ use oscil_protocol::Run;
 
 use crate::chart::*;
 use crate::human;
+use crate::limit_shares::TickShares;
 use crate::metrics::metric;
 use crate::run_series;
 use crate::series::{self, Tick};
@@ -216,6 +217,14 @@ pub fn run_figure(run: &Run, summary: &RunSummary) -> Figure {
             Some(rtt_panel(run, &frame)),
             latency_panel(run, &frame),
             limits_panel(run, &frame),
+            crate::queue_events::axis(&run.host).map(|axis| {
+                frame.panel(
+                    "queue_events",
+                    "The receiver's queue events: intervals in which its namespace collapsed, pruned or dropped for want of room (host.csv TcpExt)",
+                    axis,
+                    None,
+                )
+            }),
         ]
         .into_iter()
         .flatten()
@@ -388,6 +397,17 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
         )
     };
     let marker = Quantity::new(&marker_label(run), GREEN, markers(false)).dotted();
+    // The path without the send queue: the markers' excess over it is the sender's queue.
+    let probe = Quantity::new(
+        "idle probe's round trip, the path without the send queue (probe.csv)",
+        PURPLE,
+        series::ticks(
+            &run.probe,
+            frame.interval_s,
+            |p| p.t_s,
+            |p| p.rtt_us.map(|us| us as f64),
+        ),
+    );
     // Waits still running: drawn hollow, as lower bounds, so a phase whose every write is
     // still queued shows how long at least, never an empty panel.
     let bounds = [
@@ -404,12 +424,13 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
     ];
     let measured = !residence.ticks.is_empty()
         || !marker.ticks.is_empty()
+        || !probe.ticks.is_empty()
         || bounds.iter().any(|q| !q.ticks.is_empty());
     measured.then(|| {
         let mut panel = median_ms_panel(
             ("latency", "Latency: how long a written byte waits (hollow: still waiting, a lower bound); slow phases shaded"),
             "time (ms)",
-            &[&residence, &to_ack, &marker],
+            &[&residence, &to_ack, &marker, &probe],
             frame,
         );
         let lower_bounds = bounds
@@ -427,49 +448,31 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
 /// chrono columns, summed over flows): the receiver's window, the send buffer, the network
 /// (cwnd, pacing) or nothing to send. `None` for runs recorded before the columns.
 fn limits_panel(run: &Run, frame: &Frame) -> Option<Panel> {
-    let sum = |value: fn(&SenderSample) -> Option<u64>| {
-        sender_ticks(run, move |r| value(r).map(|v| v as f64))
-    };
-    let flow_us = sender_ticks(run, |r| {
-        r.busy_us.map(|_| r.span_or(frame.interval_s) * 1e6)
-    });
-    if flow_us.is_empty() {
+    let shares = crate::limit_shares::tick_shares(&run.sender, frame.interval_s);
+    if shares.is_empty() {
         return None;
     }
-    let (busy, rwnd, sndbuf) = (
-        sum(|r| r.busy_us),
-        sum(|r| r.rwnd_limited_us),
-        sum(|r| r.sndbuf_limited_us),
-    );
-    let share = |part: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> {
-        let points = flow_us
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.t_s, (100.0 * part(i) / t.sum).clamp(0.0, 100.0)))
-            .collect();
+    let share = |part: fn(&TickShares) -> f64| -> Vec<(f64, f64)> {
+        let points = shares.iter().map(|s| (s.t_s, part(s))).collect();
         series::with_gaps(points, |p| p.0, |x| (x, f64::NAN))
     };
     let lines = [
         (
             "receive window (rwnd_limited_us)",
             GREEN,
-            share(&|i| rwnd[i].sum),
+            share(|s| s.rwnd_pct),
         ),
         (
             "send buffer (sndbuf_limited_us)",
             VERMILLION,
-            share(&|i| sndbuf[i].sum),
+            share(|s| s.sndbuf_pct),
         ),
         (
             "network: cwnd, pacing (busy, neither buffer)",
             BLUE,
-            share(&|i| (busy[i].sum - rwnd[i].sum - sndbuf[i].sum).max(0.0)),
+            share(|s| s.network_pct),
         ),
-        (
-            "nothing to send (not busy)",
-            GREY,
-            share(&|i| (flow_us[i].sum - busy[i].sum).max(0.0)),
-        ),
+        ("nothing to send (not busy)", GREY, share(|s| s.app_pct)),
     ];
     let axis = Axis {
         label: "share of the flows' time (%)".into(),
@@ -677,16 +680,19 @@ pub fn run_header(summary: &RunSummary) -> Vec<String> {
         text("slow_notsent_peak_mib"),
         text("rtt_slow_mean_ms"),
     );
-    if summary
-        .value(metric("marker_p50_ms"), Scope::Whole)
-        .is_some()
-    {
+    let measured = |column: &str| summary.value(metric(column), Scope::Whole).is_some();
+    if measured("marker_p50_ms") {
         figures.push_str(&format!(
             "; marker latency p50 {}, p99 {} (clock uncertainty ±{})",
             text("marker_p50_ms"),
             text("marker_p99_ms"),
             text("clock_uncertainty_ms"),
         ));
+    }
+    // The path without the send queue, beside the markers.
+    if measured("probe_rtt_p50_ms") {
+        let (p50, p99) = (text("probe_rtt_p50_ms"), text("probe_rtt_p99_ms"));
+        figures.push_str(&format!("; idle probe round trip p50 {p50}, p99 {p99}"));
     }
     vec![first, figures]
 }

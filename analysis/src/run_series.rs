@@ -5,6 +5,7 @@
 use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
 use oscil_protocol::Run;
 
+use crate::limit_shares::TickShares;
 use crate::series::{self, Tick};
 
 /// A question a picture across runs answers, one panel each.
@@ -28,14 +29,22 @@ pub enum Question {
     WriteWait,
     /// Lower bounds: the oldest tagged write still queued at a sample (median over flows).
     WriteWaitPending,
+    /// The idle probe's round trip (probe.csv): drawn beside a write's wait.
+    ProbeRtt,
+    /// The share of the flows' time the receive window held them back (%).
+    RwndLimited,
+    /// The share of the flows' time the send buffer held them back (%).
+    SndbufLimited,
 }
 
-pub const QUESTIONS: [Question; 5] = [
+pub const QUESTIONS: [Question; 7] = [
     Question::SenderMemory,
     Question::Unsent,
     Question::ReceiveWindow,
     Question::Goodput,
     Question::WriteWait,
+    Question::RwndLimited,
+    Question::SndbufLimited,
 ];
 
 /// One run's series, in base units (bytes, bit/s, µs) against seconds since its start.
@@ -54,6 +63,9 @@ pub struct RunSeries {
     reading: Vec<(f64, f64)>,
     wait: Vec<(f64, f64)>,
     pending: Vec<(f64, f64)>,
+    probe: Vec<(f64, f64)>,
+    rwnd: Vec<(f64, f64)>,
+    sndbuf: Vec<(f64, f64)>,
 }
 
 fn sums(ticks: Vec<Tick>) -> Vec<(f64, f64)> {
@@ -105,6 +117,10 @@ impl RunSeries {
             .collect();
         let rate = |bytes: u64, r: &ReaderSample| bytes as f64 * 8.0 / r.span_or(interval_s);
         let schedule = &run.meta.schedule;
+        let shares = crate::limit_shares::tick_shares(&run.sender, interval_s);
+        let share = |part: fn(&TickShares) -> f64| -> Vec<(f64, f64)> {
+            shares.iter().map(|s| (s.t_s, part(s))).collect()
+        };
         RunSeries {
             interval_s,
             cycles: cycle_starts(schedule),
@@ -121,6 +137,14 @@ impl RunSeries {
             reading: sums(reader(&|r| Some(rate(r.bytes, r)))),
             wait: medians(sender(&|r| r.residence_us.map(|us| us as f64))),
             pending: medians(sender(&|r| pending_age_us(r).map(|us| us as f64))),
+            probe: medians(series::ticks(
+                &run.probe,
+                interval_s,
+                |p| p.t_s,
+                |p| p.rtt_us.map(|us| us as f64),
+            )),
+            rwnd: share(|s| s.rwnd_pct),
+            sndbuf: share(|s| s.sndbuf_pct),
         }
     }
 
@@ -135,6 +159,9 @@ impl RunSeries {
             Question::ReadingRate => &self.reading,
             Question::WriteWait => &self.wait,
             Question::WriteWaitPending => &self.pending,
+            Question::ProbeRtt => &self.probe,
+            Question::RwndLimited => &self.rwnd,
+            Question::SndbufLimited => &self.sndbuf,
         }
     }
 }

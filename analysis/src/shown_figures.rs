@@ -18,6 +18,7 @@ const ORDER: &[&str] = &[
     "pending",
     "marker",
     "rtt",
+    "limited",
     "cpu",
 ];
 

@@ -109,6 +109,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
     run.sender.iter().for_each(|r| figures.sender(r));
     run.host.iter().for_each(|r| figures.host(r));
     run.markers.iter().for_each(|r| figures.marker(r));
+    run.probe.iter().for_each(|r| figures.probe(r));
     // A reader that was killed never wrote its duration: its last row is the end.
     let end_s = if meta.ending.duration_s > 0.0 {
         meta.ending.duration_s

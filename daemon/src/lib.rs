@@ -13,6 +13,7 @@ pub mod budget;
 mod flow;
 mod gate;
 mod latency;
+mod probe;
 mod refusals;
 mod sampler;
 mod session;

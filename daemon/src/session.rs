@@ -15,6 +15,7 @@ use oscil_protocol::control::{
 };
 use oscil_protocol::markers::{Marker, MarkerSchedule};
 use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
+use oscil_protocol::probe::PROBE_FLOW;
 use oscil_protocol::text::escape_peer;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
@@ -128,7 +129,7 @@ pub(crate) async fn serve(
             return refuse(&mut conn, peer, config, reason).await;
         }
     };
-    let (tx, data_rx) = mpsc::channel(hello.flows as usize);
+    let (tx, data_rx) = mpsc::channel(connections(&hello));
     let route = RouteGuard::register(
         &shared,
         session_id,
@@ -144,6 +145,7 @@ pub(crate) async fn serve(
         session_id,
         host: host::collect(),
         options_in_force: grant.in_force.clone(),
+        probe: hello.probe,
     });
     if let Err(e) = send(&mut conn, config, &welcome).await {
         return eprintln!("oscil-daemon: session {session_id} from {peer}: welcome: {e}");
@@ -156,10 +158,11 @@ pub(crate) async fn serve(
         hello: &hello,
         options: &grant.options,
         stop,
+        echo: Default::default(),
     };
     let started = Instant::now();
     let cost_before = ProcessCost::of_self();
-    let expected = shared.admission.expect(peer.ip(), hello.flows as usize);
+    let expected = shared.admission.expect(peer.ip(), connections(&hello));
     let connected = session.connect_flows(data_rx).await;
     drop(expected);
     let connected = connected.and_then(|flows| Ok((flows, payload_for(&hello, &shared.payload)?)));
@@ -400,6 +403,13 @@ struct Session<'a> {
     hello: &'a Hello,
     options: &'a SocketOptions,
     stop: watch::Receiver<bool>,
+    /// The idle probe's echo, when the hello asked for one; stops with the session.
+    echo: crate::probe::Echo,
+}
+
+/// Data connections a session opens: its flows and, when asked, the idle probe.
+fn connections(hello: &Hello) -> usize {
+    hello.flows as usize + usize::from(hello.probe)
 }
 
 /// What can happen while a session waits for its data connections.
@@ -438,7 +448,7 @@ impl Session<'_> {
             connected,
             flows: n,
         };
-        while connected < n {
+        while connected < n || (self.hello.probe && !self.echo.is_open()) {
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => SetupEvent::Control(m),
                 Some(dc) = data_rx.recv() => SetupEvent::Data(dc),
@@ -447,6 +457,13 @@ impl Session<'_> {
             };
             match event {
                 SetupEvent::Control(m) => return Err(SessionError::Control(control_ending(m))),
+                SetupEvent::Data(DataConn { flow, stream })
+                    if flow == PROBE_FLOW && self.hello.probe =>
+                {
+                    if !self.echo.start(stream, self.config.max_session) {
+                        eprintln!("oscil-daemon: the probe connected twice; closed the second");
+                    }
+                }
                 SetupEvent::Data(DataConn { flow, stream }) => {
                     let slot = slots
                         .get_mut(flow as usize)
@@ -649,6 +666,7 @@ mod tests {
             duration_us: 60_000_000,
             write_size_bytes: None,
             marker_every_us: None,
+            probe: false,
         }
     }
 

@@ -121,6 +121,10 @@ pub struct Cli {
     /// 1s].
     #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
     pub marker_every: Option<String>,
+    /// No idle probe connection beside the flows (by default one echoes 8 bytes every
+    /// 100 ms: the path's round trip without the send queue, probe.csv).
+    #[arg(long, help_heading = "Reading pattern")]
+    pub no_probe: bool,
     /// Read the slow phases at this absolute rate, all flows together (5mbit) [default:
     /// --fraction of the most TCP delivered in one fast second, which the report checks is
     /// the same across the configurations it compares].
@@ -556,6 +560,7 @@ impl Cli {
             write_size_bytes: opt("write-size", &self.write_size, parse_write_size)?,
             marker_every_us,
             slow_rate_bps: opt("slow-rate", &self.slow_rate, parse_slow_rate)?,
+            no_probe: self.no_probe,
             pattern,
         };
         // Every run's session, by the rules the reader and the daemon will apply to it.

@@ -301,6 +301,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             slow_rate_bps: None,
+            no_probe: false,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);

@@ -4,19 +4,13 @@
 //! `tcp_rmem` tops out at 64 KiB holds it back by its window most of the time, the
 //! default hardly. Needs root (namespaces, TUN); skips, saying so, without it.
 
+mod util;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use oscil_testkit::{bin_dir, lacks_root, number, unique, Csv};
-
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use oscil_testkit::{number, Csv};
+use util::run_lab;
 
 /// Shares of the flows' time, from sender.csv alone: (send buffer, receive window).
 fn shares(run: &Path) -> (f64, f64) {
@@ -31,24 +25,34 @@ fn shares(run: &Path) -> (f64, f64) {
 
 #[test]
 fn a_small_send_buffer_or_receive_buffer_is_what_limits_the_flow() {
-    if lacks_root("network namespaces, TUN devices") {
+    let Some(campaign) = run_lab(
+        "oscil-limits-",
+        &[
+            "--rate",
+            "10mbit",
+            "--rtt",
+            "20ms",
+            "--queue",
+            "50",
+            "--lowat",
+            "default",
+            "--sndbuf",
+            "16k,64k",
+            "--rmem",
+            "default,4096:16384:65536",
+            "--pattern",
+            "full-speed",
+            "--fast",
+            "4s",
+            "--slow",
+            "0",
+            "--cycles",
+            "1",
+        ],
+    ) else {
         return;
-    }
-    let out = std::env::temp_dir().join(unique("oscil-limits-"));
-    let _cleanup = RemoveOnDrop(out.clone());
-    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab");
-    let status = Command::new(&lab)
-        .args([
-            "--rate", "10mbit", "--rtt", "20ms", "--queue", "50", "--lowat", "default",
-        ])
-        .args(["--sndbuf", "16k,64k", "--rmem", "default,4096:16384:65536"])
-        .args(["--pattern", "full-speed", "--fast", "4s", "--slow", "0"])
-        .args(["--cycles", "1", "--out"])
-        .arg(&out)
-        .env("OSCIL_BIN_DIR", bin_dir())
-        .status()
-        .expect("run scripts/lab");
-    assert!(status.success(), "scripts/lab failed: {status}");
+    };
+    let out = &campaign.0;
     let run = |sndbuf: &str, rmem: &str| {
         let (rmem, sndbuf) = (format!("_rmem-{rmem}_"), format!("_sndbuf-{sndbuf}_"));
         let dir = std::fs::read_dir(out.join("runs"))

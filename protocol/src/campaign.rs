@@ -123,6 +123,9 @@ pub struct RunSettings {
     /// delivered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_rate_bps: Option<u64>,
+    /// The reader's `--no-probe`: no idle probe connection beside the flows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_probe: bool,
 }
 
 /// An emulated path, the same in both directions.
@@ -314,6 +317,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             slow_rate_bps: None,
+            no_probe: false,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = |repetition, status| CampaignRun {

@@ -64,6 +64,9 @@ pub struct Hello {
     /// Mark every flow's stream this often (µs, at least `interval_us`); `None`: no markers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker_every_us: Option<u64>,
+    /// The reader will open the idle probe connection (`crate::probe`) beside the flows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe: bool,
 }
 
 /// The daemon's write size unless a session asks for another: 256 KiB, the fastest of 64,
@@ -104,6 +107,10 @@ pub struct Welcome {
     pub host: HostFacts,
     /// The options read back from a socket after applying the request.
     pub options_in_force: OptionsInForce,
+    /// The daemon awaits and echoes the idle probe's connection (`crate::probe`); said only
+    /// to a hello that asked, so a reader that finds it absent (an older daemon) opens none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe: bool,
 }
 
 /// The daemon's answer to a hello: its nonce and, when it has a key, its proof.
@@ -467,6 +474,7 @@ mod tests {
             duration_us: 1,
             write_size_bytes: None,
             marker_every_us: None,
+            probe: false,
         };
         let (reader, first) = ReaderHandshake::new(None, hello);
         let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))

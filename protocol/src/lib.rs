@@ -12,6 +12,7 @@ pub mod key;
 pub mod markers;
 pub mod pattern;
 pub mod phase_figures;
+pub mod probe;
 pub mod records;
 pub mod request;
 pub mod rundir;

@@ -30,6 +30,8 @@
 //!   histogram per span likewise; a latency below zero (within the clock's uncertainty)
 //!   counts as zero; a marker unread at the end counts at its lower bound (`censored`), with
 //!   the same "≥" rule ([`Totals::marker_at_least`]).
+//! - probe round trip: the `rtt_us` of the idle probes (`probe.csv`) sent in the span, one
+//!   histogram per span; a lost probe counts for nothing.
 //! - POLLOUT wake-ups: the rows' `wakeups` summed; of not-sent bytes at a wake-up and of
 //!   wake-to-write time, the largest of the rows' maxima, and the median of the rows'
 //!   medians each counted once per wake-up of its row (see [`WakeSpread`]);
@@ -100,6 +102,9 @@ pub struct Totals {
     /// Where the sender's flows spent their time (sender.csv's chrono columns); `None`
     /// where no row carried them.
     pub limited_by: Option<LimitedBy>,
+    /// Round trips of the idle probes sent in the span (`probe.csv`), µs; `None` where
+    /// there was none.
+    pub probe_rtt_us: Option<Histogram<u64>>,
 }
 
 /// Flow-time summed over the sender's rows, and what held the flows back in it.
@@ -293,6 +298,7 @@ impl Totals {
         merge_histogram(&mut self.residence_us, &other.residence_us);
         merge_histogram(&mut self.marker_latency_us, &other.marker_latency_us);
         merge_histogram(&mut self.marker_censored_us, &other.marker_censored_us);
+        merge_histogram(&mut self.probe_rtt_us, &other.probe_rtt_us);
         merge_histogram(
             &mut self.residence_censored_us,
             &other.residence_censored_us,
@@ -392,6 +398,12 @@ impl Totals {
             sndbuf_limited_us,
         };
         self.limited_by = Some(self.limited_by.unwrap_or_default().add(row));
+    }
+
+    /// The round trip below which a share `quantile` of the idle probes came back.
+    pub fn probe_quantile_us(&self, quantile: f64) -> Option<u64> {
+        let h = self.probe_rtt_us.as_ref()?;
+        Some(h.value_at_quantile(quantile))
     }
 
     /// The latency below which a share `quantile` (0.5, 0.99, 1.0) of the markers arrived.
@@ -569,6 +581,14 @@ impl PhaseFigures {
             if row.censored {
                 record_wait(&mut self.totals[i].marker_censored_us, us);
             }
+        }
+    }
+
+    /// An idle probe, in the span in which it was sent; a lost one counts for nothing.
+    pub fn probe(&mut self, row: &crate::probe::ProbeRow) {
+        let Some(rtt_us) = row.rtt_us else { return };
+        if let Some(i) = self.schedule.iter().position(|s| s.contains(row.t_s)) {
+            record_wait(&mut self.totals[i].probe_rtt_us, rtt_us);
         }
     }
 

@@ -7,6 +7,7 @@
 //! <out>/sender.csv  SenderSample rows
 //! <out>/host.csv    HostSample rows
 //! <out>/markers.csv MarkerRow rows, only in runs with --marker-every
+//! <out>/probe.csv   ProbeRow rows, only in runs with the idle probe (crate::probe)
 //! ```
 //!
 //! `run.json` is written first, saying the run is partial, and rewritten (atomically) when
@@ -222,6 +223,9 @@ pub struct RunMeta {
     /// What became of the markers (`markers.csv`); only in runs with markers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub markers: Option<MarkerCounts>,
+    /// Whether the idle probe ran (`probe.csv`) and what it counted; absent in runs before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::probe::ProbeFacts>,
 }
 
 /// CPU and context switches of both ends over the session; a side is `None` where `/proc`
@@ -484,6 +488,13 @@ impl RunWriter {
         self.markers.as_mut().map_or(Ok(()), CsvFile::flush)
     }
 
+    /// Writes a whole file of `R` rows at once (`probe.csv` at the run's end).
+    pub fn whole_file<R: Columns>(&self, rows: &[R]) -> Result<(), RunDirError> {
+        let mut file = CsvFile::create::<R>(&self.dir)?;
+        rows.iter().try_for_each(|row| file.row(row))?;
+        file.flush()
+    }
+
     /// Rewrites `run.json` through a temporary file and a rename, so it is never half written.
     pub fn write_meta(&self) -> Result<(), RunDirError> {
         let mut text = serde_json::to_vec_pretty(&self.meta).expect("RunMeta serializes");
@@ -514,6 +525,8 @@ pub struct Run {
     pub host: Vec<HostSample>,
     /// Empty for a run without markers (and for runs recorded before them).
     pub markers: Vec<MarkerRow>,
+    /// The idle probe's round trips; empty for a run without it.
+    pub probe: Vec<crate::probe::ProbeRow>,
     /// Files whose last row was cut short and dropped.
     pub cut: Vec<Cut>,
 }
@@ -653,6 +666,7 @@ impl Limits {
             self.bytes::<SenderSample>(),
             self.bytes::<HostSample>(),
             self.bytes::<MarkerRow>(),
+            self.bytes::<crate::probe::ProbeRow>(),
             MAX_META_BYTES,
         ]
         .iter()
@@ -694,7 +708,7 @@ impl Limits {
     }
 
     /// A time since the session's start: finite, from 0 to the run's end.
-    fn check_time(&self, column: &str, t_s: f64) -> Result<(), String> {
+    pub(crate) fn check_time(&self, column: &str, t_s: f64) -> Result<(), String> {
         match t_s.is_finite() && (0.0..=self.end_s).contains(&t_s) {
             true => Ok(()),
             false => Err(format!(
@@ -894,6 +908,10 @@ pub fn load(dir: &Path) -> Result<Run, RunDirError> {
         Ok(_) => rows(&mut cut, load_csv(dir, &limits)?),
         Err(_) => Vec::new(),
     };
+    let probe = match fs::symlink_metadata(dir.join(crate::probe::PROBE_CSV)) {
+        Ok(_) => rows(&mut cut, load_csv(dir, &limits)?),
+        Err(_) => Vec::new(),
+    };
     Ok(Run {
         dir: dir.to_owned(),
         meta,
@@ -901,6 +919,7 @@ pub fn load(dir: &Path) -> Result<Run, RunDirError> {
         sender,
         host,
         markers,
+        probe,
         cut,
     })
 }
@@ -953,6 +972,7 @@ mod tests {
             sampling: None,
             clock: None,
             markers: None,
+            probe: None,
         }
     }
 

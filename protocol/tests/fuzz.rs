@@ -38,6 +38,7 @@ fn hello() -> Hello {
         duration_us: 60_000_000,
         write_size_bytes: None,
         marker_every_us: None,
+        probe: false,
     }
 }
 
@@ -74,6 +75,7 @@ fn corpus() -> Vec<Vec<u8>> {
         session_id: HexBytes([5; 16]),
         host: oscil_kernel::host::collect(),
         options_in_force: Default::default(),
+        probe: false,
     });
     vec![
         encode_frame(&first),

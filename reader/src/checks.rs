@@ -291,6 +291,7 @@ mod tests {
             session_id: oscil_protocol::auth::HexBytes([0; 16]),
             host: oscil_kernel::host::collect(),
             options_in_force: Default::default(),
+            probe: false,
         };
         assert!(check_welcome(&welcome).is_ok());
         for bad in [0, 3000, 1 << 40, u64::MAX] {

@@ -10,6 +10,7 @@ mod checks;
 mod flow;
 mod markers;
 pub mod pacer;
+mod probe;
 mod progress;
 mod recorder;
 mod sampler;
@@ -79,6 +80,8 @@ pub struct ReaderConfig {
     pub write_size_bytes: u32,
     /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
     pub marker_every: Option<Duration>,
+    /// Open the idle probe connection beside the flows (`probe.csv`); off with `--no-probe`.
+    pub probe: bool,
     /// How long to keep trying while the daemon says it is busy (zero: not at all).
     pub busy_retry: Duration,
     /// The pre-shared key, when the daemon has one.
@@ -218,6 +221,7 @@ fn run_meta(
         sampling: None,
         clock: session.clock,
         markers: None,
+        probe: None,
     }
 }
 
@@ -275,10 +279,12 @@ pub async fn run(
         control_rx,
         mut control_tx,
         data,
+        probe,
         ..
     } = session;
     control_tx.write(&ReaderMessage::Start).await?;
     let start = Instant::now();
+    let probe = probe::start(probe, start);
     let start_unix_ns = realtime_unix_ns();
     let cost_before = ProcessCost::of_self();
 
@@ -359,6 +365,10 @@ pub async fn run(
     let elapsed = start.elapsed();
     let end_s = elapsed.as_secs_f64();
     readers.abort_all();
+    let probed = match probe {
+        Some(running) => Some(running.stop().await),
+        None => None,
+    };
     // Both sides' last samples end on the same interval.
     let intervals = intervals_by(elapsed, config.interval);
     let _ = stop_sampling.send(intervals);
@@ -409,6 +419,7 @@ pub async fn run(
         let counts = recorder.markers(&flows, span, &clock)?;
         recorder.writer.meta_mut().markers = Some(counts);
     }
+    probe::record(&mut recorder, probed, config.probe)?;
     let meta = recorder.writer.meta_mut();
     if let Some(rate) = &mut meta.config.slow_rate {
         rate.cycles = slow_rates(&flows);

@@ -103,6 +103,11 @@ struct Args {
     /// given.
     #[arg(long, value_parser = parse_positive_duration, value_name = placeholder::DUR)]
     marker_every: Option<Duration>,
+    /// No idle probe: by default a separate connection to the daemon echoes 8 bytes every
+    /// 100 ms beside the loaded flows (probe.csv), the path's round trip without the send
+    /// queue.
+    #[arg(long)]
+    no_probe: bool,
     /// The daemon sends with sendfile from a file instead of write, as iperf3 -Z.
     #[arg(long)]
     zerocopy: bool,
@@ -243,6 +248,7 @@ impl Args {
             ),
             sender_request: request.sender,
             marker_every: request.marker_every,
+            probe: !self.no_probe,
             busy_retry: self.busy_retry,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,
@@ -366,6 +372,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
             "cycles": outcome.summary.cycles,
             "clock": meta.clock,
             "markers": meta.markers,
+            "probe": meta.probe,
             "safe_lowat_bytes": outcome.summary.safe_lowat_bytes,
         });
         println!(

@@ -12,6 +12,7 @@ use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, FrameError, Hello, ReaderMessage, Welcome,
     PROTOCOL_VERSION,
 };
+use oscil_protocol::probe::PROBE_FLOW;
 use oscil_protocol::text::escape_peer;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{lookup_host, TcpSocket, TcpStream};
@@ -56,6 +57,8 @@ pub struct Session {
     pub control_tx: Connection<OwnedWriteHalf>,
     pub welcome: Welcome,
     pub data: Vec<TcpStream>,
+    /// The idle probe's connection (`crate::probe`), unless `--no-probe`.
+    pub probe: Option<TcpStream>,
     pub reader_options: OptionsInForce,
     /// The daemon's clock against ours, in a session with markers.
     pub clock: Option<ClockEstimate>,
@@ -155,6 +158,19 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
             data.push(stream);
         }
     }
+    // An older daemon does not say it echoes the probe: then none is opened.
+    let probe = match config.probe && welcome.probe {
+        true => {
+            let (key, session_id, plain) =
+                (&data_key, welcome.session_id, SocketOptions::default());
+            Some(
+                open_flow(addr, config.bind, &plain, key, session_id, PROBE_FLOW)
+                    .await?
+                    .0,
+            )
+        }
+        false => None,
+    };
     // The daemon starts its clock on `Start`: it must hold every connection by then.
     match answer(&mut control_rx, None).await? {
         DaemonMessage::Ready => {}
@@ -172,6 +188,7 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
         control_tx,
         welcome,
         data,
+        probe,
         reader_options: reader_options.unwrap_or_default(),
         clock,
     })
@@ -222,6 +239,7 @@ async fn authenticate(
         duration_us: config.pattern.total().as_micros() as u64,
         write_size_bytes: Some(config.write_size_bytes),
         marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
+        probe: config.probe,
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
     tx.write(&first).await?;

@@ -48,6 +48,37 @@ pub struct PhaseSummary {
     pub wake_notsent_bytes: Option<[u64; 2]>,
     /// From a wake-up to the end of the write, us, `[p50, max]`; empty likewise.
     pub wake_to_write_us: Option<[u64; 2]>,
+    /// What held the sender's flows back, percent of their time (sender.csv's chrono
+    /// columns); empty where the kernel did not count it.
+    pub limited_by_pct: Option<LimitedShares>,
+    /// The idle probe's round trip, ms: p50, p99, max; empty without the probe.
+    pub probe_rtt_ms: Option<[f64; 3]>,
+}
+
+/// Shares of the flows' time, percent, adding up to 100.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LimitedShares {
+    /// Held back by the receiver's window.
+    pub rwnd: f64,
+    /// Held back by the send buffer.
+    pub sndbuf: f64,
+    /// Busy, held by neither buffer: the congestion window or pacing.
+    pub network: f64,
+    /// Nothing to send.
+    pub app: f64,
+}
+
+impl LimitedShares {
+    fn of(totals: &Totals) -> Option<Self> {
+        let limited = totals.limited_by?;
+        let pct = |share: Option<f64>| share.map(|s| s * 100.0);
+        Some(LimitedShares {
+            rwnd: pct(limited.rwnd_share())?,
+            sndbuf: pct(limited.sndbuf_share())?,
+            network: pct(limited.network_share())?,
+            app: pct(limited.application_share())?,
+        })
+    }
 }
 
 impl PhaseSummary {
@@ -82,6 +113,11 @@ impl PhaseSummary {
                 .as_ref()
                 .map(|w| [w.p50(), w.max()]),
             wake_to_write_us: totals.wake_to_write_us.as_ref().map(|w| [w.p50(), w.max()]),
+            limited_by_pct: LimitedShares::of(totals),
+            probe_rtt_ms: totals
+                .probe_rtt_us
+                .as_ref()
+                .map(|h| [0.5, 0.99, 1.0].map(|q| h.value_at_quantile(q) as f64 / 1000.0)),
         }
     }
 }
@@ -138,6 +174,10 @@ impl SummaryBuilder {
 
     pub fn marker(&mut self, row: &MarkerRow) {
         self.figures.marker(row);
+    }
+
+    pub fn probe(&mut self, row: &oscil_protocol::probe::ProbeRow) {
+        self.figures.probe(row);
     }
 
     /// The summary of what ran until `end_s`.
@@ -229,32 +269,72 @@ impl std::fmt::Display for Summary {
                 writeln!(f, "{CENSORED_NOTE} (writes still queued at the end)")?;
             }
         }
-        if self.phases.values().any(|s| s.marker_ms.is_some()) {
-            writeln!(f)?;
-            writeln!(f, "{:<5} {:>26}", "", "marker latency (ms)")?;
-            writeln!(f, "{:<5} {:>8} {:>8} {:>8}", "phase", "p50", "p99", "max")?;
-            for (phase, s) in &self.phases {
-                match s.marker_ms {
-                    Some([p50, p99, max]) => writeln!(
-                        f,
-                        "{:<5} {:>8.2} {:>8.2} {:>8.2}",
-                        phase.as_str(),
-                        p50,
-                        p99,
-                        max
-                    )?,
-                    None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
-                }
-            }
-            if self.phases.values().any(|s| s.marker_censored) {
-                writeln!(f, "{CENSORED_NOTE} (markers unread at the end)")?;
-            }
+        self.write_latency(f, "marker latency (ms)", |s| s.marker_ms)?;
+        if self.phases.values().any(|s| s.marker_censored) {
+            writeln!(f, "{CENSORED_NOTE} (markers unread at the end)")?;
         }
+        // The path without the send queue, beside the markers.
+        self.write_latency(f, "idle probe round trip (ms)", |s| s.probe_rtt_ms)?;
+        self.write_limits(f)?;
         self.write_wakeups(f)
     }
 }
 
 impl Summary {
+    /// A latency's `[p50, p99, max]` per phase, ms (the markers', the idle probe's round
+    /// trip); nothing when no phase has it.
+    fn write_latency(
+        &self,
+        f: &mut std::fmt::Formatter<'_>,
+        title: &str,
+        figures: fn(&PhaseSummary) -> Option<[f64; 3]>,
+    ) -> std::fmt::Result {
+        if self.phases.values().all(|s| figures(s).is_none()) {
+            return Ok(());
+        }
+        writeln!(f)?;
+        writeln!(f, "{:<5} {title:>26}", "")?;
+        writeln!(f, "{:<5} {:>8} {:>8} {:>8}", "phase", "p50", "p99", "max")?;
+        for (phase, s) in &self.phases {
+            match figures(s) {
+                Some([p50, p99, max]) => {
+                    writeln!(f, "{:<5} {p50:>8.2} {p99:>8.2} {max:>8.2}", phase.as_str())?
+                }
+                None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
+            }
+        }
+        Ok(())
+    }
+
+    /// What held the sender's flows back per phase, as the kernel counted it.
+    fn write_limits(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.phases.values().all(|s| s.limited_by_pct.is_none()) {
+            return Ok(());
+        }
+        writeln!(f)?;
+        writeln!(f, "{:<5} {:>39}", "", "limited by (% of the flows' time)")?;
+        writeln!(
+            f,
+            "{:<5} {:>10} {:>10} {:>10} {:>10}",
+            "phase", "rcv window", "send buf", "network", "no data"
+        )?;
+        for (phase, s) in &self.phases {
+            match s.limited_by_pct {
+                Some(l) => writeln!(
+                    f,
+                    "{:<5} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                    phase.as_str(),
+                    l.rwnd,
+                    l.sndbuf,
+                    l.network,
+                    l.app
+                )?,
+                None => writeln!(f, "{:<5} {:>10}", phase.as_str(), "n/a")?,
+            }
+        }
+        Ok(())
+    }
+
     /// The POLLOUT wake-ups per phase and the smallest safe lowat they give.
     fn write_wakeups(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.phases.values().all(|s| s.wake_notsent_bytes.is_none()) {
@@ -324,6 +404,13 @@ mod tests {
             wakeups: 999_999_999_999,
             wake_notsent_bytes: Some([u64::from(u32::MAX), u64::from(u32::MAX)]),
             wake_to_write_us: Some([3_600_000_000; 2]),
+            limited_by_pct: Some(LimitedShares {
+                rwnd: 100.0,
+                sndbuf: 0.0,
+                network: 99.95,
+                app: 0.05,
+            }),
+            probe_rtt_ms: Some([466.25, 99_999.0, 99_999.0]),
         };
         let summary = Summary {
             phases: [
@@ -346,6 +433,11 @@ mod tests {
         assert!(text.contains("residence"), "{text}");
         assert!(text.contains("marker latency"), "{text}");
         assert!(text.contains("(markers unread at the end)"), "{text}");
+        assert!(text.contains("idle probe round trip"), "{text}");
+        assert!(
+            text.contains("fast       100.0        0.0      100.0        0.1"),
+            "{text}"
+        );
         assert!(text.contains("99999.00"), "{text}");
         assert!(text.contains("4294967295   3600000000"), "{text}");
         assert!(text.contains("x    999999999  99999999999"), "{text}");

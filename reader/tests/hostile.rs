@@ -175,6 +175,7 @@ fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> 
         session_id: SessionId::random().unwrap(),
         host: oscil_kernel::host::collect(),
         options_in_force: Default::default(),
+        probe: false,
     }));
     let flows = (0..auth.hello.flows)
         .map(|_| take_data_connection(listener))
@@ -225,6 +226,11 @@ fn absurd_samples_end_the_run_partial_and_are_not_written() {
         "header and the one good row: {sender}"
     );
     assert!(!sender.contains("4294967295"), "{sender}");
+    // A daemon whose welcome does not say it echoes the probe gets no probe connection
+    // (it would take it for a flow), and run.json says why.
+    assert_eq!(run["probe"]["on"], false, "{}", run["probe"]);
+    let note = run["probe"]["note"].as_str().unwrap();
+    assert!(note.contains("older daemon"), "{note}");
 }
 
 #[test]

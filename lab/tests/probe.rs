@@ -1,0 +1,72 @@
+//! The host's queue apart from the path's: on a 100 Mbit/s x 100 ms path with the default
+//! lowat, the idle probe's round trip (probe.csv) stays near the path's while the markers
+//! (markers.csv), which wait behind the sender's queue, take seconds. Needs root
+//! (namespaces, TUN); skips, saying so, without it.
+
+mod util;
+
+use oscil_testkit::{number, Csv};
+use util::run_lab;
+
+fn median(mut values: Vec<f64>) -> f64 {
+    assert!(!values.is_empty());
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Column `name` of the rows where it is not empty, in ms (the file holds µs).
+fn column_ms(csv: &Csv, name: &str) -> Vec<f64> {
+    csv.rows
+        .iter()
+        .filter(|row| !row[name].is_empty())
+        .map(|row| number(row, name) / 1000.0)
+        .collect()
+}
+
+#[test]
+fn the_probe_sees_the_path_while_the_markers_see_the_sender_queue() {
+    let Some(campaign) = run_lab(
+        "oscil-probe-",
+        &[
+            "--rate", "100mbit", "--rtt", "100ms", "--lowat", "default", "--fast", "4s", "--slow",
+            "8s", "--cycles", "1",
+        ],
+    ) else {
+        return;
+    };
+    let out = &campaign.0;
+    let run = out.join("runs/100mbit_100ms_cubic_lowat-default/rep-1");
+    let probe = Csv::read(&run.join("probe.csv"));
+    // One probe every 100 ms over the 12 s pattern.
+    assert!(
+        (110..=125).contains(&probe.rows.len()),
+        "{} probes",
+        probe.rows.len()
+    );
+    let probe_ms = median(column_ms(&probe, "rtt_us"));
+    let marker_ms = median(column_ms(
+        &Csv::read(&run.join("markers.csv")),
+        "latency_us",
+    ));
+    eprintln!("median round trip: probe {probe_ms:.1} ms, markers {marker_ms:.1} ms");
+    assert!(
+        (100.0..200.0).contains(&probe_ms),
+        "probe median {probe_ms} ms"
+    );
+    assert!(marker_ms >= 1000.0, "marker median {marker_ms} ms");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["probe"]["on"], true, "{}", meta["probe"]);
+    // The probe is no flow: one flow's rows per interval only.
+    let flows: Vec<f64> = Csv::read(&run.join("sender.csv")).column("flow");
+    assert!(flows.iter().all(|&f| f == 0.0));
+    // The report's figure is the same median (its histogram keeps 3 digits), shown beside
+    // the markers'.
+    let summary = Csv::read(&out.join("report/summary.csv"));
+    let reported = number(&summary.rows[0], "probe_rtt_p50_ms");
+    assert!(
+        (reported - probe_ms).abs() <= probe_ms * 0.01 + 0.1,
+        "report {reported} ms, probe.csv {probe_ms} ms"
+    );
+    assert!(number(&summary.rows[0], "marker_p50_ms") >= 1000.0);
+}
