@@ -9,6 +9,7 @@ pub mod config;
 pub mod execute;
 pub mod host;
 pub mod hosts;
+pub mod inventory;
 pub mod meta;
 pub mod netns;
 pub mod plan;
