@@ -13,6 +13,7 @@ pub mod inventory;
 pub mod meta;
 pub mod netns;
 pub mod plan;
+pub mod schedule;
 pub mod session;
 pub mod sys;
 pub mod sysctl;
