@@ -153,6 +153,15 @@ pub struct Cli {
     /// Copy this build's binaries to the hosts (into --remote-bin, else a temporary directory).
     #[arg(long, help_heading = "Two real hosts")]
     pub install: bool,
+
+    /// Many hosts: an Ansible inventory (YAML or INI) naming them; pairs of them are
+    /// measured in rounds, no host in two runs at once.
+    #[arg(long, value_name = "FILE", help_heading = "Many hosts")]
+    pub inventory: Option<PathBuf>,
+    /// The ordered pairs of --inventory to measure: all, hub:NAME (NAME to and from each
+    /// other host) or SENDER>RECEIVER,... [default: all].
+    #[arg(long, value_name = "all|hub:NAME|A>B,...", help_heading = "Many hosts")]
+    pub pairs: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -386,6 +395,8 @@ impl Cli {
             ("--ssh-option", !self.ssh_option.is_empty()),
             ("--remote-bin", self.remote_bin.is_some()),
             ("--install", self.install),
+            ("--inventory", self.inventory.is_some()),
+            ("--pairs", self.pairs.is_some()),
         ];
         given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect()
     }
@@ -398,11 +409,20 @@ impl Cli {
     }
 
     fn backend(&self) -> Result<BackendSpec, CliError> {
+        let fleet = self.inventory.is_some();
         let (sender, receiver) = match (&self.sender, &self.receiver) {
-            (None, None) => {
+            (None, None) if !fleet => {
+                if self.pairs.is_some() {
+                    return Err(invalid("pairs")("pairs of what? give --inventory".into()));
+                }
                 return Ok(BackendSpec::Netns {
                     link: self.link.unwrap_or(LinkKind::Tun),
-                })
+                });
+            }
+            (None, None) => Default::default(),
+            _ if fleet => {
+                let detail = "names the hosts; leave out --sender and --receiver".into();
+                return Err(invalid("inventory")(detail));
             }
             (Some(s), Some(r)) => (s.clone(), r.clone()),
             _ => return Err(CliError::HalfHosts),
@@ -423,6 +443,9 @@ impl Cli {
         }
         for option in &self.ssh_option {
             check_ssh_option(option).map_err(invalid("ssh-option"))?;
+        }
+        if let Some(path) = &self.inventory {
+            return crate::fleet::fleet_spec(self, path);
         }
         Ok(BackendSpec::Hosts(HostsSpec {
             sender: check_target("sender", &sender)?,
