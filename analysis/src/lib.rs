@@ -20,6 +20,7 @@ pub mod human;
 pub mod input;
 pub mod interval_draw;
 pub mod manifest;
+pub mod mesh;
 pub mod metrics;
 pub mod out_dir;
 pub mod overlay_chart;

@@ -401,7 +401,12 @@ fn check_mesh(out: &Path) {
             );
         }
     }
-    // MESH_CHECK
+    let mesh = std::fs::read_to_string(out.join("report/mesh.csv")).expect("mesh.csv");
+    assert_eq!(mesh.lines().count(), 1 + 12, "a line per path:\n{mesh}");
+    assert!(out.join("report/mesh.png").is_file(), "the mesh picture");
+    if let Ok(keep) = std::env::var("OSCIL_FLEET_KEEP") {
+        let _ = Command::new("cp").arg("-a").arg(out).arg(keep).status();
+    }
 }
 
 /// A host whose ssh port refuses fails its own pairs; the other pair completes and every
