@@ -40,7 +40,7 @@ pub struct MeshPath {
     pub goodput_bps: (Option<f64>, Option<f64>),
 }
 
-/// Every pair path with a default configuration, in order of RTT; empty unless the
+/// Every pair path with a baseline configuration, in order of RTT; empty unless the
 /// campaign had pairs.
 pub fn mesh_paths(
     summaries: &[RunSummary],
@@ -55,7 +55,14 @@ pub fn mesh_paths(
         .iter()
         .filter_map(|choice| {
             let pair = pair_of(&choice.path_key)?;
-            let default = choice.default?;
+            // The kernel's default lowat, else what the path's configurations are
+            // compared with (a host whose own default sets a threshold).
+            let default = choice.default.or_else(|| {
+                configs
+                    .iter()
+                    .find(|c| c.path_key == choice.path_key)?
+                    .baseline
+            })?;
             let rtt_ms = configs[default]
                 .runs
                 .iter()

@@ -29,6 +29,7 @@ use crate::host::Host;
 use crate::hosts::{close_connection, preflight, Endpoint, Hosts, PairSpec};
 use crate::inventory::{InventoryHost, Pair};
 use crate::plan::{configurations, plan_runs, planned_duration};
+use crate::sysctl::RestoreFile;
 use crate::{schedule, sysctl, ui, Finished};
 
 /// Where each pair keeps its restore file and its measured path.
@@ -167,13 +168,57 @@ pub fn fleet_spec(cli: &crate::cli::Cli, path: &Path) -> Result<BackendSpec, Cli
     Ok(BackendSpec::Fleet(spec))
 }
 
-/// `oscil-lab restore DIR`: the campaign's own restore file and every pair's.
+/// `oscil-lab restore DIR`: the campaign's own restore file and every pair's, the pairs in
+/// parallel and every host's commands through one shared ssh connection (a restore after a
+/// crash connects afresh; a connection per command costs seconds on a long path).
 pub fn restore_all(dir: &Path) -> Result<bool, LabError> {
     let mut restored = sysctl::restore_dir(dir)?;
+    let control = safe_fs::private_temp_dir("oscil-ssh-")?;
+    let control_path = control.path().join("%C").display().to_string();
+    let mut files = Vec::new();
     for pair_dir in pair_dirs(dir)? {
-        restored |= sysctl::restore_dir(&pair_dir)?;
+        if let Some(mut file) = RestoreFile::load(&pair_dir)? {
+            for host in restore_hosts(&mut file) {
+                if let Host::Ssh(ssh) = host {
+                    ssh.control_path = Some(control_path.clone());
+                }
+            }
+            files.push((pair_dir, file));
+        }
+    }
+    let results: Vec<Result<(), sysctl::RestoreError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .iter()
+            .map(|(pair_dir, file)| s.spawn(move || file.restore(pair_dir)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("restore thread"))
+            .collect()
+    });
+    let mut connected: Vec<Host> = Vec::new();
+    for (_, mut file) in files {
+        for host in restore_hosts(&mut file) {
+            if !connected.contains(host) {
+                close_connection(host);
+                connected.push(host.clone());
+            }
+        }
+    }
+    for result in results {
+        result?;
+        restored = true;
     }
     Ok(restored)
+}
+
+/// Every host a restore file names.
+fn restore_hosts(file: &mut RestoreFile) -> impl Iterator<Item = &mut Host> {
+    let hosts = file.hosts.iter_mut().map(|h| &mut h.host);
+    let daemon = file.daemon.iter_mut().map(|d| &mut d.host);
+    hosts
+        .chain(daemon)
+        .chain(file.temp_dirs.iter_mut().map(|t| &mut t.host))
 }
 
 /// True when some pair of the campaign in `dir` left settings to restore.
@@ -666,5 +711,59 @@ mod tests {
         assert_eq!(receiver.target, "d");
         assert_eq!(receiver.remote_bin.as_deref(), Some("/opt/o"));
         spec.check().unwrap();
+    }
+
+    fn job(args: &[&str]) -> Result<crate::config::Job, CliError> {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(
+            std::iter::once("oscil-lab").chain(args.iter().copied()),
+        )
+        .expect("clap accepts it");
+        cli.into_job(42, PathBuf::from("out"))
+    }
+
+    #[test]
+    fn the_command_line_reads_the_inventory_and_refuses_what_does_not_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let inventory = dir.path().join("hosts.ini");
+        std::fs::write(
+            &inventory,
+            "a ansible_host=10.0.0.1\nb ansible_host=10.0.0.2\n",
+        )
+        .unwrap();
+        let inv = inventory.to_str().unwrap();
+        let Ok(crate::config::Job::New(new)) = job(&["--inventory", inv, "--pairs", "b>a"]) else {
+            panic!("a fleet job")
+        };
+        let BackendSpec::Fleet(spec) = &new.backend else {
+            panic!("a fleet backend")
+        };
+        assert_eq!(spec.pairs.len(), 1);
+        assert_eq!(spec.hosts[1].address, "10.0.0.2");
+        let error = |args: &[&str]| job(args).unwrap_err().to_string();
+        assert!(error(&[
+            "--inventory",
+            inv,
+            "--sender",
+            "root@x",
+            "--receiver",
+            "local"
+        ])
+        .contains("leave out --sender"));
+        assert!(error(&["--pairs", "all"]).contains("give --inventory"));
+        assert!(
+            error(&["--inventory", inv, "--rtt", "40ms"]).contains("do not apply to real hosts")
+        );
+        assert_eq!(
+            error(&["--inventory", inv, "--pairs", "a>c"]),
+            "--pairs: \"c\" is not in the inventory (it has: a, b)"
+        );
+        std::fs::write(&inventory, "all:\n  hosts:\n    a: {ansible_port: x}\n").unwrap();
+        assert_eq!(
+            error(&["--inventory", inv]),
+            format!("--inventory: {inv}: line 3: ansible_port \"x\" is not a port (1-65535)")
+        );
+        assert!(error(&["--inventory", "/nonexistent/hosts.yml"])
+            .starts_with("--inventory: /nonexistent/hosts.yml: "));
     }
 }

@@ -218,3 +218,27 @@ pub fn pair_table(campaign: &Campaign, spec: &FleetSpec) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goodput_comes_from_the_last_second_of_the_readers_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("reader.csv");
+        let mut text = String::from("t_s,flow,phase,bytes\n");
+        for k in 1..=30 {
+            // 100 ms intervals of 100 kB: 8 Mbit/s.
+            text += &format!("{:.1},0,fast,100000\n", k as f64 / 10.0);
+        }
+        std::fs::write(&csv, text).unwrap();
+        let shown = remote_goodput(&Host::Local, csv.to_str().unwrap(), 100_000);
+        assert_eq!(shown.as_deref(), Some("8.0 Mbit/s"));
+        let missing = dir.path().join("none.csv");
+        assert_eq!(
+            remote_goodput(&Host::Local, missing.to_str().unwrap(), 100_000),
+            None
+        );
+    }
+}

@@ -227,8 +227,9 @@ impl Fleet {
     fn set_unusual_sysctls(&self) {
         for ns in &self.ns {
             let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
+            // lowat stays the kernel's (no threshold), so each path's baseline is the
+            // kernel's default and the recommendation has something to measure against.
             args.extend([
-                "net.ipv4.tcp_notsent_lowat=777777",
                 "net.ipv4.tcp_wmem=4096 20000 3000000",
                 "net.ipv4.tcp_rmem=4096 90000 5000000",
             ]);
