@@ -31,7 +31,7 @@ impl Progress {
         let round_times = rounds
             .iter()
             .map(|r| {
-                crate::schedule::wall_time(&[r.clone()], |i| {
+                crate::schedule::wall_time(std::slice::from_ref(r), |i| {
                     planned_duration([&campaign.runs[i]], overhead)
                 })
             })

@@ -88,7 +88,7 @@ impl Fleet {
                 "net.ipv4.ip_forward=1",
             ],
         );
-        for i in 0..HOSTS {
+        for (i, spoke_rtt_ms) in SPOKE_RTT_MS.iter().enumerate() {
             let ns = fleet.ns[i].clone();
             run("ip", &["netns", "add", &ns]);
             run("ip", &["-n", &ns, "link", "set", "lo", "up"]);
@@ -107,7 +107,7 @@ impl Fleet {
                     &format!("10.253.{i}.1"),
                 ],
             );
-            let delay = format!("{}us", SPOKE_RTT_MS[i] * 500);
+            let delay = format!("{}us", spoke_rtt_ms * 500);
             let link = Command::new(workspace_bin("oscil-link"))
                 .args(["--a-netns", &hub, "--a-dev", &hub_dev, "--b-netns", &ns])
                 .args(["--b-dev", "osl0", "--rate", "20mbit", "--delay", &delay])
@@ -377,11 +377,11 @@ fn check_mesh(out: &Path) {
         }
     }
     // The paths: a pair's minimum RTT is its two links' round trips (plus a little).
-    for s in 0..HOSTS {
-        for r in (0..HOSTS).filter(|&r| r != s) {
+    for (s, s_rtt_ms) in SPOKE_RTT_MS.iter().enumerate() {
+        for (r, r_rtt_ms) in SPOKE_RTT_MS.iter().enumerate().filter(|&(r, _)| r != s) {
             let path = json(&out.join(format!("pairs/h{s}-to-h{r}/path.json")));
             let rtt_ms = path["measured_min_rtt_us"].as_u64().expect("min RTT") as f64 / 1000.0;
-            let expected = (SPOKE_RTT_MS[s] + SPOKE_RTT_MS[r]) as f64;
+            let expected = (s_rtt_ms + r_rtt_ms) as f64;
             assert!(
                 (expected..expected + 15.0).contains(&rtt_ms),
                 "h{s}>h{r}: {rtt_ms} ms on a {expected} ms path"
@@ -405,9 +405,6 @@ fn check_mesh(out: &Path) {
     let mesh = std::fs::read_to_string(out.join("report/mesh.csv")).expect("mesh.csv");
     assert_eq!(mesh.lines().count(), 1 + 12, "a line per path:\n{mesh}");
     assert!(out.join("report/mesh.png").is_file(), "the mesh picture");
-    if let Ok(keep) = std::env::var("OSCIL_FLEET_KEEP") {
-        let _ = Command::new("cp").arg("-a").arg(out).arg(keep).status();
-    }
 }
 
 /// A host whose ssh port refuses fails its own pairs; the other pair completes and every
