@@ -10,28 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use oscil_testkit::{bin_dir, lacks_root, unique, workspace_bin};
+use oscil_testkit::sshd::{
+    kill_with_children, lab_sysctls, lacks_sshd, make_keys, remove_namespaces, run, set_sysctls,
+    ssh_options, start_sshd, wait_for,
+};
+use oscil_testkit::{bin_dir, unique, workspace_bin};
 
-const SSHD: &str = "/usr/sbin/sshd";
-const KEYS: [&str; 4] = [
-    "net.ipv4.tcp_wmem",
-    "net.ipv4.tcp_notsent_lowat",
-    "net.ipv4.tcp_rmem",
-    "net.ipv4.tcp_adv_win_scale",
-];
 /// Each host's round trip to the hub, ms: a pair's path is the sum of its two.
 const SPOKE_RTT_MS: [u64; 4] = [6, 14, 46, 104];
 const HOSTS: usize = SPOKE_RTT_MS.len();
-
-fn run(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program).args(args).output().expect("run");
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 /// The hub, the hosts, their links and sshds; everything goes on drop.
 struct Fleet {
@@ -47,17 +34,7 @@ impl Drop for Fleet {
             let _ = child.kill();
             let _ = child.wait();
         }
-        for ns in self.ns.iter().chain([&self.hub]) {
-            let pids = Command::new("ip").args(["netns", "pids", ns]).output();
-            for pid in pids
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default()
-                .split_whitespace()
-            {
-                let _ = Command::new("kill").args(["-KILL", pid]).status();
-            }
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        remove_namespaces(self.ns.iter().chain([&self.hub]));
     }
 }
 
@@ -116,58 +93,16 @@ impl Fleet {
                 .expect("start oscil-link");
             fleet.children.push(link);
         }
-        fleet.keys();
+        make_keys(fleet.dir.path());
         for i in 0..HOSTS {
-            fleet.sshd(i);
+            let sshd = start_sshd(&fleet.ns[i], &addr(i), fleet.dir.path());
+            fleet.children.push(sshd);
         }
         fleet
     }
 
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
-    }
-
-    fn keys(&self) {
-        for name in ["host_key", "user_key"] {
-            let file = self.path(name);
-            run(
-                "ssh-keygen",
-                &[
-                    "-q",
-                    "-t",
-                    "ed25519",
-                    "-N",
-                    "",
-                    "-f",
-                    file.to_str().unwrap(),
-                ],
-            );
-        }
-        std::fs::copy(self.path("user_key.pub"), self.path("authorized_keys")).unwrap();
-        std::fs::create_dir_all("/run/sshd").unwrap();
-    }
-
-    fn sshd(&mut self, i: usize) {
-        let config = self.path(&format!("sshd_{i}.conf"));
-        let text = format!(
-            "ListenAddress {}\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\nUsePAM no\nStrictModes no\n\
-             PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n",
-            addr(i),
-            self.path("host_key").display(),
-            self.path("authorized_keys").display()
-        );
-        std::fs::write(&config, text).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns[i], SSHD, "-D", "-e", "-f"])
-            .arg(&config)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start sshd");
-        self.children.push(child);
-        let ns = &self.ns[i];
-        wait_for("sshd to listen", Duration::from_secs(10), || {
-            !run("ip", &["netns", "exec", ns, "ss", "-Hltn", "sport = :22"]).is_empty()
-        });
     }
 
     /// oscil-lab in the hub with `args`.
@@ -184,12 +119,7 @@ impl Fleet {
     /// A new campaign from `inventory` into `out`.
     fn campaign(&self, inventory: &Path, pairs: &str, out: &Path, extra: &[&str]) -> Command {
         let mut command = self.lab(&["--inventory", inventory.to_str().unwrap(), "--pairs", pairs]);
-        for option in [
-            format!("IdentityFile={}", self.path("user_key").display()),
-            "StrictHostKeyChecking=no".into(),
-            "UserKnownHostsFile=/dev/null".into(),
-            "LogLevel=ERROR".into(),
-        ] {
+        for option in ssh_options(self.dir.path()) {
             command.arg("--ssh-option").arg(option);
         }
         command.args([
@@ -207,33 +137,21 @@ impl Fleet {
     }
 
     fn sysctls(&self) -> Vec<BTreeMap<String, String>> {
-        self.ns
-            .iter()
-            .map(|ns| {
-                KEYS.iter()
-                    .map(|k| {
-                        let v = run("ip", &["netns", "exec", ns, "sysctl", "-n", k]);
-                        (
-                            k.to_string(),
-                            v.split_whitespace().collect::<Vec<_>>().join(" "),
-                        )
-                    })
-                    .collect()
-            })
-            .collect()
+        self.ns.iter().map(|ns| lab_sysctls(ns)).collect()
     }
 
     /// Values no kernel has by default, so a restore to them is told from a fresh namespace.
     fn set_unusual_sysctls(&self) {
+        // lowat stays the kernel's (no threshold), so each path's baseline is the kernel's
+        // default and the recommendation has something to measure against.
         for ns in &self.ns {
-            let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
-            // lowat stays the kernel's (no threshold), so each path's baseline is the
-            // kernel's default and the recommendation has something to measure against.
-            args.extend([
-                "net.ipv4.tcp_wmem=4096 20000 3000000",
-                "net.ipv4.tcp_rmem=4096 90000 5000000",
-            ]);
-            run("ip", &args);
+            set_sysctls(
+                ns,
+                &[
+                    "net.ipv4.tcp_wmem=4096 20000 3000000",
+                    "net.ipv4.tcp_rmem=4096 90000 5000000",
+                ],
+            );
         }
     }
 }
@@ -250,17 +168,6 @@ fn tun(ns: &str, dev: &str, cidr: &str) {
     run("ip", &["-n", ns, "link", "set", dev, "up"]);
 }
 
-fn skip() -> bool {
-    if lacks_root("network namespaces, sshd") {
-        return true;
-    }
-    if !Path::new(SSHD).exists() {
-        oscil_testkit::skip(&format!("no {SSHD} (apt-get install openssh-server)"));
-        return true;
-    }
-    false
-}
-
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(
         &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
@@ -274,7 +181,7 @@ fn status_of(command: &mut Command) -> ExitStatus {
 
 #[test]
 fn a_mesh_of_four_hosts_runs_in_rounds_survives_a_kill_and_fails_only_a_refusing_hosts_pairs() {
-    if skip() {
+    if lacks_sshd() {
         return;
     }
     let started = Instant::now();
@@ -455,36 +362,4 @@ fn restore_files(out: &Path) -> Vec<PathBuf> {
         .map(|d| d.path().join("restore.json"))
         .filter(|f| f.exists())
         .collect()
-}
-
-/// Polls `done` until it holds, failing the test after `limit`.
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "waited {limit:?} for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// SIGKILL to oscil-lab and its children (its ssh clients), so nothing of it can clean up.
-fn kill_with_children(child: &mut Child) {
-    // `ip netns exec` execs oscil-lab: the child is oscil-lab itself.
-    let mut pids = vec![child.id().to_string()];
-    let mut i = 0;
-    while i < pids.len() {
-        let tasks = std::fs::read_dir(format!("/proc/{}/task", pids[i]))
-            .map(|d| d.filter_map(Result::ok).collect::<Vec<_>>())
-            .unwrap_or_default();
-        for task in tasks {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            pids.extend(children.split_whitespace().map(str::to_owned));
-        }
-        i += 1;
-    }
-    for pid in pids.iter().skip(1) {
-        let _ = Command::new("kill").args(["-KILL", pid]).status();
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
