@@ -316,22 +316,7 @@ fn set_up(
         names.len(),
         todo.len()
     ));
-    let reached: BTreeMap<&str, Result<(), String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = names
-            .iter()
-            .map(|&name| {
-                let end = endpoint(spec, spec.host(name).expect("in the inventory"));
-                s.spawn(move || {
-                    let reached = preflight(&end.target, &end.ssh_options, control);
-                    (name, reached.map(drop).map_err(|e| e.to_string()))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("preflight thread"))
-            .collect()
-    });
+    let reached = reach_hosts(spec, &names, control);
     let seed = cdir.campaign.seed;
     let dir = cdir.dir.clone();
     let backends: BTreeMap<String, PairBackend> = std::thread::scope(|s| {
@@ -367,6 +352,31 @@ fn set_up(
     });
     record_pairs(cdir, spec, &backends)?;
     Ok(backends)
+}
+
+/// Each host once (in parallel): reached over ssh, as root or with `sudo -n`, its shared
+/// connection opened; or why not.
+fn reach_hosts<'a>(
+    spec: &FleetSpec,
+    names: &[&'a str],
+    control: &Path,
+) -> BTreeMap<&'a str, Result<(), String>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .iter()
+            .map(|&name| {
+                let end = endpoint(spec, spec.host(name).expect("in the inventory"));
+                s.spawn(move || {
+                    let reached = preflight(&end.target, &end.ssh_options, control);
+                    (name, reached.map(drop).map_err(|e| e.to_string()))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("preflight thread"))
+            .collect()
+    })
 }
 
 /// Each pair's facts (or why it could not start) into `campaign.json`; the runs of a
