@@ -131,10 +131,11 @@ pub fn mesh_figure(paths: &[MeshPath]) -> Option<Figure> {
         .iter()
         .filter(|p| p.chosen.is_some() && p.queued_bytes.1 != p.queued_bytes.0)
         .count();
+    let undecided = paths.iter().filter(|p| p.chosen.is_none()).count();
     Some(Figure {
         header: vec![
             format!(
-                "The mesh: {} paths (pairs of hosts); a setting other than the default recommended on {changed}",
+                "The mesh: {} paths (pairs of hosts); a setting other than the default recommended on {changed}, nothing on {undecided} (recommendation.md says why)",
                 paths.len()
             ),
             "Each dot is a path at its lowest measured RTT; mesh.csv names each path and its choice".into(),
@@ -217,7 +218,7 @@ mod tests {
         );
         assert_eq!(figure.panels[1].left.lines[1].points, [(20.0, 19.0)]);
         assert!(figure.header[0].contains("2 paths"));
-        assert!(figure.header[0].contains("recommended on 1"));
+        assert!(figure.header[0].contains("recommended on 1, nothing on 1"));
         let csv = mesh_csv(&paths);
         assert_eq!(
             csv.lines().nth(1).unwrap(),
