@@ -11,8 +11,8 @@ use crate::run_series::RunSeries;
 use crate::summary::RunSummary;
 use crate::verdict::{self, Cell};
 use crate::{
-    comparison, config_table, draw, headline, html, interval_draw, path_chart, recommendation_text,
-    table, write, ReportConfig, ReportError,
+    comparison, config_table, draw, headline, html, interval_draw, mesh, path_chart,
+    recommendation_text, table, write, ReportConfig, ReportError,
 };
 
 /// The goodput tolerance of the headline's recommendation when `--recommend` gave none.
@@ -53,7 +53,22 @@ impl Across<'_> {
             ));
             charts.push("path.png".into());
         }
+        let mesh = mesh::mesh_paths(self.summaries, self.configs, &choices, scope);
+        if let Some(figure) = mesh::mesh_figure(&mesh) {
+            let texts = draw::draw_figure(&figure, &self.out("mesh.png"))?;
+            records.push(FigureRecord::of_figure(
+                "mesh.png",
+                "mesh",
+                &figure,
+                &[],
+                texts,
+            ));
+            charts.push("mesh.png".into());
+        }
         let mut texts = self.tables(&cells)?;
+        if !mesh.is_empty() {
+            texts.push(("mesh.csv".into(), mesh::mesh_csv(&mesh)));
+        }
         if self.config.recommend.is_some() {
             texts.extend(self.recommendation_files(&choices, tolerance));
         }

@@ -62,10 +62,10 @@ pub fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError>
         .collect::<Result<Vec<_>, ReportError>>()?;
     let configs = configs::group(&summaries, None).map_err(ReportError::Baseline)?;
     let cells = verdict::evaluate(&summaries, &configs, SCOPE);
-    let mut labels: Vec<&str> = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
     for run in &campaign.runs {
-        if !labels.contains(&run.label.as_str()) {
-            labels.push(&run.label);
+        if !labels.contains(&run.configuration_name()) {
+            labels.push(run.configuration_name());
         }
     }
     labels.sort();
@@ -77,7 +77,11 @@ pub fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError>
     }
     text.push('\n');
     for label in labels {
-        let planned = campaign.runs.iter().filter(|r| r.label == label).count();
+        let planned = campaign
+            .runs
+            .iter()
+            .filter(|r| r.configuration_name() == label)
+            .count();
         let found = configs.iter().position(|c| c.name == label);
         let done = found.map_or(0, |i| configs[i].runs.len());
         text.push_str(&format!(

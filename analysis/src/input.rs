@@ -15,10 +15,12 @@ pub struct RunInput {
 /// What `campaign.json` says of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CampaignEntry {
-    /// The configuration's name.
+    /// The configuration's name (after its pair's, in a many-host campaign).
     pub label: String,
     pub repetition: u32,
     pub settings: RunSettings,
+    /// The pair of hosts, in a many-host campaign: its own path.
+    pub pair: Option<String>,
 }
 
 /// Every run of the inputs, in order: a campaign directory gives its complete runs in plan
@@ -66,9 +68,10 @@ pub fn expand(dirs: &[PathBuf]) -> Result<Inputs, CampaignError> {
             inputs.runs.push(RunInput {
                 dir: path,
                 campaign: Some(CampaignEntry {
-                    label: run.label.clone(),
+                    label: run.configuration_name(),
                     repetition: run.repetition,
                     settings: run.settings.clone(),
+                    pair: run.pair.clone(),
                 }),
             });
         }

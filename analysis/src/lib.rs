@@ -21,6 +21,7 @@ pub mod input;
 pub mod interval_draw;
 pub mod limit_shares;
 pub mod manifest;
+pub mod mesh;
 pub mod metrics;
 pub mod out_dir;
 pub mod overlay_chart;

@@ -18,6 +18,8 @@ pub fn is_report_file(name: &str) -> bool {
         "recommendation.md",
         "comparison.png",
         "path.png",
+        "mesh.png",
+        "mesh.csv",
         "headline.png",
         "report.json",
     ];

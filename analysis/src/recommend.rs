@@ -197,9 +197,11 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
         .filter_map(|i| Some((i, evidence.estimate(i, goodput())?.mean)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(i, _)| i);
-    let path_text = evidence.summaries[evidence.configs[on_path[0]].runs[0]]
+    let first = &evidence.summaries[evidence.configs[on_path[0]].runs[0]];
+    let path_text = first
         .settings
         .path_text()
+        .or_else(|| crate::mesh::pair_path_text(path, first.rtt_min_ms()))
         .unwrap_or_else(|| "measured path (no lab path recorded)".into());
     let mut choice = PathChoice {
         path: path_text,

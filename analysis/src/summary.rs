@@ -121,7 +121,11 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
     RunSummary {
         label: run.label(),
         dir: run.dir.clone(),
-        path_key: path_key(&settings, meta),
+        // A many-host campaign's pairs are its paths, whatever the hosts call themselves.
+        path_key: match campaign.and_then(|c| c.pair.as_ref()) {
+            Some(pair) => format!("pair {pair}"),
+            None => path_key(&settings, meta),
+        },
         settings,
         partial: partial_reason(run),
         duration_s: meta.ending.duration_s,
@@ -153,7 +157,10 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
                 .and_then(|r| r.mean_bytes_per_s())
                 .map(|b| b * 8.0),
         },
-        config_key: configuration_key(meta, campaign.map(|c| &c.settings)),
+        config_key: configuration_key(meta, campaign.map(|c| &c.settings))
+            + &campaign
+                .and_then(|c| c.pair.as_ref())
+                .map_or_else(String::new, |pair| format!(" pair {pair}")),
         campaign_label: campaign
             .map(|c| c.label.clone())
             .or_else(|| lab_text(meta, "configuration")),

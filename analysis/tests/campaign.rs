@@ -101,6 +101,7 @@ fn campaign_dir() -> &'static (tempfile::TempDir, PathBuf) {
                     settings: settings(lowat),
                     status: CampaignRunStatus::Complete,
                     reason: None,
+                    pair: None,
                 });
             }
         }
@@ -112,6 +113,7 @@ fn campaign_dir() -> &'static (tempfile::TempDir, PathBuf) {
             settings: settings(None),
             status: CampaignRunStatus::Failed,
             reason: Some("the daemon did not listen".into()),
+            pair: None,
         });
         let plan = plan(runs, REPEAT);
         campaign::save(&root, &plan).expect("write campaign.json");
@@ -439,6 +441,7 @@ fn a_campaign_with_no_complete_run_is_one_clear_line() {
         settings: settings(None),
         status: CampaignRunStatus::Failed,
         reason: Some("the link did not start".into()),
+        pair: None,
     };
     let plan = plan(vec![failed], 1);
     campaign::save(dir.path(), &plan).unwrap();

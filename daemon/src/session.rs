@@ -14,8 +14,8 @@ use oscil_protocol::control::{
     MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::markers::{Marker, MarkerSchedule};
-use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
 use oscil_protocol::probe::PROBE_FLOW;
+use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
 use oscil_protocol::text::escape_peer;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};

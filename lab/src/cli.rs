@@ -170,6 +170,15 @@ pub struct Cli {
     /// Copy this build's binaries to the hosts (into --remote-bin, else a temporary directory).
     #[arg(long, help_heading = "Two real hosts")]
     pub install: bool,
+
+    /// Many hosts: an Ansible inventory (YAML or INI) naming them; pairs of them are
+    /// measured in rounds, no host in two runs at once.
+    #[arg(long, value_name = "FILE", help_heading = "Many hosts")]
+    pub inventory: Option<PathBuf>,
+    /// The ordered pairs of --inventory to measure: all, hub:NAME (NAME to and from each
+    /// other host) or SENDER>RECEIVER,... [default: all].
+    #[arg(long, value_name = "all|hub:NAME|A>B,...", help_heading = "Many hosts")]
+    pub pairs: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -239,6 +248,22 @@ pub enum ValueError {
     NoSuchCongestion { name: String, available: String },
     #[error("cannot read the congestion controls this kernel has: {0}")]
     CongestionList(String),
+    #[error("{path}: {source}")]
+    Inventory {
+        path: std::path::PathBuf,
+        source: crate::inventory::InventoryError,
+    },
+    #[error("{path}: {source}")]
+    InventoryUnread {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Pairs(String),
+    #[error("pairs of what? give --inventory")]
+    PairsWithoutInventory,
+    #[error("names the hosts; leave out --sender and --receiver")]
+    InventoryWithHosts,
     #[error("0 would stall every write: a socket without its own TCP_NOTSENT_LOWAT may write only while its unsent bytes are below net.ipv4.tcp_notsent_lowat, and none are below 0 (`default` leaves the kernel's)")]
     ZeroLowat,
 }
@@ -453,6 +478,8 @@ impl Cli {
             ("--ssh-option", !self.ssh_option.is_empty()),
             ("--remote-bin", self.remote_bin.is_some()),
             ("--install", self.install),
+            ("--inventory", self.inventory.is_some()),
+            ("--pairs", self.pairs.is_some()),
         ];
         given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect()
     }
@@ -465,11 +492,19 @@ impl Cli {
     }
 
     fn backend(&self) -> Result<BackendSpec, CliError> {
+        let fleet = self.inventory.is_some();
         let (sender, receiver) = match (&self.sender, &self.receiver) {
-            (None, None) => {
+            (None, None) if !fleet => {
+                if self.pairs.is_some() {
+                    return Err(invalid("pairs")(ValueError::PairsWithoutInventory));
+                }
                 return Ok(BackendSpec::Netns {
                     link: self.link.unwrap_or(LinkKind::Tun),
-                })
+                });
+            }
+            (None, None) => Default::default(),
+            _ if fleet => {
+                return Err(invalid("inventory")(ValueError::InventoryWithHosts));
             }
             (Some(s), Some(r)) => (s.clone(), r.clone()),
             _ => return Err(CliError::HalfHosts),
@@ -493,6 +528,9 @@ impl Cli {
                 option: "ssh-option",
                 detail: e,
             })?;
+        }
+        if let Some(path) = &self.inventory {
+            return crate::fleet::fleet_spec(self, path);
         }
         Ok(BackendSpec::Hosts(HostsSpec {
             sender: check_target("sender", &sender)?,

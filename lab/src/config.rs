@@ -44,6 +44,8 @@ pub enum BackendSpec {
     Netns { link: LinkKind },
     /// Two real machines over ssh.
     Hosts(HostsSpec),
+    /// Many machines from an inventory, pairs of them measured in rounds (`crate::fleet`).
+    Fleet(FleetSpec),
 }
 
 /// Time a run takes beyond its pattern and the session's round trips, for estimates, in the
@@ -57,7 +59,7 @@ impl BackendSpec {
     pub fn per_run_overhead(&self) -> Duration {
         match self {
             BackendSpec::Netns { .. } => NETNS_RUN_OVERHEAD,
-            BackendSpec::Hosts(_) => HOSTS_RUN_OVERHEAD,
+            BackendSpec::Hosts(_) | BackendSpec::Fleet(_) => HOSTS_RUN_OVERHEAD,
         }
     }
 }
@@ -96,5 +98,44 @@ impl HostsSpec {
         self.ssh_options
             .iter()
             .try_for_each(|o| crate::host::check_ssh_option(o))
+    }
+}
+
+/// A many-host campaign: the inventory's hosts, the pairs measured, and how to reach them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetSpec {
+    pub hosts: Vec<crate::inventory::InventoryHost>,
+    pub pairs: Vec<crate::inventory::Pair>,
+    /// Each passed to ssh as `-o KEY=VALUE`, for every host.
+    pub ssh_options: Vec<String>,
+    /// Where the binaries are on hosts whose inventory entry has no `oscil_bin`.
+    pub remote_bin: Option<String>,
+    pub install: bool,
+}
+
+impl FleetSpec {
+    /// Why this fleet, read back from `campaign.json`, is not what an inventory and the
+    /// command line could have given.
+    pub fn check(&self) -> Result<(), String> {
+        for host in &self.hosts {
+            crate::host::check_ssh_target(&host.target())?;
+        }
+        for pair in &self.pairs {
+            for name in [&pair.sender, &pair.receiver] {
+                if !self.hosts.iter().any(|h| h.name == *name) {
+                    return Err(format!("pair {pair} names a host not in the inventory"));
+                }
+            }
+            if !oscil_protocol::campaign::is_plain_label(&pair.dir_name()) {
+                return Err(format!("pair {pair} is not a plain name"));
+            }
+        }
+        self.ssh_options
+            .iter()
+            .try_for_each(|o| crate::host::check_ssh_option(o))
+    }
+
+    pub fn host(&self, name: &str) -> Option<&crate::inventory::InventoryHost> {
+        self.hosts.iter().find(|h| h.name == name)
     }
 }

@@ -183,7 +183,7 @@ impl CampaignDir {
 
 /// Keeps an earlier attempt's files (a partial or failed run being redone) as
 /// `rep-<k>.attempt-<n>`: nothing a campaign wrote is ever overwritten.
-fn set_aside(run_dir: &Path) -> Result<(), LabError> {
+pub fn set_aside(run_dir: &Path) -> Result<(), LabError> {
     if !run_dir.exists() {
         return Ok(());
     }

@@ -33,14 +33,48 @@ pub struct Hosts {
     work: Vec<(Host, String)>,
     ping: Option<String>,
     next_port_seed: u64,
-    /// This machine's private directory for the ssh connections' control sockets, held
-    /// for the campaign and removed when it drops.
-    _control_dir: tempfile::TempDir,
+    /// This machine's private directory for the ssh connections' control sockets, when
+    /// this backend has its own (held for the campaign and removed when it drops); a
+    /// fleet's pairs share the fleet's, so each host has one connection.
+    own_control_dir: Option<tempfile::TempDir>,
+}
+
+/// One end reached over ssh: how, and where its oscil binaries are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    pub target: String,
+    pub ssh_options: Vec<String>,
+    /// `None`: the remote PATH (or, with `install`, a temporary directory).
+    pub remote_bin: Option<String>,
+}
+
+/// The two ends of one pair; `receiver: None` is this machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairSpec {
+    pub sender: Endpoint,
+    pub receiver: Option<Endpoint>,
+    /// Copy this build's binaries there first.
+    pub install: bool,
+}
+
+impl From<&HostsSpec> for PairSpec {
+    fn from(spec: &HostsSpec) -> PairSpec {
+        let end = |target: &String| Endpoint {
+            target: target.clone(),
+            ssh_options: spec.ssh_options.clone(),
+            remote_bin: spec.remote_bin.clone(),
+        };
+        PairSpec {
+            sender: end(&spec.sender),
+            receiver: spec.receiver.as_ref().map(end),
+            install: spec.install,
+        }
+    }
 }
 
 /// Reaches `target` (opening the connection later commands share), and finds out whether
 /// commands need `sudo -n`.
-fn preflight(target: &str, options: &[String], control_dir: &Path) -> Result<Host, LabError> {
+pub fn preflight(target: &str, options: &[String], control_dir: &Path) -> Result<Host, LabError> {
     let mut ssh = SshHost {
         target: target.to_owned(),
         options: options.to_vec(),
@@ -67,19 +101,18 @@ fn preflight(target: &str, options: &[String], control_dir: &Path) -> Result<Hos
 fn binary(
     host: &Host,
     name: &str,
-    spec: &HostsSpec,
+    (remote_bin, install): (Option<&String>, bool),
     work: &str,
     local_bin: &Path,
 ) -> Result<String, LabError> {
     if *host == Host::Local {
         return Ok(local_bin.join(name).display().to_string());
     }
-    let dir = spec
-        .remote_bin
-        .clone()
-        .or_else(|| spec.install.then(|| work.to_owned()));
+    let dir = remote_bin
+        .cloned()
+        .or_else(|| install.then(|| work.to_owned()));
     let path = dir.map_or_else(|| name.to_owned(), |d| format!("{d}/{name}"));
-    if spec.install {
+    if install {
         let local = local_bin.join(name);
         let bytes =
             std::fs::read(&local).map_err(|source| LabError::io("cannot read", local, source))?;
@@ -136,22 +169,37 @@ impl Hosts {
         seed: u64,
     ) -> Result<Hosts, LabError> {
         let control_dir = oscil_protocol::safe_fs::private_temp_dir("oscil-ssh-")?;
-        let mut hosts = Self::connect(spec, campaign_dir, seed, control_dir)?;
+        let mut hosts = Self::connect(&spec.into(), campaign_dir, seed, control_dir.path())?;
+        hosts.own_control_dir = Some(control_dir);
         // From here on, dropping `hosts` undoes whatever was done.
+        hosts.prepare(&spec.into(), local_bin)?;
+        Ok(hosts)
+    }
+
+    /// One pair of a fleet: its restore file in `pair_dir`, its ssh connections through
+    /// the fleet's `control_dir` (one per host, shared with the host's other pairs).
+    pub fn for_pair(
+        spec: &PairSpec,
+        pair_dir: &Path,
+        local_bin: &Path,
+        seed: u64,
+        control_dir: &Path,
+    ) -> Result<Hosts, LabError> {
+        let mut hosts = Self::connect(spec, pair_dir, seed, control_dir)?;
         hosts.prepare(spec, local_bin)?;
         Ok(hosts)
     }
 
     /// Reaches both hosts.
     fn connect(
-        spec: &HostsSpec,
+        spec: &PairSpec,
         campaign_dir: &Path,
         seed: u64,
-        control_dir: tempfile::TempDir,
+        control_dir: &Path,
     ) -> Result<Hosts, LabError> {
-        let sender = preflight(&spec.sender, &spec.ssh_options, control_dir.path())?;
+        let sender = preflight(&spec.sender.target, &spec.sender.ssh_options, control_dir)?;
         let receiver = match &spec.receiver {
-            Some(target) => preflight(target, &spec.ssh_options, control_dir.path())?,
+            Some(end) => preflight(&end.target, &end.ssh_options, control_dir)?,
             None if Host::Local.run(&["id", "-u"])? == "0" => Host::Local,
             None => {
                 return Err(LabError::Setup(
@@ -159,7 +207,7 @@ impl Hosts {
                 ))
             }
         };
-        let connect_host = resolved_address(&spec.sender, &spec.ssh_options)?;
+        let connect_host = resolved_address(&spec.sender.target, &spec.sender.ssh_options)?;
         let listen_ip = if connect_host.contains(':') {
             "[::]"
         } else {
@@ -183,20 +231,32 @@ impl Hosts {
             work: Vec::new(),
             ping: None,
             next_port_seed: seed,
-            _control_dir: control_dir,
+            own_control_dir: None,
         })
     }
 
     /// Work directories, binaries and the campaign key on both hosts, the values to
     /// restore recorded, the path pinged.
-    fn prepare(&mut self, spec: &HostsSpec, local_bin: &Path) -> Result<(), LabError> {
+    fn prepare(&mut self, spec: &PairSpec, local_bin: &Path) -> Result<(), LabError> {
         let key = oscil_protocol::key::generate_key()
             .map_err(|source| LabError::io("cannot read", "/dev/urandom".into(), source))?;
         let (sender, receiver) = (self.ends.sender.clone(), self.ends.receiver.clone());
         let sender_work = self.make_work_dir(&sender)?;
         let receiver_work = self.make_work_dir(&receiver)?;
-        self.ends.daemon_bin = binary(&sender, "oscil-daemon", spec, &sender_work, local_bin)?;
-        self.ends.reader_bin = binary(&receiver, "oscil-reader", spec, &receiver_work, local_bin)?;
+        let sender_bin = (spec.sender.remote_bin.as_ref(), spec.install);
+        let receiver_bin = (
+            spec.receiver.as_ref().and_then(|e| e.remote_bin.as_ref()),
+            spec.install,
+        );
+        self.ends.daemon_bin =
+            binary(&sender, "oscil-daemon", sender_bin, &sender_work, local_bin)?;
+        self.ends.reader_bin = binary(
+            &receiver,
+            "oscil-reader",
+            receiver_bin,
+            &receiver_work,
+            local_bin,
+        )?;
         self.ends.sender_key = ship_key(&sender, &sender_work, &key)?;
         self.ends.receiver_key = ship_key(&receiver, &receiver_work, &key)?;
         self.record_originals()?;
@@ -304,6 +364,13 @@ impl Hosts {
         Ok(())
     }
 
+    /// The receiver and the `reader.csv` its reader is writing, for a live look (the
+    /// second work directory made is the receiver's, see `prepare`).
+    pub fn live_reader_csv(&self) -> Option<(Host, String)> {
+        let (host, work) = self.work.get(1)?;
+        Some((host.clone(), format!("{work}/run/reader.csv")))
+    }
+
     fn meta(&self, run: &CampaignRun) -> Result<LabMeta, LabError> {
         let sysctls = self.ends.sysctls_in_force()?;
         let warnings = run_warnings(&run.settings, &sysctls["receiver"], &self.kernels[1]);
@@ -318,6 +385,20 @@ impl Hosts {
             kernel: self.kernels[0].clone(),
             warnings,
         })
+    }
+}
+
+/// Ends the shared ssh connection to `host`, if it has one.
+pub fn close_connection(host: &Host) {
+    if let Host::Ssh(ssh) = host {
+        let control = format!(
+            "ControlPath={}",
+            ssh.control_path.as_deref().unwrap_or_default()
+        );
+        let _ = Command::new("ssh")
+            .args(["-o", &control, "-O", "exit", &ssh.target])
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -436,16 +517,10 @@ impl Backend for Hosts {
                 let _ = host.run(&["rm", "-rf", &dir]);
             }
         }
-        for host in [&self.ends.sender, &self.ends.receiver] {
-            if let Host::Ssh(ssh) = host {
-                let control = format!(
-                    "ControlPath={}",
-                    ssh.control_path.as_deref().unwrap_or_default()
-                );
-                let _ = Command::new("ssh")
-                    .args(["-o", &control, "-O", "exit", &ssh.target])
-                    .stderr(Stdio::null())
-                    .status();
+        // A fleet's shared connections are the fleet's to close, once every pair is done.
+        if self.own_control_dir.is_some() {
+            for host in [&self.ends.sender, &self.ends.receiver] {
+                close_connection(host);
             }
         }
         restored.map_err(|e| {

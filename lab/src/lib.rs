@@ -7,11 +7,15 @@ pub mod bounded;
 pub mod cli;
 pub mod config;
 pub mod execute;
+pub mod fleet;
+pub mod fleet_ui;
 pub mod host;
 pub mod hosts;
+pub mod inventory;
 pub mod meta;
 pub mod netns;
 pub mod plan;
+pub mod schedule;
 pub mod session;
 pub mod sys;
 pub mod sysctl;
@@ -53,7 +57,7 @@ pub enum Finished {
 pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabError> {
     match job {
         Job::Restore { dir } => {
-            let restored = sysctl::restore_dir(&dir)?;
+            let restored = fleet::restore_all(&dir)?;
             eprintln!(
                 "oscil-lab: {}",
                 if restored {
@@ -63,6 +67,9 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
                 }
             );
             Ok(Finished::Complete)
+        }
+        Job::New(new) if matches!(new.backend, BackendSpec::Fleet(_)) => {
+            new_fleet(&new, bin, now_unix_ms)
         }
         Job::New(new) if new.dry_run => {
             print_plan(&plan_new(&new, now_unix_ms), &new.backend);
@@ -87,6 +94,16 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
             safe_fs::check_trusted(&dir.join(campaign::CAMPAIGN_JSON))?;
             let campaign = campaign::load(&dir)?;
             let spec = backend_spec(&campaign)?;
+            if let BackendSpec::Fleet(fleet) = &spec {
+                if dry_run {
+                    fleet::print_plan(&campaign, fleet);
+                    return Ok(Finished::Complete);
+                }
+                if fleet::restore_all(&dir)? {
+                    ui::say("oscil-lab: restored the settings an earlier attempt left changed");
+                }
+                return fleet::run(CampaignDir { dir, campaign }, fleet, bin);
+            }
             if dry_run {
                 print_plan(&campaign, &spec);
                 return Ok(Finished::Complete);
@@ -99,6 +116,32 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
     }
 }
 
+/// A new many-host campaign: planned in rounds, printed (`--dry-run`) or run.
+fn new_fleet(new: &NewCampaign, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabError> {
+    let BackendSpec::Fleet(spec) = &new.backend else {
+        unreachable!("only fleets come here")
+    };
+    let mut campaign = plan_new(new, now_unix_ms);
+    let (runs, rounds) = fleet::plan_runs_of_pairs(new, spec);
+    campaign.runs = runs;
+    if let Some(hosts) = campaign.hosts.as_mut() {
+        hosts["planned_rounds"] = rounds.into();
+    }
+    if new.dry_run {
+        fleet::print_plan(&campaign, spec);
+        return Ok(Finished::Complete);
+    }
+    prepare_out(&new.out, new.force)?;
+    fleet::run(
+        CampaignDir {
+            dir: new.out.clone(),
+            campaign,
+        },
+        spec,
+        bin,
+    )
+}
+
 fn plan_new(new: &NewCampaign, now_unix_ms: u64) -> Campaign {
     let configs = configurations(&new.matrix);
     Campaign {
@@ -107,7 +150,7 @@ fn plan_new(new: &NewCampaign, now_unix_ms: u64) -> Campaign {
         created_unix_ms: now_unix_ms,
         backend: match new.backend {
             BackendSpec::Netns { .. } => BackendKind::Netns,
-            BackendSpec::Hosts(_) => BackendKind::Hosts,
+            BackendSpec::Hosts(_) | BackendSpec::Fleet(_) => BackendKind::Hosts,
         },
         sender: String::new(),
         receiver: String::new(),
@@ -128,11 +171,12 @@ fn backend_spec(campaign: &Campaign) -> Result<BackendSpec, LabError> {
         .unwrap_or_default();
     let spec = serde_json::from_value(value)
         .map_err(|e| LabError::Setup(format!("campaign.json does not say how it ran ({e})")))?;
-    if let BackendSpec::Hosts(hosts) = &spec {
-        hosts
-            .check()
-            .map_err(|why| LabError::Setup(format!("campaign.json: {why}; refused")))?;
-    }
+    let checked = match &spec {
+        BackendSpec::Hosts(hosts) => hosts.check(),
+        BackendSpec::Fleet(fleet) => fleet.check(),
+        BackendSpec::Netns { .. } => Ok(()),
+    };
+    checked.map_err(|why| LabError::Setup(format!("campaign.json: {why}; refused")))?;
     Ok(spec)
 }
 
@@ -225,13 +269,19 @@ fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
     if !force {
         return Err(LabError::OutInUse(out.to_owned()));
     }
-    if out.join(sysctl::RESTORE_JSON).exists() {
+    if out.join(sysctl::RESTORE_JSON).exists() || fleet::has_restore(out) {
         return Err(LabError::Setup(format!(
             "{}: a campaign there left settings to restore; run oscil-lab restore {0} first",
             out.display()
         )));
     }
-    for name in [campaign::CAMPAIGN_JSON, "runs", "report", "logs"] {
+    for name in [
+        campaign::CAMPAIGN_JSON,
+        "runs",
+        "report",
+        "logs",
+        fleet::PAIRS_DIR,
+    ] {
         let path = out.join(name);
         let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
     }
@@ -285,6 +335,9 @@ fn make_backend(
         BackendSpec::Hosts(hosts) => {
             Ok(Box::new(hosts::Hosts::new(hosts, dir, bin, campaign.seed)?))
         }
+        BackendSpec::Fleet(_) => Err(LabError::Setup(
+            "a fleet runs through oscil_lab::fleet, not one backend".into(),
+        )),
     }
 }
 
@@ -400,7 +453,7 @@ fn write_warnings(dir: &Path, warnings: &[String]) -> Result<(), LabError> {
 }
 
 /// The report over every complete run, the measured path, and the end table.
-fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
+pub(crate) fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for (run, dir) in cdir.campaign.complete_runs(&cdir.dir) {
         match dir {

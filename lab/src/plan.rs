@@ -163,6 +163,7 @@ pub fn plan_runs(
             settings: configs[i].settings.clone(),
             status: CampaignRunStatus::Pending,
             reason: None,
+            pair: None,
         })
         .collect()
 }

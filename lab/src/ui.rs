@@ -29,7 +29,7 @@ pub struct Ui {
 }
 
 /// `45s`, `2m05s`, `2h01m`: the plan's total and the progress line's ETA.
-pub(crate) fn human_duration(d: Duration) -> String {
+pub fn human_duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0..=59 => format!("{s}s"),
@@ -39,7 +39,7 @@ pub(crate) fn human_duration(d: Duration) -> String {
 }
 
 /// `fast 1/3`: the phase that holds `elapsed`.
-fn phase_at(run: &CampaignRun, elapsed: Duration) -> String {
+pub fn phase_at(run: &CampaignRun, elapsed: Duration) -> String {
     let t = elapsed.as_secs_f64();
     let cycles = run.settings.pattern.cycles;
     run.settings
@@ -60,11 +60,17 @@ fn phase_at(run: &CampaignRun, elapsed: Duration) -> String {
 /// Goodput over the last second of `reader.csv`, while the reader writes it.
 fn live_goodput(run_dir: &Path, interval_us: u64) -> Option<String> {
     let rows: Vec<ReaderSample> = rundir::load_rows(run_dir).ok()?;
-    let last = rows.last()?.t_s;
+    let points: Vec<(f64, u64)> = rows.iter().map(|r| (r.t_s, r.bytes)).collect();
+    last_second_goodput(&points, interval_us)
+}
+
+/// Goodput over the last second of (t_s, bytes read in the interval ending then).
+pub fn last_second_goodput(points: &[(f64, u64)], interval_us: u64) -> Option<String> {
+    let last = points.last()?.0;
     // The samples whose intervals make up the last second (each covers the interval
     // that ends at its t_s).
     let since = last - 1.0 + interval_us as f64 / 2e6;
-    let bytes: u64 = rows.iter().filter(|r| r.t_s > since).map(|r| r.bytes).sum();
+    let bytes: u64 = points.iter().filter(|p| p.0 > since).map(|p| p.1).sum();
     Some(format!("{:.1} Mbit/s", bytes as f64 * 8.0 / 1e6))
 }
 

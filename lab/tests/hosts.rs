@@ -8,25 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use oscil_testkit::{bin_dir, lacks_root, unique, workspace_bin};
-
-const SSHD: &str = "/usr/sbin/sshd";
-const KEYS: [&str; 4] = [
-    "net.ipv4.tcp_wmem",
-    "net.ipv4.tcp_notsent_lowat",
-    "net.ipv4.tcp_rmem",
-    "net.ipv4.tcp_adv_win_scale",
-];
-
-fn run(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program).args(args).output().expect("run");
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+use oscil_testkit::sshd::{
+    kill_with_children, lab_sysctls, lacks_sshd, make_keys, remove_namespaces, run, set_sysctls,
+    ssh_options, start_sshd, wait_for,
+};
+use oscil_testkit::{bin_dir, unique, workspace_bin};
 
 /// Two namespaces, the link and an sshd in each; everything goes on drop.
 struct Hosts {
@@ -42,17 +28,7 @@ impl Drop for Hosts {
             let _ = child.kill();
             let _ = child.wait();
         }
-        for ns in &self.ns {
-            let pids = Command::new("ip").args(["netns", "pids", ns]).output();
-            for pid in pids
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default()
-                .split_whitespace()
-            {
-                let _ = Command::new("kill").args(["-KILL", pid]).status();
-            }
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        remove_namespaces(&self.ns);
     }
 }
 
@@ -108,57 +84,16 @@ impl Hosts {
             .spawn()
             .expect("start oscil-link");
         hosts.children.push(link);
-        hosts.keys();
+        make_keys(hosts.dir.path());
         for i in 0..2 {
-            hosts.sshd(i);
+            let sshd = start_sshd(&hosts.ns[i], &hosts.addr[i], hosts.dir.path());
+            hosts.children.push(sshd);
         }
         hosts
     }
 
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
-    }
-
-    fn keys(&self) {
-        for name in ["host_key", "user_key"] {
-            run(
-                "ssh-keygen",
-                &[
-                    "-q",
-                    "-t",
-                    "ed25519",
-                    "-N",
-                    "",
-                    "-f",
-                    self.path(name).to_str().unwrap(),
-                ],
-            );
-        }
-        std::fs::copy(self.path("user_key.pub"), self.path("authorized_keys")).unwrap();
-        std::fs::create_dir_all("/run/sshd").unwrap();
-    }
-
-    fn sshd(&mut self, i: usize) {
-        let config = self.path(&format!("sshd_{i}.conf"));
-        let text = format!(
-            "ListenAddress {}\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\nUsePAM no\nStrictModes no\n\
-             PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n",
-            self.addr[i],
-            self.path("host_key").display(),
-            self.path("authorized_keys").display()
-        );
-        std::fs::write(&config, text).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns[i], SSHD, "-D", "-e", "-f"])
-            .arg(&config)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start sshd");
-        self.children.push(child);
-        let ns = &self.ns[i];
-        wait_for("sshd to listen", Duration::from_secs(10), || {
-            !run("ip", &["netns", "exec", ns, "ss", "-Hltn", "sport = :22"]).is_empty()
-        });
     }
 
     /// `oscil-lab --resume out` in the receiver's namespace: nothing else given.
@@ -174,29 +109,20 @@ impl Hosts {
     }
 
     fn sysctls(&self) -> [BTreeMap<String, String>; 2] {
-        self.ns.clone().map(|ns| {
-            KEYS.iter()
-                .map(|k| {
-                    let v = run("ip", &["netns", "exec", &ns, "sysctl", "-n", k]);
-                    (
-                        k.to_string(),
-                        v.split_whitespace().collect::<Vec<_>>().join(" "),
-                    )
-                })
-                .collect()
-        })
+        self.ns.clone().map(|ns| lab_sysctls(&ns))
     }
 
     /// Values no kernel has by default, so a restore to them is told from a fresh namespace.
     fn set_unusual_sysctls(&self) {
         for ns in &self.ns {
-            let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
-            args.extend([
-                "net.ipv4.tcp_notsent_lowat=777777",
-                "net.ipv4.tcp_wmem=4096 20000 3000000",
-                "net.ipv4.tcp_rmem=4096 90000 5000000",
-            ]);
-            run("ip", &args);
+            set_sysctls(
+                ns,
+                &[
+                    "net.ipv4.tcp_notsent_lowat=777777",
+                    "net.ipv4.tcp_wmem=4096 20000 3000000",
+                    "net.ipv4.tcp_rmem=4096 90000 5000000",
+                ],
+            );
         }
     }
 
@@ -218,12 +144,7 @@ impl Hosts {
                 command.args(["--receiver", "local", "--install"]);
             }
         }
-        for option in [
-            format!("IdentityFile={}", self.path("user_key").display()),
-            "StrictHostKeyChecking=no".into(),
-            "UserKnownHostsFile=/dev/null".into(),
-            "LogLevel=ERROR".into(),
-        ] {
+        for option in ssh_options(self.dir.path()) {
             command.arg("--ssh-option").arg(option);
         }
         command.arg("--out").arg(out).args(extra);
@@ -238,21 +159,10 @@ enum Receiver {
     Local,
 }
 
-fn skip() -> bool {
-    if lacks_root("network namespaces, sshd") {
-        return true;
-    }
-    if !Path::new(SSHD).exists() {
-        oscil_testkit::skip(&format!("no {SSHD} (apt-get install openssh-server)"));
-        return true;
-    }
-    false
-}
-
 /// Two hosts whose sysctls are set to unusual values, and those values; `None` (after saying
 /// why) where the test cannot run.
 fn prepared() -> Option<(Hosts, [BTreeMap<String, String>; 2])> {
-    if skip() {
+    if lacks_sshd() {
         return None;
     }
     let hosts = Hosts::start();
@@ -427,27 +337,6 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
         before,
         "back again after the resumed campaign"
     );
-}
-
-/// Polls `done` until it holds, failing the test after `limit`.
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "waited {limit:?} for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// SIGKILL to a process and its children (here: oscil-lab and its ssh clients), so
-/// nothing of it can clean up.
-fn kill_with_children(child: &mut Child) {
-    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
-        .unwrap_or_default();
-    for pid in children.split_whitespace() {
-        run("kill", &["-KILL", pid]);
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 /// oscil-daemon processes in namespace `ns`.

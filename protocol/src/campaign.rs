@@ -5,6 +5,7 @@
 //! ```text
 //! <out>/campaign.json           the plan and each run's status
 //! <out>/runs/<label>/rep-<k>/   one run directory each
+//!                               (runs/<pair>/<label>/rep-<k>/ when many hosts)
 //! <out>/report/                 the report over every complete run
 //! ```
 
@@ -81,6 +82,10 @@ pub struct CampaignRun {
     /// Why a run is partial or failed, or what holes a complete run has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The pair of hosts of a many-host campaign (`sender-to-receiver`), whose runs go
+    /// under `runs/<pair>/<label>/rep-<k>`; `None` for one pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,6 +169,17 @@ pub enum CampaignError {
     Unsafe { path: PathBuf, why: String },
 }
 
+impl CampaignRun {
+    /// The configuration's name in a report: the label, after the pair's name in a
+    /// many-host campaign (`a-to-b_lowat-131072`), since each pair is a path of its own.
+    pub fn configuration_name(&self) -> String {
+        match &self.pair {
+            Some(pair) => format!("{pair}_{}", self.label),
+            None => self.label.clone(),
+        }
+    }
+}
+
 impl Campaign {
     /// The runs that finished, each with its directory under `campaign_dir`, or why that
     /// directory is not to be read (a link out of the campaign).
@@ -238,7 +254,12 @@ fn check_runs(path: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
             let shown = crate::text::escape_peer(cc);
             return Err(unsafe_run(format!("congestion \"{shown}\" is not a name")));
         }
+        if let Some(pair) = run.pair.as_deref().filter(|p| !is_plain_label(p)) {
+            let shown = crate::text::escape_peer(pair);
+            return Err(unsafe_run(format!("pair \"{shown}\" is not a plain name")));
+        }
         let expected = Path::new("runs")
+            .join(run.pair.as_deref().unwrap_or_default())
             .join(&run.label)
             .join(format!("rep-{}", run.repetition));
         let plain = run
@@ -330,6 +351,7 @@ mod tests {
             settings: settings.clone(),
             status,
             reason: None,
+            pair: None,
         };
         Campaign {
             format_version: CAMPAIGN_FORMAT_VERSION,

@@ -2,6 +2,8 @@
 //! CSV files as plain text so that a test's expected figures never come from the code
 //! under test.
 
+pub mod sshd;
+
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
