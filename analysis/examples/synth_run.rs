@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use oscil_kernel::{HostFacts, OptionsInForce, SocketOptions};
 use oscil_protocol::pattern::PatternConfig;
 use oscil_protocol::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
-use oscil_protocol::rundir::{Ending, RunConfig, RunMeta, RunStatus, RunWriter, FORMAT_VERSION};
+use oscil_rundir::{Ending, RunConfig, RunMeta, RunStatus, RunWriter, FORMAT_VERSION};
 
 fn host(name: &str) -> HostFacts {
     HostFacts {

@@ -219,7 +219,7 @@ pub fn paths_differ(summaries: &[RunSummary]) -> bool {
 mod tests {
     use super::*;
     use crate::settings::LowatSource;
-    use oscil_protocol::phase_figures::RunPhases;
+    use oscil_figures::RunPhases;
 
     fn run(label: &str, lowat: Option<u64>, rtt_ms: Option<f64>) -> RunSummary {
         RunSummary {

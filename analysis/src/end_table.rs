@@ -6,8 +6,7 @@
 
 use std::path::Path;
 
-use oscil_protocol::campaign::Campaign;
-use oscil_protocol::rundir;
+use oscil_rundir::campaign::Campaign;
 
 use crate::human;
 use crate::input::{self, RunInput};
@@ -31,7 +30,7 @@ const SCOPE: Scope = Scope::Steady;
 /// One run's figures in words, for the line the lab prints as the run ends; `None` when
 /// the directory does not load.
 pub fn run_line(dir: &Path) -> Option<String> {
-    let run = rundir::load(dir).ok()?;
+    let run = oscil_rundir::load(dir).ok()?;
     let input = RunInput {
         dir: dir.to_owned(),
         campaign: None,
@@ -58,7 +57,7 @@ pub fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError>
     let summaries = inputs
         .runs
         .iter()
-        .map(|input| Ok(summary::summarize(&rundir::load(&input.dir)?, input)))
+        .map(|input| Ok(summary::summarize(&oscil_rundir::load(&input.dir)?, input)))
         .collect::<Result<Vec<_>, ReportError>>()?;
     let configs = configs::group(&summaries, None).map_err(ReportError::Baseline)?;
     let cells = verdict::evaluate(&summaries, &configs, SCOPE);

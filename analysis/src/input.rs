@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use oscil_protocol::campaign::{self, CampaignError, CampaignRunStatus, RunSettings};
+use oscil_rundir::campaign::{self, CampaignError, CampaignRunStatus, RunSettings};
 
 /// One run directory to report on.
 #[derive(Debug, Clone, PartialEq)]

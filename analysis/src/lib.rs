@@ -44,8 +44,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use oscil_protocol::campaign::CampaignError;
-use oscil_protocol::{rundir, Run, RunDirError, RunMeta};
+use oscil_rundir::campaign::CampaignError;
+use oscil_rundir::{Run, RunDirError, RunMeta};
 use sha2::{Digest, Sha256};
 
 use crate::across::Across;
@@ -85,7 +85,7 @@ pub enum ReportError {
     #[error("writing a table: {0}")]
     Csv(#[from] csv::Error),
     #[error(transparent)]
-    File(#[from] oscil_protocol::safe_fs::SafeFsError),
+    File(#[from] oscil_rundir::safe_fs::SafeFsError),
 }
 
 /// What to report on and where.
@@ -135,7 +135,7 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
     let mut runs = Vec::new();
     let mut labels = Vec::new();
     for run in std::mem::take(&mut inputs.runs) {
-        match rundir::load_meta(&run.dir) {
+        match oscil_rundir::load_meta(&run.dir) {
             Ok(meta) => {
                 labels.push(run_label(&run.dir, meta));
                 runs.push(run);
@@ -254,7 +254,7 @@ fn no_runs(config: &ReportConfig, inputs: &input::Inputs) -> ReportError {
 /// One run loaded and reduced to what the report keeps of it; runs are loaded a few at a
 /// time, so memory holds only the rows of the runs in hand however many there are.
 fn load(input: &RunInput) -> Result<LoadedRun, ReportError> {
-    let run = rundir::load(&input.dir)?;
+    let run = oscil_rundir::load(&input.dir)?;
     let summary = summary::summarize(&run, input);
     Ok(LoadedRun {
         figure: run_chart::run_figure(&run, &summary),
@@ -334,7 +334,7 @@ pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + 
 
 /// Replaces `path` atomically, never writing through a link left in `--out`.
 pub(crate) fn write(path: &Path, text: &str) -> Result<(), ReportError> {
-    Ok(oscil_protocol::safe_fs::write_atomic(
+    Ok(oscil_rundir::safe_fs::write_atomic(
         path,
         text.as_bytes(),
         0o644,

@@ -3,8 +3,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::units::{parse_bytes, parse_percent, parse_positive_duration};
+use oscil_cli::placeholder;
+use oscil_cli::units::{parse_bytes, parse_percent, parse_positive_duration};
 use oscil_report::summary::Scope;
 use oscil_report::{input, report, ReportConfig, ReportError};
 use std::time::Duration;
@@ -60,16 +60,16 @@ fn watchdog(limit: Duration) {
             "oscil-report: stopped after {}, its time limit (--max-time)",
             humantime::format_duration(limit)
         );
-        std::process::exit(cli::exit::FAILED_START.into());
+        std::process::exit(oscil_cli::exit::FAILED_START.into());
     });
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = cli::parse();
+    let cli: Cli = oscil_cli::parse();
     watchdog(cli.max_time);
     if let Err(e) = oscil_report::sys::limit_address_space(cli.max_memory) {
         eprintln!("oscil-report: cannot limit its memory (--max-memory): {e}");
-        return ExitCode::from(cli::exit::FAILED_START);
+        return ExitCode::from(oscil_cli::exit::FAILED_START);
     }
     let config = ReportConfig {
         out_dir: cli.out.unwrap_or_else(|| input::default_out(&cli.run_dirs)),
@@ -94,10 +94,13 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(err) => {
-            eprintln!("oscil-report: {}", cli::error_line(&err));
+            eprintln!(
+                "oscil-report: {}",
+                oscil_protocol::error_text::error_line(&err)
+            );
             let code = match err {
-                ReportError::OutNotEmpty(_) | ReportError::Baseline(_) => cli::exit::USAGE,
-                _ => cli::exit::FAILED_START,
+                ReportError::OutNotEmpty(_) | ReportError::Baseline(_) => oscil_cli::exit::USAGE,
+                _ => oscil_cli::exit::FAILED_START,
             };
             ExitCode::from(code)
         }

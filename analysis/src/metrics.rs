@@ -3,7 +3,7 @@
 //! figure is defined once.
 //!
 //! To add a figure (issue 11's `residence_p50_ms`, `marker_p99_ms`, CPU per GB, ...):
-//! 1. make the per-span quantity a field of `oscil_protocol::phase_figures::Totals`, fed
+//! 1. make the per-span quantity a field of `oscil_figures::Totals`, fed
 //!    by `PhaseFigures` and merged by `Totals::merge` (a percentile needs a mergeable
 //!    histogram there, not a mean of percentiles);
 //! 2. add one [`Metric`] here with its column name (unit in the name), unit, direction
@@ -14,9 +14,9 @@
 //! `comparison.png`, the verdicts and the page pick the entry up. New entries go at the
 //! end, so `summary.csv`'s existing columns keep their order.
 
+use oscil_figures::{Totals, WakeSpread};
 use oscil_kernel::ProcessCost;
-use oscil_protocol::phase_figures::{Totals, WakeSpread};
-use oscil_protocol::rundir::RunCost;
+use oscil_rundir::RunCost;
 
 use crate::human::{MBIT, MIB};
 
@@ -520,7 +520,7 @@ pub const METRICS: &[Metric] = &[
 
 /// Whether a figure of `w` is only a lower bound ("≥"): a percentile of waits at or above
 /// a censored one (a write still queued, a marker still unread, when the run ended; see
-/// `oscil_protocol::phase_figures`). `None` for figures that are never censored.
+/// `oscil_figures`). `None` for figures that are never censored.
 pub fn lower_bound(metric: &Metric, w: &Window) -> Option<bool> {
     let both = || w.both();
     match metric.column {

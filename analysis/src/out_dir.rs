@@ -35,8 +35,7 @@ pub fn prepare(out: &Path, force: bool) -> Result<(), ReportError> {
         path: out.to_owned(),
         source,
     };
-    fs::create_dir_all(out)
-        .map_err(|e| oscil_protocol::rundir::RunDirError::cannot_create(out, &e))?;
+    fs::create_dir_all(out).map_err(|e| oscil_rundir::RunDirError::cannot_create(out, &e))?;
     let names: Vec<String> = fs::read_dir(out)
         .map_err(io)?
         .filter_map(Result::ok)

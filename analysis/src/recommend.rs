@@ -256,7 +256,7 @@ mod tests {
     use super::*;
     use crate::configs::group;
     use crate::settings::{LowatSource, Settings};
-    use oscil_protocol::phase_figures::{LimitedBy, RunPhases, SpanTotals, Totals};
+    use oscil_figures::{LimitedBy, RunPhases, SpanTotals, Totals};
     use oscil_protocol::{Phase, PhaseSpan};
 
     /// A one-cycle run: 1 s fast in which TCP delivered (and the reader read)

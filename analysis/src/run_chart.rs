@@ -1,7 +1,7 @@
 //! The picture of one run: panels over time sharing the time axis, slow phases shaded.
 
 use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
-use oscil_protocol::Run;
+use oscil_rundir::Run;
 
 use crate::chart::*;
 use crate::human;

@@ -3,7 +3,7 @@
 //! rows are dropped: the answers to the questions over time, and where its cycles start.
 
 use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
-use oscil_protocol::Run;
+use oscil_rundir::Run;
 
 use crate::series::{self, Tick};
 

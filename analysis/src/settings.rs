@@ -2,9 +2,9 @@
 //! apart (in words, for charts and tables) and the key that makes runs repetitions of one
 //! configuration.
 
-use oscil_protocol::campaign::RunSettings;
 use oscil_protocol::control::DEFAULT_WRITE_BYTES;
-use oscil_protocol::RunMeta;
+use oscil_rundir::campaign::RunSettings;
+use oscil_rundir::RunMeta;
 use serde_json::{json, Value};
 
 use crate::human;
@@ -203,7 +203,7 @@ fn campaign_settings(run: &RunSettings) -> Vec<(String, String)> {
 fn lab_rtt_ms(lab: &Value) -> Option<f64> {
     lab_number(lab, &["rtt_ms"], |s| s.trim().parse().ok()).or_else(|| {
         lab_number(lab, &["rtt"], |s| {
-            oscil_protocol::units::parse_duration(s)
+            oscil_cli::units::parse_duration(s)
                 .ok()
                 .map(|d| d.as_secs_f64() * 1000.0)
         })
@@ -213,9 +213,7 @@ fn lab_rtt_ms(lab: &Value) -> Option<f64> {
 fn lab_rate_bps(lab: &Value) -> Option<f64> {
     lab_number(lab, &["rate_bps"], |s| s.trim().parse().ok()).or_else(|| {
         lab_number(lab, &["rate"], |s| {
-            oscil_protocol::units::parse_rate_bps(s)
-                .ok()
-                .map(|r| r as f64)
+            oscil_cli::units::parse_rate_bps(s).ok().map(|r| r as f64)
         })
     })
 }

@@ -1,13 +1,13 @@
 //! The figures of one run, as a pure function of its loaded run directory: its settings,
-//! and the per-span totals of `oscil_protocol::phase_figures` (the definition the reader's
+//! and the per-span totals of `oscil_figures` (the definition the reader's
 //! own summary uses) from which every figure of `metrics` is computed over the whole run,
 //! the steady cycles, or one cycle. Nothing here draws or writes.
 
 use std::path::PathBuf;
 
-use oscil_protocol::phase_figures::{PhaseFigures, RunPhases};
+use oscil_figures::{PhaseFigures, RunPhases};
 use oscil_protocol::records::Phase;
-use oscil_protocol::{Run, RunStatus};
+use oscil_rundir::{Run, RunStatus};
 
 use crate::input::RunInput;
 use crate::metrics::{Metric, RunFacts, Window};
@@ -176,16 +176,16 @@ fn partial_reason(run: &Run) -> Option<String> {
 
 /// The CPU seconds the lab's emulator wrote into the run's `link.json`, if there is one.
 fn link_cpu_s(dir: &std::path::Path) -> Option<f64> {
-    let text = oscil_protocol::safe_fs::read_bounded(&dir.join("link.json"), 1 << 20).ok()?;
+    let text = oscil_rundir::safe_fs::read_bounded(&dir.join("link.json"), 1 << 20).ok()?;
     let link: serde_json::Value = serde_json::from_slice(&text).ok()?;
     let cpu = link.get("cpu")?;
     Some(cpu.get("user_s")?.as_f64()? + cpu.get("system_s")?.as_f64()?)
 }
 
-fn lab_text(meta: &oscil_protocol::RunMeta, key: &str) -> Option<String> {
+fn lab_text(meta: &oscil_rundir::RunMeta, key: &str) -> Option<String> {
     Some(meta.lab.as_ref()?.get(key)?.as_str()?.to_string())
 }
 
-fn lab_number(meta: &oscil_protocol::RunMeta, key: &str) -> Option<u32> {
+fn lab_number(meta: &oscil_rundir::RunMeta, key: &str) -> Option<u32> {
     u32::try_from(meta.lab.as_ref()?.get(key)?.as_u64()?).ok()
 }

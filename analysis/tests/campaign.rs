@@ -11,11 +11,11 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use oscil_protocol::campaign::{
+use oscil_protocol::PatternConfig;
+use oscil_rundir::campaign::{
     self, Backend, Campaign, CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings,
     CAMPAIGN_FORMAT_VERSION,
 };
-use oscil_protocol::PatternConfig;
 use oscil_testkit::{number, Csv, Daemon};
 use util::{assert_close, expected, png_size, reader_run, report};
 

@@ -263,8 +263,8 @@ fn with_residence(run: &Path, fast_us: u64, slow_us: u64) -> tempfile::TempDir {
     })
 }
 
-fn summarized(dir: &Path) -> (oscil_protocol::Run, oscil_report::summary::RunSummary) {
-    let run = oscil_protocol::rundir::load(dir).unwrap();
+fn summarized(dir: &Path) -> (oscil_rundir::Run, oscil_report::summary::RunSummary) {
+    let run = oscil_rundir::load(dir).unwrap();
     let input = oscil_report::input::RunInput {
         dir: dir.to_owned(),
         campaign: None,

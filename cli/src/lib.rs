@@ -1,6 +1,9 @@
 //! What every oscil binary does the same way at its command line: exit codes, how a usage
 //! error is printed, and the placeholders its help shows.
 
+pub mod address;
+pub mod units;
+
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -73,63 +76,12 @@ pub fn start_warnings(
     let lowat = (lowat_bytes == Some(0)).then(|| {
         "warning: --notsent-lowat 0 leaves the socket unset: the kernel then uses the net.ipv4.tcp_notsent_lowat sysctl".to_owned()
     });
-    let key = key_file.and_then(crate::key::exposed_key_warning);
+    let key = key_file.and_then(oscil_protocol::key::exposed_key_warning);
     lowat
         .into_iter()
         .chain(key)
         .map(|warning| format!("{program}: {warning}"))
         .collect()
-}
-
-/// Linux's errno for a socket bound to an address of the other IP version.
-const EAFNOSUPPORT: i32 = 97;
-
-/// An OS error said once, in words ("address in use"), without Rust's "(os error 98)"
-/// suffix, which anyhow's cause chain would otherwise print twice.
-pub fn os_error(error: &std::io::Error) -> String {
-    use std::io::ErrorKind;
-    match error.kind() {
-        ErrorKind::AddrInUse => "address in use".into(),
-        ErrorKind::AddrNotAvailable => "no such address on this host".into(),
-        ErrorKind::ConnectionRefused => "connection refused (nothing listens there)".into(),
-        ErrorKind::PermissionDenied => "permission denied".into(),
-        ErrorKind::NotFound => "no such file or directory".into(),
-        ErrorKind::AlreadyExists => "it already exists".into(),
-        _ if error.raw_os_error() == Some(EAFNOSUPPORT) => {
-            "address family not supported (-B and the daemon's address must both be IPv4 or both IPv6)".into()
-        }
-        _ => drop_os_error_codes(&error.to_string()),
-    }
-}
-
-/// An error and its causes on one line, each said once: a cause whose text its parent
-/// already holds is skipped, and Rust's " (os error N)" suffixes are dropped.
-pub fn error_line(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let text = next.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        cause = next.source();
-    }
-    drop_os_error_codes(&line)
-}
-
-fn drop_os_error_codes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(" (os error ") {
-        out.push_str(&rest[..at]);
-        rest = match rest[at..].find(')') {
-            Some(end) => &rest[at + end + 1..],
-            None => "",
-        };
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Parses the command line. Help and version print as clap prints them (exit 0); anything
@@ -518,19 +470,6 @@ mod tests {
         assert!(line.contains("invalid value '-5'"), "{line}");
         let parsed: Demo = parse_from(["demo", "--size", "1k", "--size", "2k"]).unwrap();
         assert_eq!(parsed.size, Some(2048));
-    }
-
-    #[test]
-    fn error_lines_say_each_cause_once() {
-        let io = std::io::Error::from_raw_os_error(111);
-        let wrapped = anyhow::Error::new(io).context("cannot connect to 127.0.0.1:5250");
-        assert_eq!(
-            error_line(&*wrapped),
-            "cannot connect to 127.0.0.1:5250: Connection refused"
-        );
-        let repeated = anyhow::anyhow!("x: File exists (os error 17)")
-            .context("writing x: File exists (os error 17)");
-        assert_eq!(error_line(&*repeated), "writing x: File exists");
     }
 
     #[test]

@@ -39,13 +39,13 @@
 
 use hdrhistogram::Histogram;
 
-use crate::pattern::{span_of_sample, PhaseSpan};
+use oscil_protocol::pattern::{span_of_sample, PhaseSpan};
 
-use crate::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
+use oscil_protocol::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
 
 /// The histograms' top: an hour; a longer wait is counted there.
 const MAX_RESIDENCE_US: u64 = 3_600_000_000;
-use crate::markers::MarkerRow;
+use oscil_protocol::markers::MarkerRow;
 
 /// Running totals of one span, or of several merged.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -648,7 +648,7 @@ impl RunPhases {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pattern::PatternConfig;
+    use oscil_protocol::pattern::PatternConfig;
 
     fn reader_row(t_s: f64, bytes: u64) -> ReaderSample {
         ReaderSample {

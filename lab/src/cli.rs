@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use oscil_protocol::campaign::{Order, PathSettings};
-use oscil_protocol::units::{
+use oscil_cli::units::{
     parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_percent,
     parse_positive_duration, parse_rate_bps,
 };
 use oscil_protocol::PatternConfig;
+use oscil_rundir::campaign::{Order, PathSettings};
 
 use crate::config::{BackendSpec, HostsSpec, Job, LinkKind, NewCampaign};
 use crate::host::{check_ssh_option, check_ssh_target};

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::ValueEnum;
-use oscil_protocol::campaign::Order;
+use oscil_rundir::campaign::Order;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Matrix;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use oscil_protocol::campaign::CampaignRun;
-use oscil_protocol::rundir::Limits;
+use oscil_rundir::campaign::CampaignRun;
+use oscil_rundir::Limits;
 
 use crate::config::HostsSpec;
 use crate::execute::{run_session, Backend, LabError};
@@ -135,7 +135,7 @@ impl Hosts {
         local_bin: &Path,
         seed: u64,
     ) -> Result<Hosts, LabError> {
-        let control_dir = oscil_protocol::safe_fs::private_temp_dir("oscil-ssh-")?;
+        let control_dir = oscil_rundir::safe_fs::private_temp_dir("oscil-ssh-")?;
         let mut hosts = Self::connect(spec, campaign_dir, seed, control_dir)?;
         // From here on, dropping `hosts` undoes whatever was done.
         hosts.prepare(spec, local_bin)?;

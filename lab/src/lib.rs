@@ -22,14 +22,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use oscil_protocol::campaign::{
+use oscil_rundir::campaign::{
     self, Backend as BackendKind, Campaign, CampaignRunStatus, CAMPAIGN_FORMAT_VERSION,
 };
 
 use config::{BackendSpec, Job, LinkKind, NewCampaign};
 use execute::{Backend, CampaignDir, Ended, LabError};
 use host::Host;
-use oscil_protocol::safe_fs;
+use oscil_rundir::safe_fs;
 use plan::{configurations, plan_runs, planned_duration};
 
 /// Where this build's binaries are: `$OSCIL_BIN_DIR`, else beside `oscil-lab` itself.
@@ -378,7 +378,7 @@ fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
     }
     if let Some(min_rtt_us) = dirs
         .iter()
-        .filter_map(|d| oscil_protocol::rundir::load_rows::<oscil_protocol::SenderSample>(d).ok())
+        .filter_map(|d| oscil_rundir::load_rows::<oscil_protocol::SenderSample>(d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)

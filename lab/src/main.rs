@@ -5,7 +5,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use oscil_lab::cli::Cli;
 use oscil_lab::{bin_dir, run_job, Finished};
-use oscil_protocol::cli;
 
 fn main() -> ExitCode {
     let now = SystemTime::now();
@@ -16,23 +15,23 @@ fn main() -> ExitCode {
         stamp[..10].replace('-', ""),
         stamp[11..19].replace(':', "")
     );
-    let cli: Cli = cli::parse();
+    let cli: Cli = oscil_cli::parse();
     let job = match cli.into_job(since_epoch.as_nanos() as u64, default_out.into()) {
         Ok(job) => job,
         Err(error) => {
             eprintln!("oscil-lab: {error}");
-            return ExitCode::from(cli::exit::USAGE);
+            return ExitCode::from(oscil_cli::exit::USAGE);
         }
     };
     // The binaries' rule: 1 when runs failed, 3 when the campaign was cut short (it can be
     // resumed), whatever the signal.
     match run_job(job, &bin_dir(), since_epoch.as_millis() as u64) {
         Ok(Finished::Complete) => ExitCode::SUCCESS,
-        Ok(Finished::Incomplete) => ExitCode::from(cli::exit::FAILED_START),
-        Ok(Finished::Interrupted(_)) => ExitCode::from(cli::exit::CUT_SHORT),
+        Ok(Finished::Incomplete) => ExitCode::from(oscil_cli::exit::FAILED_START),
+        Ok(Finished::Interrupted(_)) => ExitCode::from(oscil_cli::exit::CUT_SHORT),
         Err(error) => {
             eprintln!("oscil-lab: {error}");
-            ExitCode::from(cli::exit::FAILED_START)
+            ExitCode::from(oscil_cli::exit::FAILED_START)
         }
     }
 }

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use oscil_protocol::campaign::RunSettings;
+use oscil_rundir::campaign::RunSettings;
 use serde::{Deserialize, Serialize};
 
-use oscil_protocol::safe_fs::{self, SafeFsError};
 use oscil_protocol::text::escape_peer;
+use oscil_rundir::safe_fs::{self, SafeFsError};
 
 use crate::host::{Host, HostError};
 

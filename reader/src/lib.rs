@@ -26,13 +26,12 @@ use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{Connection, DaemonMessage, Ended, FrameError, ReaderMessage};
 use oscil_protocol::markers::RunSpan;
 use oscil_protocol::pattern::CycleSlowRate;
-use oscil_protocol::rundir::RunCost;
-use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
 use oscil_protocol::text::escape_peer;
-use oscil_protocol::ticker::intervals_by;
-use oscil_protocol::{
-    Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter, SlowRate, SlowRule,
-};
+use oscil_protocol::{PatternConfig, SlowRate, SlowRule};
+use oscil_rundir::RunCost;
+use oscil_rundir::{Ending, RunConfig, RunMeta, RunStatus, RunWriter};
+use oscil_rundir::{RunDirError, FORMAT_VERSION};
+use oscil_sampling::ticker::intervals_by;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -60,7 +59,7 @@ pub struct ReaderConfig {
     /// The daemon, as `HOST:PORT` (`[V6]:PORT`).
     pub connect: String,
     /// Which IP version to connect over (`-4`, `-6`).
-    pub family: oscil_protocol::address::IpFamily,
+    pub family: oscil_cli::address::IpFamily,
     /// Local address every connection is made from.
     pub bind: Option<std::net::IpAddr>,
     pub out: PathBuf,

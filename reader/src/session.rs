@@ -3,10 +3,9 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use oscil_cli::address::IpFamily;
 use oscil_kernel::{sockopt, OptionsInForce, SocketOptions};
-use oscil_protocol::address::IpFamily;
 use oscil_protocol::auth::{AuthError, DataKey, Nonce, ReaderHandshake, SessionId};
-use oscil_protocol::cli;
 use oscil_protocol::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, FrameError, Hello, ReaderMessage, Welcome,
@@ -252,7 +251,7 @@ async fn resolve(connect: &str, family: IpFamily) -> Result<SocketAddr, ReaderEr
     };
     let mut addrs = lookup_host(connect)
         .await
-        .map_err(|e| resolve_error(cli::os_error(&e)))?;
+        .map_err(|e| resolve_error(oscil_protocol::error_text::os_error(&e)))?;
     addrs
         .find(|addr| family.allows(addr.ip()))
         .ok_or_else(|| resolve_error("no address of the family asked (-4/-6)".into()))

@@ -12,8 +12,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::pattern::PatternConfig;
 use crate::safe_fs::{self, SafeFsError};
+use oscil_protocol::pattern::PatternConfig;
 
 pub const CAMPAIGN_JSON: &str = "campaign.json";
 
@@ -223,16 +223,16 @@ fn check_runs(path: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
     };
     for run in &campaign.runs {
         if !is_plain_label(&run.label) {
-            let shown = crate::text::escape_peer(&run.label);
+            let shown = oscil_protocol::text::escape_peer(&run.label);
             return Err(unsafe_run(format!("label \"{shown}\" is not a plain name")));
         }
         if let Some(cc) = run
             .settings
             .congestion
             .as_deref()
-            .filter(|cc| !crate::rundir::is_congestion_name(cc))
+            .filter(|cc| !crate::is_congestion_name(cc))
         {
-            let shown = crate::text::escape_peer(cc);
+            let shown = oscil_protocol::text::escape_peer(cc);
             return Err(unsafe_run(format!("congestion \"{shown}\" is not a name")));
         }
         let expected = Path::new("runs")

@@ -12,6 +12,10 @@
 //! `run.json` is written first, saying the run is partial, and rewritten (atomically) when
 //! the run ends, so a reader that is killed still leaves a directory that says so.
 
+pub mod campaign;
+pub mod safe_fs;
+mod sys;
+
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Read, Seek, SeekFrom};
@@ -20,13 +24,13 @@ use std::path::{Path, PathBuf};
 use oscil_kernel::{HostFacts, OptionsInForce, ProcessCost, SocketOptions};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-use crate::clock::ClockEstimate;
-use crate::control::WakeupFigures;
-use crate::markers::{MarkerCounts, MarkerRow};
-use crate::pattern::{PatternConfig, PhaseSpan, SlowRate};
-use crate::records::{HostSample, ReaderSample, SenderSample};
-use crate::safe_fs::{self, LineBound, SafeFsError};
-use crate::sampling::Sampling;
+use crate::safe_fs::{LineBound, SafeFsError};
+use oscil_protocol::clock::ClockEstimate;
+use oscil_protocol::control::WakeupFigures;
+use oscil_protocol::markers::{MarkerCounts, MarkerRow};
+use oscil_protocol::pattern::{PatternConfig, PhaseSpan, SlowRate};
+use oscil_protocol::records::{HostSample, ReaderSample, SenderSample};
+use oscil_sampling::Sampling;
 
 /// Bumped when a reader of an older directory would misread a newer one.
 pub const FORMAT_VERSION: u32 = 1;
@@ -350,7 +354,7 @@ impl RunDirError {
     pub fn cannot_create(path: &Path, source: &std::io::Error) -> RunDirError {
         let reason = match path.is_file() {
             true => "a file is there, not a directory".to_owned(),
-            false => crate::cli::os_error(source),
+            false => oscil_protocol::error_text::os_error(source),
         };
         RunDirError::CannotCreate {
             path: path.to_owned(),
@@ -520,9 +524,9 @@ pub struct Run {
 
 impl Run {
     /// The run's name on charts: its label, else the directory's name, escaped and
-    /// bounded ([`crate::text::escape_stored`]) wherever it came from.
+    /// bounded ([`oscil_protocol::text::escape_stored`]) wherever it came from.
     pub fn label(&self) -> String {
-        crate::text::escape_stored(&self.meta.label.clone().unwrap_or_else(|| {
+        oscil_protocol::text::escape_stored(&self.meta.label.clone().unwrap_or_else(|| {
             self.dir
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
@@ -577,7 +581,7 @@ impl Limits {
             &config.reader_request.congestion,
         ] {
             if let Some(name) = cc.as_deref().filter(|name| !is_congestion_name(name)) {
-                let shown = crate::text::escape_peer(name);
+                let shown = oscil_protocol::text::escape_peer(name);
                 return Err(format!(
                     "congestion \"{shown}\" is not a congestion control's name"
                 ));
@@ -908,7 +912,7 @@ pub fn load(dir: &Path) -> Result<Run, RunDirError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{Phase, Side};
+    use oscil_protocol::records::{Phase, Side};
 
     fn host() -> HostFacts {
         HostFacts {
@@ -1094,8 +1098,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut with_rate = meta();
         with_rate.config.slow_rate = Some(SlowRate {
-            chosen_by: crate::SlowRule::PeakDelivered,
-            cycles: vec![crate::pattern::CycleSlowRate {
+            chosen_by: oscil_protocol::SlowRule::PeakDelivered,
+            cycles: vec![oscil_protocol::pattern::CycleSlowRate {
                 cycle: 1,
                 bytes_per_s: 62_500,
             }],
@@ -1406,6 +1410,6 @@ mod tests {
         run.meta.label = Some(format!("\u{1b}[31m{}", "x".repeat(2_000_000)));
         let label = run.label();
         assert!(label.starts_with("\\u{1b}[31m"), "{}", &label[..20]);
-        assert!(label.len() < 2 * crate::text::LABEL_CHARS);
+        assert!(label.len() < 2 * oscil_protocol::text::LABEL_CHARS);
     }
 }

@@ -2,6 +2,8 @@
 //! tick, rows missing, and how late the ticks woke. Computed from the rows themselves
 //! (`t_s` and `span_s`), so a sampler that falls behind is never silent in `run.json`.
 
+pub mod ticker;
+
 use serde::{Deserialize, Serialize};
 
 /// `run.json` `sampling`: one entry per side.
