@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times oscil-report on a synthetic run of 200 flows over 60 s at 100 ms (120,000 rows per
 # side), written by the synth_run example. Prints seconds of wall time per report.
-# Usage: analysis/bench/report-200-flows.sh [FLOWS] [SECONDS]
+# Usage: report/bench/report-200-flows.sh [FLOWS] [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 flows=${1:-200}
