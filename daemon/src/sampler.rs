@@ -17,7 +17,7 @@ use oscil_sampling::ticker::{covered_s, intervals_by, Ticker};
 use tokio::sync::mpsc;
 
 use crate::flow::Flow;
-use crate::ProcFiles;
+use crate::shared::ProcFiles;
 
 /// What the sampler thread needs for a session.
 struct Sampler {

@@ -7,22 +7,26 @@ use std::time::Duration;
 use oscil_kernel::{
     host, netstat, sockopt, timestamping, OptionsInForce, ProcessCost, SocketOptions,
 };
-use oscil_protocol::auth::{Authenticated, SessionId};
+use oscil_protocol::auth::Authenticated;
 use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{
-    Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, WakeupFigures, Welcome,
+    Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,
     MAX_READER_FRAME_BYTES, MAX_WRITE_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::markers::{Marker, MarkerSchedule};
+use oscil_protocol::proof::SessionId;
+use oscil_protocol::records::WakeupFigures;
 use oscil_protocol::text::escape_peer;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout, Instant};
 
-use crate::flow::{write_forever, Flow, Payload};
+use crate::config::DaemonConfig;
+use crate::flow::{write_forever, Flow};
 use crate::latency::MarkerTap;
-use crate::{DaemonConfig, DataConn, ProcFiles, Route, Shared};
+use crate::payload::Payload;
+use crate::shared::{DataConn, ProcFiles, Route, Shared};
 
 pub(crate) type Control = Connection<TcpStream>;
 
@@ -628,7 +632,7 @@ fn control_ending(message: Result<Option<ReaderMessage>, FrameError>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_protocol::auth::HexBytes;
+    use oscil_protocol::proof::HexBytes;
 
     fn hello() -> Hello {
         Hello {

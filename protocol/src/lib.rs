@@ -9,6 +9,7 @@ pub mod error_text;
 pub mod key;
 pub mod markers;
 pub mod pattern;
+pub mod proof;
 pub mod records;
 pub mod text;
 

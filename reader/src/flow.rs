@@ -11,6 +11,7 @@ use tokio::time::{sleep_until, timeout_at, Instant};
 
 use oscil_kernel::tcp_info;
 use oscil_protocol::clock::realtime_unix_ns;
+use oscil_protocol::markers::Marker;
 use oscil_protocol::pattern::CycleSlowRate;
 
 use crate::markers::Book;
@@ -192,4 +193,23 @@ async fn read_some(stream: &TcpStream, len: usize) -> io::Result<usize> {
             result => return result,
         }
     }
+}
+
+/// Hands each of the daemon's markers to its flow; a marker for a flow the session does not
+/// have, or in a session without markers, is the daemon's error.
+pub fn announce_markers(flows: &[Arc<Flow>], markers: Vec<Marker>) -> Result<(), String> {
+    for marker in markers {
+        let flow = flows.get(marker.flow as usize);
+        let Some(book) = flow.and_then(|f| f.markers.as_ref()) else {
+            let without = flows.iter().all(|f| f.markers.is_none());
+            return Err(format!(
+                "the daemon sent a marker for flow {} of a session of {} flows{}",
+                marker.flow,
+                flows.len(),
+                if without { " without markers" } else { "" }
+            ));
+        };
+        book.announce(marker);
+    }
+    Ok(())
 }

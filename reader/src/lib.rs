@@ -7,6 +7,8 @@
 //! the `recorder` into the run directory and the running `summary`.
 
 mod checks;
+mod config;
+mod error;
 mod flow;
 mod markers;
 pub mod pacer;
@@ -17,17 +19,16 @@ mod session;
 pub mod summary;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use oscil_kernel::{host, netstat, ProcessCost, SocketOptions, SockoptError};
+use oscil_kernel::{host, netstat, ProcessCost};
 use oscil_protocol::clock::realtime_unix_ns;
-use oscil_protocol::control::{Connection, DaemonMessage, Ended, FrameError, ReaderMessage};
+use oscil_protocol::control::{Connection, DaemonMessage, Ended, ReaderMessage};
 use oscil_protocol::markers::RunSpan;
 use oscil_protocol::pattern::CycleSlowRate;
 use oscil_protocol::text::escape_peer;
-use oscil_protocol::{PatternConfig, SlowRate, SlowRule};
+use oscil_protocol::SlowRate;
 use oscil_rundir::RunCost;
 use oscil_rundir::{Ending, RunConfig, RunMeta, RunStatus, RunWriter};
 use oscil_rundir::{RunDirError, FORMAT_VERSION};
@@ -37,6 +38,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+pub use crate::config::{ReaderConfig, SOFTWARE};
+pub use crate::error::ReaderError;
+
 use crate::checks::SampleCheck;
 use crate::flow::Flow;
 use crate::pacer::Pacer;
@@ -45,124 +49,11 @@ use crate::recorder::{Recorder, SharedRecorder};
 use crate::sampler::Sampler;
 use crate::summary::{Summary, SummaryBuilder};
 
-pub const SOFTWARE: &str = concat!("oscil-reader ", env!("CARGO_PKG_VERSION"));
-
 /// How long the reader waits for the daemon's last samples after asking it to stop.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How long the daemon may say nothing (at least three intervals) before the run is cut.
 const SILENCE_LIMIT: Duration = Duration::from_secs(5);
-
-/// Everything a run needs, already validated.
-#[derive(Debug, Clone)]
-pub struct ReaderConfig {
-    /// The daemon, as `HOST:PORT` (`[V6]:PORT`).
-    pub connect: String,
-    /// Which IP version to connect over (`-4`, `-6`).
-    pub family: oscil_cli::address::IpFamily,
-    /// Local address every connection is made from.
-    pub bind: Option<std::net::IpAddr>,
-    pub out: PathBuf,
-    /// Write into a non-empty directory.
-    pub force: bool,
-    pub flows: u32,
-    pub interval: Duration,
-    pub pattern: PatternConfig,
-    /// How the slow phases' rate is chosen.
-    pub slow_rule: SlowRule,
-    /// Socket options the daemon sets on its data sockets.
-    pub sender_request: SocketOptions,
-    /// Socket options set on the reader's data sockets.
-    pub reader_request: SocketOptions,
-    /// Bytes the daemon offers the kernel per write.
-    pub write_size_bytes: u32,
-    /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
-    pub marker_every: Option<Duration>,
-    /// How long to keep trying while the daemon says it is busy (zero: not at all).
-    pub busy_retry: Duration,
-    /// The pre-shared key, when the daemon has one.
-    pub key: Option<oscil_protocol::key::Key>,
-    pub label: Option<String>,
-    /// Embedded in run.json as `lab`.
-    pub lab_meta: Option<serde_json::Value>,
-    pub progress: bool,
-}
-
-/// Why a run could not start, or could not be recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum ReaderError {
-    /// The daemon's address does not resolve.
-    #[error("cannot resolve daemon address {addr:?}: {detail}")]
-    Address { addr: String, detail: String },
-    /// The control connection could not be opened.
-    #[error("cannot connect to the daemon at {addr}: {source}")]
-    Connect {
-        addr: String,
-        source: std::io::Error,
-    },
-    /// A setup step took too long.
-    #[error("timed out {0}")]
-    Timeout(&'static str),
-    /// Something answered, but not an oscil daemon.
-    #[error("{addr} does not speak the oscil protocol: {detail} (iperf3 listens on 5201, oscil-daemon on 5250)")]
-    NotOscil { addr: String, detail: String },
-    /// The daemon refused an authenticated session (its words, escaped).
-    #[error("the daemon refused the session: {0}")]
-    Refused(String),
-    /// The daemon refused before authentication: it says no more than that.
-    #[error(
-        "the daemon refused the connection before authentication ({0}): check the key \
-         (--key-file or $OSCIL_KEY), that both ends speak protocol version {version}, and the \
-         daemon's log",
-        version = oscil_protocol::control::PROTOCOL_VERSION
-    )]
-    RefusedBeforeAuth(String),
-    /// The handshake failed on this side: the daemon did not prove the key, or wants one.
-    #[error("authentication failed: {0}")]
-    Auth(#[from] oscil_protocol::auth::AuthError),
-    /// The kernel's CSPRNG failed.
-    #[error("cannot draw a nonce from the kernel: {0}")]
-    Random(std::io::Error),
-    /// The daemon speaks another protocol version.
-    #[error(
-        "the daemon speaks protocol version {daemon}, this reader speaks {}; use matching versions",
-        oscil_protocol::control::PROTOCOL_VERSION
-    )]
-    Version { daemon: u32 },
-    /// The daemon's welcome states host facts that cannot be true.
-    #[error("the daemon's welcome is not believable: {0}")]
-    ImpossibleWelcome(String),
-    /// The daemon sent a message out of order.
-    #[error("the daemon sent something other than {0}")]
-    Unexpected(&'static str),
-    /// The daemon is at a limit that frees up by itself (its words, escaped).
-    #[error("the daemon is busy: {0}; try again later (--busy-retry)")]
-    Busy(String),
-    /// The daemon was still busy when the time allowed for trying again ran out.
-    #[error("the daemon stayed busy for {:.0} s ({detail}): try again later, or allow longer with --busy-retry", waited.as_secs_f64())]
-    StillBusy { waited: Duration, detail: String },
-    /// The daemon closed before the session was set up.
-    #[error("the daemon closed the control connection before answering")]
-    ClosedEarly,
-    /// The control connection failed or carried garbage.
-    #[error(transparent)]
-    Control(#[from] FrameError),
-    /// A data connection could not be opened.
-    #[error("data connection {flow}: {source}")]
-    Data { flow: u32, source: std::io::Error },
-    /// The kernel refused one of the reader's socket options.
-    #[error("reader socket option: {0}")]
-    Sockopt(#[from] SockoptError),
-    /// The run directory could not be written.
-    #[error(transparent)]
-    RunDir(#[from] RunDirError),
-    /// The sampler thread could not start.
-    #[error("cannot start the sampler thread: {0}")]
-    Thread(std::io::Error),
-    /// Every clock exchange had a negative round trip: a clock stepped meanwhile.
-    #[error("cannot estimate the daemon's clock: every exchange crossed a clock step")]
-    Clock,
-}
 
 /// A finished run: what `run.json` says and the per-phase figures.
 pub struct Outcome {
@@ -463,7 +354,7 @@ async fn collect_daemon_samples(
                 }
             }
             Ok(Some(DaemonMessage::Markers { markers })) => {
-                if let Err(e) = markers::announce(&flows, markers) {
+                if let Err(e) = flow::announce_markers(&flows, markers) {
                     return ControlEnd::Failed(e);
                 }
             }

@@ -5,18 +5,20 @@ use std::time::Duration;
 
 use oscil_cli::address::IpFamily;
 use oscil_kernel::{sockopt, OptionsInForce, SocketOptions};
-use oscil_protocol::auth::{AuthError, DataKey, Nonce, ReaderHandshake, SessionId};
+use oscil_protocol::auth::{AuthError, ReaderHandshake};
 use oscil_protocol::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, FrameError, Hello, ReaderMessage, Welcome,
     PROTOCOL_VERSION,
 };
+use oscil_protocol::proof::{DataKey, Nonce, SessionId};
 use oscil_protocol::text::escape_peer;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{lookup_host, TcpSocket, TcpStream};
 use tokio::time::{sleep, timeout, Instant};
 
-use crate::{ReaderConfig, ReaderError};
+use crate::config::{ReaderConfig, SOFTWARE};
+use crate::error::ReaderError;
 
 /// How long connecting and the daemon's answer may take before the reader gives up.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -184,7 +186,7 @@ async fn authenticate(
 ) -> Result<(Welcome, DataKey), ReaderError> {
     let hello = Hello {
         version: PROTOCOL_VERSION,
-        software: crate::SOFTWARE.into(),
+        software: SOFTWARE.into(),
         nonce: Nonce::random().map_err(ReaderError::Random)?,
         flows: config.flows,
         options: config.sender_request.clone(),

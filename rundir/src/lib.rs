@@ -26,9 +26,9 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::safe_fs::{LineBound, SafeFsError};
 use oscil_protocol::clock::ClockEstimate;
-use oscil_protocol::control::WakeupFigures;
 use oscil_protocol::markers::{MarkerCounts, MarkerRow};
 use oscil_protocol::pattern::{PatternConfig, PhaseSpan, SlowRate};
+use oscil_protocol::records::WakeupFigures;
 use oscil_protocol::records::{HostSample, ReaderSample, SenderSample};
 use oscil_sampling::Sampling;
 
