@@ -142,19 +142,8 @@ pub async fn run(
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
     let session = session::open(&config).await?;
-    let page_size_bytes = session.welcome.host.page_size_bytes;
     let schedule = config.pattern.schedule();
-    let meta = run_meta(&config, &session, &schedule);
-    let recorder = SharedRecorder::new(Recorder::new(
-        RunWriter::create(&config.out, config.force, meta)?,
-        SummaryBuilder::new(
-            schedule.clone(),
-            config.interval.as_secs_f64(),
-            page_size_bytes,
-        ),
-        config.flows,
-        config.interval.as_secs_f64(),
-    ));
+    let recorder = open_recorder(&config, &session, &schedule)?;
     let tcpext_before = netstat::read().ok();
 
     let session::Session {
@@ -168,6 +157,85 @@ pub async fn run(
     let start_unix_ns = realtime_unix_ns();
     let cost_before = ProcessCost::of_self();
 
+    let (flows, mut readers) = spawn_readers(&config, data, start);
+    let (stop_sampling, sampler) = spawn_sampler(&config, &flows, &recorder, start, &schedule)?;
+    // The daemon sends samples every interval: a long silence means the path or the daemon
+    // is gone, even if no connection has said so yet.
+    let mut control = tokio::spawn(collect_daemon_samples(
+        control_rx,
+        recorder.clone(),
+        flows.clone(),
+        SampleCheck::new(config.flows, config.interval),
+        (config.interval * 3).max(SILENCE_LIMIT),
+        start,
+    ));
+
+    let (cut_short, mut daemon_end) = first_end(&mut readers, &mut control, &mut stop).await;
+    let elapsed = start.elapsed();
+    readers.abort_all();
+    // Both sides' last samples end on the same interval.
+    let intervals = intervals_by(elapsed, config.interval);
+    let _ = stop_sampling.send(intervals);
+    // The last sample first, then the stop: the daemon resets the data connections when it
+    // ends, and a reset socket is gone from the kernel's tables (and from sock_diag).
+    let sample_error = join_sampler(sampler).await;
+    if daemon_end.is_none() {
+        let reason = cut_short
+            .clone()
+            .unwrap_or_else(|| "pattern complete".into());
+        let stop_message = ReaderMessage::Stop {
+            reason,
+            intervals: Some(intervals),
+        };
+        let _ = control_tx.write(&stop_message).await;
+        daemon_end = last_daemon_end(&mut control, &mut stop).await;
+    }
+    let daemon_ended = match daemon_end {
+        Some(ControlEnd::Ended(ended)) => Some(ended),
+        _ => None,
+    };
+    let recorder = recorder.close().expect("the recorder is closed only here");
+    finish(
+        recorder,
+        &flows,
+        RunEnd {
+            start_unix_ns,
+            end_s: elapsed.as_secs_f64(),
+            schedule: &schedule,
+            tcpext_before,
+            cost_before,
+            daemon_ended,
+            reason: cut_short.or(sample_error),
+        },
+    )
+}
+
+/// The recorder of a run, writing the run directory whose `run.json` says the run is under
+/// way.
+fn open_recorder(
+    config: &ReaderConfig,
+    session: &session::Session,
+    schedule: &[oscil_protocol::PhaseSpan],
+) -> Result<SharedRecorder, ReaderError> {
+    let meta = run_meta(config, session, schedule);
+    Ok(SharedRecorder::new(Recorder::new(
+        RunWriter::create(&config.out, config.force, meta)?,
+        SummaryBuilder::new(
+            schedule.to_vec(),
+            config.interval.as_secs_f64(),
+            session.welcome.host.page_size_bytes,
+        ),
+        config.flows,
+        config.interval.as_secs_f64(),
+    )))
+}
+
+/// One flow per data connection, each reading by its own pacer from `start`.
+fn spawn_readers(
+    config: &ReaderConfig,
+    data: Vec<tokio::net::TcpStream>,
+    start: Instant,
+) -> (Vec<Arc<Flow>>, JoinSet<Result<(), flow::FlowError>>) {
     let flows: Vec<Arc<Flow>> = data
         .into_iter()
         .zip(0..)
@@ -188,17 +256,31 @@ pub async fn run(
             fair_share_bytes,
         ));
     }
+    (flows, readers)
+}
+
+/// The sampler's own thread.
+type SamplerThread = std::thread::JoinHandle<Result<(), sampler::SampleError>>;
+
+/// Starts the reader's sampler on its own thread; it samples until told the last interval.
+fn spawn_sampler(
+    config: &ReaderConfig,
+    flows: &[Arc<Flow>],
+    recorder: &SharedRecorder,
+    start: Instant,
+    schedule: &[oscil_protocol::PhaseSpan],
+) -> Result<(std::sync::mpsc::Sender<u64>, SamplerThread), ReaderError> {
     let (stop_sampling, stop_rx) = std::sync::mpsc::channel();
     let sampler = Sampler {
-        flows: flows.clone(),
+        flows: flows.to_vec(),
         recorder: recorder.clone(),
         start: start.into_std(),
         interval: config.interval,
-        schedule: schedule.clone(),
+        schedule: schedule.to_vec(),
         progress: Progress::new(
             config.progress,
             config.pattern.total(),
-            schedule.clone(),
+            schedule.to_vec(),
             config.pattern.cycles,
         ),
     };
@@ -206,18 +288,17 @@ pub async fn run(
         .name("sampler".into())
         .spawn(move || sampler.run(stop_rx))
         .map_err(ReaderError::Thread)?;
-    // The daemon sends samples every interval: a long silence means the path or the daemon
-    // is gone, even if no connection has said so yet.
-    let mut control = tokio::spawn(collect_daemon_samples(
-        control_rx,
-        recorder.clone(),
-        flows.clone(),
-        SampleCheck::new(config.flows, config.interval),
-        (config.interval * 3).max(SILENCE_LIMIT),
-        start,
-    ));
+    Ok((stop_sampling, sampler))
+}
 
-    // Wait for the pattern to finish, or for the first reason to stop early.
+/// Waits for the pattern to finish, or for the first reason to stop early: a reading task
+/// failed, the control connection ended, or a signal. Returns why the run was cut short
+/// (`None`: the pattern completed) and the daemon's end when it came first.
+async fn first_end(
+    readers: &mut JoinSet<Result<(), flow::FlowError>>,
+    control: &mut tokio::task::JoinHandle<ControlEnd>,
+    stop: &mut mpsc::UnboundedReceiver<()>,
+) -> (Option<String>, Option<ControlEnd>) {
     let all_read = async {
         while let Some(joined) = readers.join_next().await {
             match joined {
@@ -228,83 +309,88 @@ pub async fn run(
         }
         None
     };
-    let mut daemon_end = None;
-    let cut_short: Option<String> = tokio::select! {
-        error = all_read => error,
-        end = &mut control => {
+    tokio::select! {
+        error = all_read => (error, None),
+        end = control => {
             let reason = match &end {
                 Ok(ControlEnd::Ended(ended)) => format!("the daemon ended the session: {}", escape_peer(&ended.reason)),
                 Ok(ControlEnd::Failed(reason)) => reason.clone(),
                 Err(e) => format!("control task failed: {e}"),
             };
-            daemon_end = end.ok();
-            Some(reason)
+            (Some(reason), end.ok())
         }
-        Some(()) = stop.recv() => Some("interrupted by a signal".into()),
-    };
-    let elapsed = start.elapsed();
-    let end_s = elapsed.as_secs_f64();
-    readers.abort_all();
-    // Both sides' last samples end on the same interval.
-    let intervals = intervals_by(elapsed, config.interval);
-    let _ = stop_sampling.send(intervals);
-    // The last sample first, then the stop: the daemon resets the data connections when it
-    // ends, and a reset socket is gone from the kernel's tables (and from sock_diag).
+        Some(()) = stop.recv() => (Some("interrupted by a signal".into()), None),
+    }
+}
+
+/// Joins the sampler thread without blocking the runtime; why it failed, if it did.
+async fn join_sampler(sampler: SamplerThread) -> Option<String> {
     let sampler = tokio::task::spawn_blocking(move || sampler.join());
-    let sample_error = match sampler.await.expect("joining the sampler thread") {
+    match sampler.await.expect("joining the sampler thread") {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
         Err(_) => Some("the sampler thread panicked".into()),
-    };
-    if daemon_end.is_none() {
-        let reason = cut_short
-            .clone()
-            .unwrap_or_else(|| "pattern complete".into());
-        let stop = ReaderMessage::Stop {
-            reason,
-            intervals: Some(intervals),
-        };
-        let _ = control_tx.write(&stop).await;
     }
+}
 
-    // Take the daemon's last samples and counters.
-    if daemon_end.is_none() {
-        let grace = tokio::time::sleep(STOP_GRACE);
-        daemon_end = tokio::select! {
-            end = &mut control => end.ok(),
-            _ = grace => None,
-            Some(()) = stop.recv() => None,
-        };
-        if daemon_end.is_none() {
-            control.abort();
-            let _ = (&mut control).await;
-        }
-    }
-    let daemon_ended = match daemon_end {
-        Some(ControlEnd::Ended(ended)) => Some(ended),
-        _ => None,
+/// After the stop: the daemon's last samples and counters, within [`STOP_GRACE`] (a second
+/// signal gives up at once).
+async fn last_daemon_end(
+    control: &mut tokio::task::JoinHandle<ControlEnd>,
+    stop: &mut mpsc::UnboundedReceiver<()>,
+) -> Option<ControlEnd> {
+    let grace = tokio::time::sleep(STOP_GRACE);
+    let end = tokio::select! {
+        end = &mut *control => end.ok(),
+        _ = grace => None,
+        Some(()) = stop.recv() => None,
     };
+    if end.is_none() {
+        control.abort();
+        let _ = (&mut *control).await;
+    }
+    end
+}
 
-    let mut recorder = recorder.close().expect("the recorder is closed only here");
+/// What the end of a run leaves to write into `run.json`.
+struct RunEnd<'a> {
+    start_unix_ns: u64,
+    end_s: f64,
+    schedule: &'a [oscil_protocol::PhaseSpan],
+    tcpext_before: Option<oscil_kernel::TcpExt>,
+    cost_before: Option<ProcessCost>,
+    daemon_ended: Option<Ended>,
+    /// Why the run was cut short or its samples failed, if either.
+    reason: Option<String>,
+}
+
+/// Writes the run's end: markers, slow rates, counters, the schedule as it ran, the
+/// sampling's quality and how the run ended.
+fn finish(
+    mut recorder: Recorder,
+    flows: &[Arc<Flow>],
+    end: RunEnd<'_>,
+) -> Result<Outcome, ReaderError> {
     if let Some(clock) = recorder.writer.meta().clock {
         // Nothing reads any more: a marker unread now was unread at the run's end.
         let span = RunSpan {
-            start_unix_ns,
+            start_unix_ns: end.start_unix_ns,
             end_unix_ns: realtime_unix_ns(),
         };
-        let counts = recorder.markers(&flows, span, &clock)?;
+        let counts = recorder.markers(flows, span, &clock)?;
         recorder.writer.meta_mut().markers = Some(counts);
     }
     let meta = recorder.writer.meta_mut();
     if let Some(rate) = &mut meta.config.slow_rate {
-        rate.cycles = slow_rates(&flows);
+        rate.cycles = slow_rates(flows);
     }
-    record_counters(meta, tcpext_before, cost_before, daemon_ended.as_ref());
-    meta.schedule = cut_schedule(&schedule, end_s);
+    let daemon_ended = end.daemon_ended.as_ref();
+    record_counters(meta, end.tcpext_before, end.cost_before, daemon_ended);
+    meta.schedule = cut_schedule(end.schedule, end.end_s);
     let unconfirmed = daemon_ended
         .is_none()
         .then(|| "the daemon did not confirm the end of the session".to_string());
-    let reason = cut_short.or(sample_error).or(unconfirmed);
+    let reason = end.reason.or(unconfirmed);
     let sampling = recorder.sampling();
     let holes = sampling.holes();
     recorder.writer.meta_mut().sampling = Some(sampling);
@@ -316,10 +402,10 @@ pub async fn run(
     let ending = Ending {
         status,
         reason,
-        duration_s: end_s,
+        duration_s: end.end_s,
         ended_unix_ms: unix_ms(),
     };
-    let summary = recorder.summary.finish(end_s);
+    let summary = recorder.summary.finish(end.end_s);
     let meta = recorder.writer.finish(ending)?;
     Ok(Outcome { meta, summary })
 }
