@@ -195,19 +195,29 @@ async fn read_some(stream: &TcpStream, len: usize) -> io::Result<usize> {
     }
 }
 
-/// Hands each of the daemon's markers to its flow; a marker for a flow the session does not
-/// have, or in a session without markers, is the daemon's error.
-pub fn announce_markers(flows: &[Arc<Flow>], markers: Vec<Marker>) -> Result<(), String> {
+/// A marker the daemon should not have sent: for a flow the session does not have, or in a
+/// session without markers.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the daemon sent a marker for flow {flow} of a session of {flows} flows{}",
+    if *.without_markers { " without markers" } else { "" }
+)]
+pub struct StrayMarker {
+    pub flow: u32,
+    pub flows: usize,
+    pub without_markers: bool,
+}
+
+/// Hands each of the daemon's markers to its flow; a stray marker is the daemon's error.
+pub fn announce_markers(flows: &[Arc<Flow>], markers: Vec<Marker>) -> Result<(), StrayMarker> {
     for marker in markers {
         let flow = flows.get(marker.flow as usize);
         let Some(book) = flow.and_then(|f| f.markers.as_ref()) else {
-            let without = flows.iter().all(|f| f.markers.is_none());
-            return Err(format!(
-                "the daemon sent a marker for flow {} of a session of {} flows{}",
-                marker.flow,
-                flows.len(),
-                if without { " without markers" } else { "" }
-            ));
+            return Err(StrayMarker {
+                flow: marker.flow,
+                flows: flows.len(),
+                without_markers: flows.iter().all(|f| f.markers.is_none()),
+            });
         };
         book.announce(marker);
     }

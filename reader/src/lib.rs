@@ -441,7 +441,7 @@ async fn collect_daemon_samples(
             }
             Ok(Some(DaemonMessage::Markers { markers })) => {
                 if let Err(e) = flow::announce_markers(&flows, markers) {
-                    return ControlEnd::Failed(e);
+                    return ControlEnd::Failed(e.to_string());
                 }
             }
             Ok(Some(DaemonMessage::Ended(mut ended))) => {

@@ -22,14 +22,27 @@ const TITLE_LINE_PX: u32 = 24;
 /// Room beside a plot for the axis labels on either side.
 const Y_LABEL_AREA_PX: u32 = 90;
 
+/// A picture that could not be written: which file, and what the drawing step said.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: drawing failed: {message}")]
+#[error("{path}: drawing failed: {source}")]
 pub struct DrawError {
     path: String,
-    message: String,
+    source: PlotError,
 }
 
-pub(crate) type Result<T> = std::result::Result<T, String>;
+/// What plotters said when a drawing step failed. Its error type depends on the backend,
+/// so only its words are kept.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct PlotError(String);
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for PlotError {
+    fn from(error: DrawingAreaErrorKind<E>) -> Self {
+        PlotError(error.to_string())
+    }
+}
+
+pub(crate) type Result<T> = std::result::Result<T, PlotError>;
 
 pub(crate) fn rgb(c: (u8, u8, u8)) -> RGBColor {
     RGBColor(c.0, c.1, c.2)
@@ -151,14 +164,14 @@ pub(crate) fn render(
     draw: impl FnOnce(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
 ) -> std::result::Result<(), DrawError> {
     text_layout::register_fonts();
-    let fail = |message: String| DrawError {
+    let fail = |source: PlotError| DrawError {
         path: path.display().to_string(),
-        message,
+        source,
     };
     let root = BitMapBackend::new(path, size).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
+    root.fill(&WHITE).map_err(|e| fail(e.into()))?;
     draw(&root).map_err(fail)?;
-    root.present().map_err(|e| fail(e.to_string()))
+    root.present().map_err(|e| fail(e.into()))
 }
 
 pub(crate) fn draw_header<DB: DrawingBackend>(
@@ -167,8 +180,7 @@ pub(crate) fn draw_header<DB: DrawingBackend>(
 ) -> Result<()> {
     for (i, (line, style)) in lines.iter().enumerate() {
         let y = 12 + i as i32 * LINE_HEIGHT_PX as i32;
-        area.draw_text(&line.text, style, (20, y))
-            .map_err(|e| e.to_string())?;
+        area.draw_text(&line.text, style, (20, y))?;
     }
     Ok(())
 }
@@ -282,7 +294,6 @@ fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
 ) -> Result<Vec<DrawnText>> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let title = title_lines(panel);
     let title_style = font(19, true);
     let (title_area, chart_area) = area.split_vertically(title.len() as u32 * TITLE_LINE_PX + 10);
@@ -293,7 +304,7 @@ fn draw_panel<DB: DrawingBackend>(
                 &title_style,
                 (30, 8 + i as i32 * TITLE_LINE_PX as i32),
             )
-            .map_err(err)?;
+            .map_err(PlotError::from)?;
     }
     let mut drawn = title;
     drawn.extend(panel_texts(panel, chart_area.dim_in_pixel().1));
@@ -317,7 +328,7 @@ fn draw_panel<DB: DrawingBackend>(
             let top = axis_top(&panel.left, legend_rows);
             let chart = builder
                 .build_cartesian_2d(x0..x1, 0.0..top)
-                .map_err(err)?
+                .map_err(PlotError::from)?
                 .set_secondary_coord(x0..x1, 0.0..right_top);
             fill_panel(chart, panel, (0.0, top, right_top), &|y| tick(*y, top))?;
         }
@@ -325,7 +336,7 @@ fn draw_panel<DB: DrawingBackend>(
             let (bottom, top) = log_range(&panel.left, legend_rows);
             let chart = builder
                 .build_cartesian_2d(x0..x1, (bottom..top).log_scale())
-                .map_err(err)?
+                .map_err(PlotError::from)?
                 .set_secondary_coord(x0..x1, 0.0..right_top);
             fill_panel(chart, panel, (bottom, top, right_top), &|y| log_tick(*y))?;
         }
@@ -345,7 +356,6 @@ where
     DB: DrawingBackend + 'a,
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (x0, x1) = panel.x_range;
     chart
         .configure_mesh()
@@ -358,7 +368,7 @@ where
         .light_line_style(RGBColor(246, 246, 246))
         .bold_line_style(RGBColor(215, 215, 215))
         .draw()
-        .map_err(err)?;
+        .map_err(PlotError::from)?;
     if let Some(right) = &panel.right {
         chart
             .configure_secondary_axes()
@@ -367,7 +377,7 @@ where
             .label_style((FONT, 14))
             .y_label_formatter(&|y| tick(*y, right_top))
             .draw()
-            .map_err(err)?;
+            .map_err(PlotError::from)?;
     }
     let shade = RGBColor(200, 215, 240).mix(0.45);
     if !panel.shade.is_empty() {
@@ -378,7 +388,7 @@ where
                     .iter()
                     .map(|&(a, b)| Rectangle::new([(a, bottom), (b, top)], shade.filled())),
             )
-            .map_err(err)?
+            .map_err(PlotError::from)?
             .label("slow phase")
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], shade.filled()));
     }
@@ -398,7 +408,7 @@ where
         .background_style(WHITE.mix(0.85))
         .border_style(RGBColor(160, 160, 160))
         .draw()
-        .map_err(err)
+        .map_err(PlotError::from)
 }
 
 /// An axis's bands, then its lines (with their markers and intervals), on the primary or
@@ -408,7 +418,6 @@ fn draw_axis_series<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     axis: &Axis,
     secondary: bool,
 ) -> Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     for band in &axis.bands {
         let color = rgb(band.color).mix(0.22);
         let polygons = unbroken(&band.points, |p| p.1.is_nan() || p.2.is_nan()).map(|part| {
@@ -424,7 +433,7 @@ fn draw_axis_series<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         } else {
             chart.draw_series(polygons)
         }
-        .map_err(err)?;
+        .map_err(PlotError::from)?;
         if !band.label.is_empty() {
             anno.label(band.label.as_str()).legend(move |(x, y)| {
                 Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled())
@@ -447,7 +456,6 @@ fn draw_line<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     line: &Line,
     secondary: bool,
 ) -> Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (color, width) = match line.weight {
         Weight::Faint => (rgb(line.color).mix(0.3), 1),
         Weight::Bold => (rgb(line.color).mix(1.0), 3),
@@ -464,7 +472,7 @@ fn draw_line<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
             (false, false) => chart.draw_series(LineSeries::new(points(), style)),
             (false, true) => chart.draw_secondary_series(LineSeries::new(points(), style)),
         }
-        .map_err(err)?;
+        .map_err(PlotError::from)?;
         if i == 0 && !line.label.is_empty() {
             anno.label(line.label.as_str()).legend(move |(x, y)| {
                 PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
@@ -481,7 +489,6 @@ fn draw_points<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     line: &Line,
     secondary: bool,
 ) -> Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let color = rgb(line.color);
     let style = match line.weight {
         Weight::Hollow => color.stroke_width(2),
@@ -498,7 +505,7 @@ fn draw_points<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     } else {
         chart.draw_series(dots)
     }
-    .map_err(err)?;
+    .map_err(PlotError::from)?;
     if !line.label.is_empty() {
         anno.label(line.label.as_str())
             .legend(move |(x, y)| Circle::new((x + 9, y), radius, style));
@@ -519,7 +526,6 @@ fn draw_marks<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     chart: &mut Dual<'_, DB, Y>,
     line: &Line,
 ) -> Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let color = rgb(line.color);
     if line.markers {
         chart
@@ -530,12 +536,12 @@ fn draw_marks<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
                     .filter(|p| p.1.is_finite())
                     .map(|&p| Circle::new(p, 5, color.filled())),
             )
-            .map_err(err)?;
+            .map_err(PlotError::from)?;
     }
     chart
         .draw_series(line.intervals.iter().map(|&(x, lo, hi)| {
             ErrorBar::new_vertical(x, lo, (lo + hi) / 2.0, hi, color.stroke_width(2), 10)
         }))
-        .map_err(err)?;
+        .map_err(PlotError::from)?;
     Ok(())
 }

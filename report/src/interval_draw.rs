@@ -9,7 +9,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::comparison::{IntervalFigure, IntervalPanel, IntervalRow};
-use crate::draw::{self, header_height, header_lines, render, rgb, tick, DrawError, WIDTH_PX};
+use crate::draw::{
+    self, header_height, header_lines, render, rgb, tick, DrawError, PlotError, WIDTH_PX,
+};
 use crate::text_layout::{fit, font, single, DrawnText, FONT};
 
 const LABEL_COLUMN_PX: u32 = 330;
@@ -112,8 +114,7 @@ fn draw_block<DB: DrawingBackend>(
             &line.text,
             &style,
             (x, top + i as i32 * TEXT_LINE_PX as i32),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
     }
     Ok(())
 }
@@ -125,7 +126,6 @@ fn draw_intervals<DB: DrawingBackend>(
     panel: &IntervalPanel,
     layout: &PanelLayout,
 ) -> draw::Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let (title_area, rows_area) = area.split_vertically(layout.title_px());
     let title_style = font(17, true);
     for (i, line) in layout.title.iter().enumerate() {
@@ -135,7 +135,7 @@ fn draw_intervals<DB: DrawingBackend>(
                 &title_style,
                 (20, 6 + i as i32 * TITLE_LINE_PX as i32),
             )
-            .map_err(err)?;
+            .map_err(PlotError::from)?;
     }
     let (label_area, rest) = rows_area.split_horizontally(LABEL_COLUMN_PX);
     let (plot_area, text_area) = rest.split_horizontally(PLOT_COLUMN_PX);
@@ -150,7 +150,7 @@ fn draw_intervals<DB: DrawingBackend>(
         .margin_right(10)
         .x_label_area_size(AXIS_PX)
         .build_cartesian_2d(0.0..right, -0.5..(n.max(1) as f64 - 0.5))
-        .map_err(err)?;
+        .map_err(PlotError::from)?;
     chart
         .configure_mesh()
         .disable_y_mesh()
@@ -162,7 +162,7 @@ fn draw_intervals<DB: DrawingBackend>(
         .x_label_formatter(&|x| tick(*x, max))
         .light_line_style(WHITE)
         .draw()
-        .map_err(err)?;
+        .map_err(PlotError::from)?;
     for (i, row) in panel.rows.iter().enumerate() {
         let y = (n - 1 - i) as f64;
         draw_interval_row(&mut chart, row, y)?;
@@ -182,7 +182,6 @@ fn draw_interval_row<DB: DrawingBackend>(
     row: &IntervalRow,
     y: f64,
 ) -> draw::Result<()> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let color = rgb(row.color);
     if let Some(mean) = row.mean {
         let style = color.mix(if row.baseline { 0.35 } else { 0.6 }).filled();
@@ -191,7 +190,7 @@ fn draw_interval_row<DB: DrawingBackend>(
                 [(0.0, y - 0.22), (mean, y + 0.22)],
                 style,
             )))
-            .map_err(err)?;
+            .map_err(PlotError::from)?;
     }
     if let Some((lo, hi)) = row.ci {
         let mid = row.mean.unwrap_or((lo + hi) / 2.0);
@@ -204,7 +203,7 @@ fn draw_interval_row<DB: DrawingBackend>(
                 BLACK.stroke_width(2),
                 14,
             )))
-            .map_err(err)?;
+            .map_err(PlotError::from)?;
     }
     chart
         .draw_series(
@@ -212,6 +211,6 @@ fn draw_interval_row<DB: DrawingBackend>(
                 .iter()
                 .map(|&v| Circle::new((v, y), 5, color.filled().stroke_width(1))),
         )
-        .map_err(err)?;
+        .map_err(PlotError::from)?;
     Ok(())
 }
