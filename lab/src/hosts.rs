@@ -17,7 +17,7 @@ use crate::host::{Host, SshHost};
 use crate::meta::{run_warnings, LabMeta, Sides};
 use crate::session::{listening_ports, pick_port, Ends, ReaderEnd, RunFiles};
 use crate::sysctl::{
-    self, HostRestore, RestoreFile, RunningDaemon, Sysctls, TempDir, RECEIVER_KEYS, RECORDED,
+    self, HostRestore, RestoreFile, RunningDaemon, Sysctls, TempDirRecord, RECEIVER_KEYS, RECORDED,
     SENDER_KEYS,
 };
 use crate::{ui, unpack};
@@ -253,7 +253,7 @@ impl Hosts {
             temp_dirs: self
                 .work
                 .iter()
-                .map(|(host, path)| TempDir {
+                .map(|(host, path)| TempDirRecord {
                     host: host.clone(),
                     path: path.clone(),
                 })

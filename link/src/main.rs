@@ -10,7 +10,7 @@ use clap::Parser;
 use oscil_cli::placeholder;
 use oscil_cli::units::{parse_duration, parse_percent, parse_rate_bps};
 use oscil_link::path::default_queue_limit;
-use oscil_link::{Endpoint, Link, LinkConfig, LinkStats};
+use oscil_link::{Link, LinkConfig, LinkStats, TunEnd};
 
 /// Emulates a long, fat link between two network namespaces without netem: each direction
 /// gets random loss, a drop-tail queue in front of the rate limit, then a one-way delay.
@@ -92,11 +92,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let config = LinkConfig {
-        a: Endpoint {
+        a: TunEnd {
             netns: cli.a_netns,
             dev: cli.a_dev,
         },
-        b: Endpoint {
+        b: TunEnd {
             netns: cli.b_netns,
             dev: cli.b_dev,
         },
