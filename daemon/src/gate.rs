@@ -9,11 +9,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oscil_protocol::auth::{AuthError, Authenticated, DaemonHandshake, DataKey, HexBytes, Nonce};
+use oscil_protocol::auth::{AuthError, Authenticated, DaemonHandshake};
+
 use oscil_protocol::control::{
     busy_frame, Connection, DaemonMessage, DataChallenge, DataHello, FrameError, ReaderMessage,
     MAX_PREAUTH_FRAME_BYTES,
 };
+use oscil_protocol::proof::{DataKey, HexBytes, Nonce};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -22,7 +24,7 @@ use tokio::time::{sleep_until, timeout_at};
 use crate::admission::Ticket;
 use crate::refusals::Why;
 use crate::session::{self, Control};
-use crate::{DataConn, Shared};
+use crate::shared::{DataConn, Shared};
 
 /// All a peer learns before it authenticates, whatever went wrong.
 pub const GENERIC_REFUSAL: &str = "refused";

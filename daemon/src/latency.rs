@@ -14,15 +14,15 @@ use hdrhistogram::Histogram;
 use oscil_kernel::tcp_info;
 use oscil_kernel::timestamping::{self, TxPoint, TxStamp};
 use oscil_protocol::clock::realtime_unix_ns;
-use oscil_protocol::control::WakeupFigures;
 use oscil_protocol::markers::{Marker, MarkerSchedule};
+use oscil_protocol::records::WakeupFigures;
 use std::os::fd::{AsFd, OwnedFd};
 
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::flow::Payload;
+use crate::payload::Payload;
 
 /// Tagged writes awaiting their timestamps; older ones are dropped (a reset socket never
 /// reports them). Enough for a write to wait 100 s in the queue at one tag per 100 ms

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use oscil_cli::address::{self, Endpoint, IpFamily};
+use oscil_cli::placeholder;
+use oscil_cli::units::{parse_bytes_u32, parse_positive_duration};
 use oscil_daemon::budget::{self, Budget, Demand};
 use oscil_daemon::{DaemonConfig, StartupLimits};
 use oscil_kernel::SocketOptions;
-use oscil_protocol::address::{self, Endpoint, IpFamily};
-use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::units::{parse_bytes_u32, parse_positive_duration};
 
 /// Serve oscil test sessions: stream at full speed on every data connection, with the socket
 /// options each session asks for, and send samples of the sender's side to the reader.
@@ -30,7 +30,7 @@ struct Cli {
     #[arg(long, short = 'l', default_value = "127.0.0.1:5250", value_parser = address::parse_listen, value_name = placeholder::ADDR)]
     listen: Endpoint,
     #[command(flatten)]
-    address: cli::AddressFlags,
+    address: oscil_cli::AddressFlags,
     /// TCP_NOTSENT_LOWAT for sessions that do not ask (e.g. 128k); unset: the sysctl applies.
     #[arg(long, value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
     notsent_lowat: Option<u32>,
@@ -67,7 +67,7 @@ struct Cli {
     max_total_flows: Option<u32>,
     /// A session's total pacing rate (100mbit, 1gbit), split evenly over its flows and set
     /// as each flow's SO_MAX_PACING_RATE; a reader may ask for less, never more.
-    #[arg(long, value_parser = oscil_protocol::request::parse_pacing_rate, value_name = placeholder::RATE)]
+    #[arg(long, value_parser = oscil_cli::request_args::parse_pacing_rate, value_name = placeholder::RATE)]
     max_rate: Option<u64>,
     /// Shortest sampling interval a reader may ask: each sample is one row per flow, so this
     /// caps the rows a session sends per second (1ms for one flow is fine; for 1,000, not).
@@ -161,8 +161,10 @@ impl Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli: Cli = cli::parse();
-    for warning in cli::start_warnings("oscil-daemon", cli.notsent_lowat, cli.key_file.as_deref()) {
+    let cli: Cli = oscil_cli::parse();
+    for warning in
+        oscil_cli::start_warnings("oscil-daemon", cli.notsent_lowat, cli.key_file.as_deref())
+    {
         eprintln!("{warning}");
     }
     if cli.gen_key {
@@ -171,15 +173,18 @@ async fn main() -> ExitCode {
                 if let Err(e) = oscil_protocol::key::protect_stdout_file() {
                     eprintln!(
                         "oscil-daemon: warning: cannot make the key file 0600: {}",
-                        cli::os_error(&e)
+                        oscil_protocol::error_text::os_error(&e)
                     );
                 }
                 println!("{key}");
                 ExitCode::SUCCESS
             }
             Err(e) => fail(
-                cli::exit::FAILED_START,
-                format!("cannot read /dev/urandom: {}", cli::os_error(&e)),
+                oscil_cli::exit::FAILED_START,
+                format!(
+                    "cannot read /dev/urandom: {}",
+                    oscil_protocol::error_text::os_error(&e)
+                ),
             ),
         };
     }
@@ -189,11 +194,19 @@ async fn main() -> ExitCode {
         .and_then(|listen| Ok((listen, cli.config(listen)?)))
     {
         Ok(checked) => checked,
-        Err(e) => return fail(cli::exit::USAGE, cli::error_line(&*e)),
+        Err(e) => {
+            return fail(
+                oscil_cli::exit::USAGE,
+                oscil_protocol::error_text::error_line(&*e),
+            )
+        }
     };
     match serve(listen, config, cli.max_total_flows).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(cli::exit::FAILED_START, cli::error_line(&*e)),
+        Err(e) => fail(
+            oscil_cli::exit::FAILED_START,
+            oscil_protocol::error_text::error_line(&*e),
+        ),
     }
 }
 
@@ -207,9 +220,12 @@ async fn serve(
     mut config: DaemonConfig,
     flows_asked: Option<u32>,
 ) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {}", cli::os_error(&e)))?;
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot listen on {listen}: {}",
+            oscil_protocol::error_text::os_error(&e)
+        )
+    })?;
     let budget = fit_to_open_files(&config, flows_asked)?;
     config.max_total_flows = budget.max_total_flows;
     eprintln!(

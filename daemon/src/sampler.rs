@@ -12,12 +12,12 @@ use oscil_kernel::netstat::QueueEventsSince;
 use oscil_kernel::tcp_info::{Chrono, TcpInfo};
 use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::DaemonMessage;
-use oscil_protocol::ticker::{covered_s, intervals_by, Ticker};
 use oscil_protocol::{HostSample, SenderSample, Side};
+use oscil_sampling::ticker::{covered_s, intervals_by, Ticker};
 use tokio::sync::mpsc;
 
 use crate::flow::Flow;
-use crate::ProcFiles;
+use crate::shared::ProcFiles;
 
 /// What the sampler thread needs for a session.
 struct Sampler {

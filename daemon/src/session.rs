@@ -7,14 +7,16 @@ use std::time::Duration;
 use oscil_kernel::{
     host, netstat, sockopt, timestamping, OptionsInForce, ProcessCost, SocketOptions, SockoptError,
 };
-use oscil_protocol::auth::{Authenticated, SessionId};
+use oscil_protocol::auth::Authenticated;
 use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{
-    Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, WakeupFigures, Welcome,
+    Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,
     MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::markers::{Marker, MarkerSchedule};
 use oscil_protocol::probe::PROBE_FLOW;
+use oscil_protocol::proof::{DataKey, SessionId};
+use oscil_protocol::records::WakeupFigures;
 use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
 use oscil_protocol::text::escape_peer;
 use tokio::net::TcpStream;
@@ -22,9 +24,11 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout, Instant};
 
-use crate::flow::{write_forever, Flow, Payload};
+use crate::config::DaemonConfig;
+use crate::flow::{write_forever, Flow};
 use crate::latency::MarkerTap;
-use crate::{DaemonConfig, DataConn, ProcFiles, Route, Shared};
+use crate::payload::Payload;
+use crate::shared::{DataConn, ProcFiles, Route, Shared};
 
 pub(crate) type Control = Connection<TcpStream>;
 
@@ -115,30 +119,11 @@ pub(crate) async fn serve(
         Ok(grant) => grant,
         Err(reason) => return refuse(&mut conn, peer, config, reason).await,
     };
-    // Tried on the control connection: the kernel takes OPT_ID only on a connected socket.
-    if let Err(e) = timestamping::check(conn.get_ref()) {
-        grant
-            .in_force
-            .notes
-            .push(format!("{e}: residence_us and write_to_ack_us stay empty"));
-    }
-    let session_id = match SessionId::random() {
-        Ok(id) => id,
-        Err(e) => {
-            let reason = Refusal::Refused(SessionError::NoSessionId(e));
-            return refuse(&mut conn, peer, config, reason).await;
-        }
+    note_timestamping(&conn, &mut grant);
+    let (session_id, route, data_rx) = match open_route(&shared, peer, &hello, auth.data_key) {
+        Ok(opened) => opened,
+        Err(reason) => return refuse(&mut conn, peer, config, reason).await,
     };
-    let (tx, data_rx) = mpsc::channel(connections(&hello));
-    let route = RouteGuard::register(
-        &shared,
-        session_id,
-        Route {
-            peer: peer.ip(),
-            key: auth.data_key,
-            tx,
-        },
-    );
     let welcome = DaemonMessage::Welcome(Welcome {
         version: PROTOCOL_VERSION,
         software: software(),
@@ -191,6 +176,40 @@ pub(crate) async fn serve(
         started.elapsed().as_secs_f64(),
         could_not_tell(told),
     );
+}
+
+/// Tried on the control connection (the kernel takes OPT_ID only on a connected socket): a
+/// kernel without TX timestamps leaves a note in the options in force.
+fn note_timestamping(conn: &Control, grant: &mut Grant) {
+    if let Err(e) = timestamping::check(conn.get_ref()) {
+        grant
+            .in_force
+            .notes
+            .push(format!("{e}: residence_us and write_to_ack_us stay empty"));
+    }
+}
+
+/// A fresh session id and the route its data connections take to this session, held until
+/// the guard drops.
+fn open_route<'a>(
+    shared: &'a Shared,
+    peer: SocketAddr,
+    hello: &Hello,
+    data_key: DataKey,
+) -> Result<(SessionId, RouteGuard<'a>, mpsc::Receiver<DataConn>), Refusal> {
+    let session_id =
+        SessionId::random().map_err(|e| Refusal::Refused(SessionError::NoSessionId(e)))?;
+    let (tx, data_rx) = mpsc::channel(connections(hello));
+    let route = RouteGuard::register(
+        shared,
+        session_id,
+        Route {
+            peer: peer.ip(),
+            key: data_key,
+            tx,
+        },
+    );
+    Ok((session_id, route, data_rx))
 }
 
 /// The session's write buffer: the daemon's own unless the hello asked for another size.
@@ -511,6 +530,48 @@ impl Session<'_> {
         }
     }
 
+    /// One writer task per flow, each with its marker tap when the session asked for
+    /// markers; the markers' channel closes when the last writer ends.
+    fn spawn_writers(
+        &self,
+        flows: &[Flow],
+        payload: &Payload,
+        start_unix_ns: u64,
+    ) -> (
+        JoinSet<(u32, std::io::Error)>,
+        mpsc::UnboundedReceiver<Marker>,
+    ) {
+        let (marker_tx, markers) = mpsc::unbounded_channel();
+        let mut writers = JoinSet::new();
+        for flow in flows {
+            let tap = self.hello.marker_every_us.map(|us| MarkerTap {
+                flow: flow.index,
+                schedule: MarkerSchedule::new(start_unix_ns, us.saturating_mul(1000)),
+                tx: marker_tx.clone(),
+            });
+            let (flow, payload) = (flow.clone(), payload.clone());
+            let zerocopy = self.options.zerocopy;
+            writers.spawn(async move {
+                (
+                    flow.index,
+                    write_forever(flow, payload, zerocopy, tap).await,
+                )
+            });
+        }
+        (writers, markers)
+    }
+
+    /// Sends what the sampler still queues, each batch within the handshake timeout; stops
+    /// at the first failure.
+    async fn send_last_samples(&mut self, samples: &mut mpsc::Receiver<crate::sampler::Batch>) {
+        while let Ok(Some(sampled)) = timeout(self.config.handshake_timeout, samples.recv()).await {
+            let Ok(batch) = sampled else { break };
+            if send_batch(self.conn, self.config, &batch).await.is_err() {
+                break;
+            }
+        }
+    }
+
     /// Streams on every flow and samples them on absolute deadlines until the session ends;
     /// returns why it ended, the TcpExt counters that moved meanwhile and each flow's
     /// wake-ups.
@@ -527,25 +588,7 @@ impl Session<'_> {
         let start = Instant::now();
         let start_unix_ns = realtime_unix_ns();
         let tcpext_before = proc.tcpext().ok();
-        let (marker_tx, mut markers) = mpsc::unbounded_channel();
-        let mut writers = JoinSet::new();
-        for flow in &flows {
-            let tap = self.hello.marker_every_us.map(|us| MarkerTap {
-                flow: flow.index,
-                schedule: MarkerSchedule::new(start_unix_ns, us.saturating_mul(1000)),
-                tx: marker_tx.clone(),
-            });
-            let (flow, payload) = (flow.clone(), payload.clone());
-            let zerocopy = self.options.zerocopy;
-            writers.spawn(async move {
-                (
-                    flow.index,
-                    write_forever(flow, payload, zerocopy, tap).await,
-                )
-            });
-        }
-        // Only the writers hold senders: the channel closes when they end.
-        drop(marker_tx);
+        let (mut writers, mut markers) = self.spawn_writers(&flows, payload, start_unix_ns);
         let interval = Duration::from_micros(self.hello.interval_us);
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)
             .min(self.config.max_session);
@@ -593,12 +636,7 @@ impl Session<'_> {
         // when it said; what it has queued still goes to the reader before `Ended`, unless
         // the control connection is what failed.
         let _ = stop_sampling.send(reader_intervals);
-        while let Ok(Some(sampled)) = timeout(self.config.handshake_timeout, samples.recv()).await {
-            let Ok(batch) = sampled else { break };
-            if send_batch(self.conn, self.config, &batch).await.is_err() {
-                break;
-            }
-        }
+        self.send_last_samples(&mut samples).await;
         // Dropping the receiver wakes a thread blocked on a full channel, so it lets go of
         // its handles on the sockets.
         drop(samples);
@@ -606,19 +644,30 @@ impl Session<'_> {
         if let Ok(first) = markers.try_recv() {
             let _ = send_markers(self.conn, self.config, first, &mut markers).await;
         }
-        let wakeups = flows
-            .iter()
-            .map(|f| f.probe.session_wakeups(f.index))
-            .collect();
-        for flow in flows {
-            flow.reset();
-        }
-        let delta = match (tcpext_before, proc.tcpext()) {
-            (Some(before), Ok(after)) => netstat::delta(&before, &after, netstat::WATCHED),
-            _ => Default::default(),
-        };
+        let (delta, wakeups) = close_flows(flows, tcpext_before, proc);
         (reason, delta, wakeups)
     }
+}
+
+/// Resets the session's flows once their writers have stopped; returns the TcpExt
+/// counters that moved since `tcpext_before` and each flow's wake-ups.
+fn close_flows(
+    flows: Vec<Flow>,
+    tcpext_before: Option<oscil_kernel::TcpExt>,
+    proc: &ProcFiles,
+) -> (std::collections::BTreeMap<String, u64>, Vec<WakeupFigures>) {
+    let wakeups = flows
+        .iter()
+        .map(|f| f.probe.session_wakeups(f.index))
+        .collect();
+    for flow in flows {
+        flow.reset();
+    }
+    let delta = match (tcpext_before, proc.tcpext()) {
+        (Some(before), Ok(after)) => netstat::delta(&before, &after, netstat::WATCHED),
+        _ => Default::default(),
+    };
+    (delta, wakeups)
 }
 
 /// Sends `first` and every other marker already set, in one message.
@@ -653,7 +702,7 @@ fn control_ending(message: Result<Option<ReaderMessage>, FrameError>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_protocol::auth::HexBytes;
+    use oscil_protocol::proof::HexBytes;
 
     fn hello() -> Hello {
         Hello {

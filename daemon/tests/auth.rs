@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use oscil_daemon::{DaemonConfig, GENERIC_REFUSAL};
 use oscil_kernel::SocketOptions;
-use oscil_protocol::auth::HexBytes;
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, DataChallenge, DataHello, ReaderMessage,
 };
 use oscil_protocol::key::{generate_key, Key};
+use oscil_protocol::proof::HexBytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use util::{connect_from, hello, Client, Daemon};
 

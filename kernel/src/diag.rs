@@ -42,8 +42,10 @@ pub struct SocketDiag {
 
 impl SocketDiag {
     /// The TCP memory this socket holds, as the kernel charges it against `tcp_mem`:
-    /// queued send data, the receive queue, and pages reserved ahead (forward alloc).
-    pub fn charged_bytes(&self) -> u64 {
+    /// queued send data, the receive queue, and pages reserved ahead (forward alloc). The
+    /// samplers sum it in the dump instead (`charged`); the tests compare the two.
+    #[cfg(test)]
+    pub(crate) fn charged_bytes(&self) -> u64 {
         self.mem.map_or(0, |m| {
             u64::from(m.wmem_queued_bytes)
                 + u64::from(m.rmem_alloc_bytes)
@@ -72,8 +74,10 @@ impl Diag {
         })
     }
 
-    /// Calls `each` for every TCP socket (IPv4, then IPv6) of the namespace.
-    pub fn dump_tcp(&mut self, mut each: impl FnMut(SocketDiag)) -> io::Result<()> {
+    /// Calls `each` for every TCP socket (IPv4, then IPv6) of the namespace; only the tests
+    /// need every socket's whole record.
+    #[cfg(test)]
+    pub(crate) fn dump_tcp(&mut self, mut each: impl FnMut(SocketDiag)) -> io::Result<()> {
         for family in [AF_INET, AF_INET6] {
             self.dump_family(family, &Query::full(), &mut each)?;
         }
@@ -97,6 +101,7 @@ impl Diag {
         }
     }
 
+    #[cfg(test)]
     fn dump_family(
         &mut self,
         family: u8,
@@ -240,7 +245,7 @@ fn sum_charged(mut bytes: &[u8], sum: &mut u64) -> io::Result<bool> {
 }
 
 /// The charged bytes in one socket's attributes (`wmem_queued + rmem_alloc + fwd_alloc`, as
-/// [`SocketDiag::charged_bytes`]); 0 without `INET_DIAG_SKMEMINFO`.
+/// `SocketDiag::charged_bytes`); 0 without `INET_DIAG_SKMEMINFO`.
 fn charged(mut attributes: &[u8]) -> u64 {
     while attributes.len() >= 4 {
         let len = usize::from(u16::from_ne_bytes([attributes[0], attributes[1]]));

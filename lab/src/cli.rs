@@ -4,17 +4,15 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use oscil_kernel::congestion::CongestionControls;
-use oscil_protocol::campaign::{Order, PathSettings};
-use oscil_protocol::request::{
-    self, parse_pacing_rate, parse_slow_rate, parse_write_size, RequestError, SessionRequest,
-    MAX_CYCLES, MAX_FLOWS,
-};
-use oscil_protocol::units::{
+use oscil_cli::request_args::{parse_pacing_rate, parse_slow_rate, parse_write_size, ArgError};
+use oscil_cli::units::{
     parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_percent,
     parse_positive_duration, parse_rate_bps, UnitError,
 };
+use oscil_kernel::congestion::CongestionControls;
+use oscil_protocol::request::{self, RequestError, MAX_CYCLES, MAX_FLOWS};
 use oscil_protocol::PatternConfig;
+use oscil_rundir::campaign::{Order, PathSettings};
 
 use crate::config::{BackendSpec, HostsSpec, Job, LinkKind, NewCampaign};
 use crate::host::{check_ssh_option, check_ssh_target};
@@ -230,6 +228,8 @@ pub enum ValueError {
     Unit(#[from] UnitError),
     #[error(transparent)]
     Request(#[from] RequestError),
+    #[error(transparent)]
+    Arg(#[from] ArgError),
     #[error("entry {index} of {list:?} is empty")]
     EmptyEntry { index: usize, list: String },
     #[error("{0:?} is listed twice")]
@@ -603,7 +603,9 @@ impl Cli {
         };
         // Every run's session, by the rules the reader and the daemon will apply to it.
         for config in crate::plan::configurations(&matrix) {
-            SessionRequest::of_run(&config.settings)
+            config
+                .settings
+                .session_request()
                 .validate()
                 .map_err(|source| CliError::Request {
                     label: config.label,
@@ -955,11 +957,26 @@ mod tests {
                 .unwrap_or_default()
         };
         let defaults = [
-            ("fast", request::cloudflare::FAST.to_string()),
-            ("slow", request::cloudflare::SLOW.to_string()),
-            ("cycles", request::cloudflare::CYCLES.to_string()),
-            ("fraction", request::cloudflare::FRACTION.to_string()),
-            ("interval", request::cloudflare::INTERVAL.to_string()),
+            (
+                "fast",
+                oscil_cli::request_args::cloudflare::FAST.to_string(),
+            ),
+            (
+                "slow",
+                oscil_cli::request_args::cloudflare::SLOW.to_string(),
+            ),
+            (
+                "cycles",
+                oscil_cli::request_args::cloudflare::CYCLES.to_string(),
+            ),
+            (
+                "fraction",
+                oscil_cli::request_args::cloudflare::FRACTION.to_string(),
+            ),
+            (
+                "interval",
+                oscil_cli::request_args::cloudflare::INTERVAL.to_string(),
+            ),
         ];
         for (long, default) in defaults {
             let shown = format!("[default: {default}]");
@@ -968,8 +985,8 @@ mod tests {
         let q = QUICK;
         let quick = format!(
             "--fast {} --slow {} --cycles {}",
-            request::TypedDuration::from_millis(q.fast_ms),
-            request::TypedDuration::from_millis(q.slow_ms),
+            oscil_cli::request_args::TypedDuration::from_millis(q.fast_ms),
+            oscil_cli::request_args::TypedDuration::from_millis(q.slow_ms),
             q.cycles
         );
         assert!(help("quick").contains(&quick), "{}", help("quick"));

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use oscil_protocol::campaign::Order;
+use oscil_rundir::campaign::Order;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Matrix;
@@ -126,7 +126,7 @@ impl FleetSpec {
                     return Err(format!("pair {pair} names a host not in the inventory"));
                 }
             }
-            if !oscil_protocol::campaign::is_plain_label(&pair.dir_name()) {
+            if !oscil_rundir::campaign::is_plain_label(&pair.dir_name()) {
                 return Err(format!("pair {pair} is not a plain name"));
             }
         }

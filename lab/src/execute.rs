@@ -5,9 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use oscil_protocol::campaign::{self, Campaign, CampaignError, CampaignRun, CampaignRunStatus};
-use oscil_protocol::rundir;
-use oscil_protocol::safe_fs::{self, SafeFsError};
+use oscil_rundir::campaign::{self, Campaign, CampaignError, CampaignRun, CampaignRunStatus};
+use oscil_rundir::safe_fs::{self, SafeFsError};
 
 use crate::host::HostError;
 use crate::meta::Sides;
@@ -123,17 +122,15 @@ pub fn outcome(
         Err(error) => return (CampaignRunStatus::Failed, Some(error.to_string())),
         Ok(end) => end,
     };
-    match rundir::load_meta(run_dir) {
+    match oscil_rundir::load_meta(run_dir) {
         Ok(meta)
-            if meta.ending.status == oscil_protocol::RunStatus::Complete && end.code == Some(0) =>
+            if meta.ending.status == oscil_rundir::RunStatus::Complete && end.code == Some(0) =>
         {
             (CampaignRunStatus::Complete, None)
         }
         // The pattern ran and no byte was lost; a sampler merged some intervals, and the
         // reason says which side and how many.
-        Ok(meta)
-            if meta.ending.status == oscil_protocol::RunStatus::Holes && end.code == Some(0) =>
-        {
+        Ok(meta) if meta.ending.status == oscil_rundir::RunStatus::Holes && end.code == Some(0) => {
             (CampaignRunStatus::Complete, Some(meta.ending.reason))
         }
         Ok(meta) => {
@@ -253,8 +250,8 @@ pub fn execute(
 mod tests {
     use super::*;
     use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
-    use oscil_protocol::campaign::{Backend as BackendKind, Order};
     use oscil_protocol::PatternConfig;
+    use oscil_rundir::campaign::{Backend as BackendKind, Order};
 
     /// A backend on which no run can start: the loop's bookkeeping, without a kernel.
     struct Refusing {

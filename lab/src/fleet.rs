@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use oscil_protocol::campaign::{Campaign, CampaignRun, CampaignRunStatus};
-use oscil_protocol::safe_fs;
+use oscil_rundir::campaign::{Campaign, CampaignRun, CampaignRunStatus};
+use oscil_rundir::safe_fs;
 
 use crate::cli::{CliError, ValueError};
 use crate::config::{BackendSpec, FleetSpec, NewCampaign};
@@ -617,7 +617,7 @@ fn record_path(cdir: &mut CampaignDir, pair: &Pair) -> Result<(), LabError> {
         .complete_runs(&cdir.dir)
         .filter(|(run, _)| run.pair.as_deref() == Some(&name))
         .filter_map(|(_, dir)| dir.ok())
-        .filter_map(|d| oscil_protocol::rundir::load_rows::<oscil_protocol::SenderSample>(&d).ok())
+        .filter_map(|d| oscil_rundir::load_rows::<oscil_protocol::SenderSample>(&d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)
@@ -648,8 +648,8 @@ mod tests {
     use super::*;
     use crate::inventory::{parse, parse_pairs};
     use crate::plan::{AxisValue, Matrix, Setting};
-    use oscil_protocol::campaign::Order;
     use oscil_protocol::PatternConfig;
+    use oscil_rundir::campaign::Order;
 
     fn new_campaign(pairs: &str) -> (NewCampaign, FleetSpec) {
         let hosts =

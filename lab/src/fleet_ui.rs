@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use oscil_protocol::campaign::{Campaign, CampaignRun, CampaignRunStatus};
+use oscil_rundir::campaign::{Campaign, CampaignRun, CampaignRunStatus};
 
 use crate::config::FleetSpec;
 use crate::host::Host;

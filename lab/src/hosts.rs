@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use oscil_protocol::campaign::CampaignRun;
-use oscil_protocol::rundir::Limits;
+use oscil_rundir::campaign::CampaignRun;
+use oscil_rundir::Limits;
 
 use crate::config::HostsSpec;
 use crate::execute::{run_session, Backend, LabError};
@@ -17,7 +17,7 @@ use crate::host::{Host, SshHost};
 use crate::meta::{run_warnings, LabMeta, Sides};
 use crate::session::{listening_ports, pick_port, Ends, ReaderEnd, RunFiles};
 use crate::sysctl::{
-    self, HostRestore, RestoreFile, RunningDaemon, Sysctls, TempDir, RECEIVER_KEYS, RECORDED,
+    self, HostRestore, RestoreFile, RunningDaemon, Sysctls, TempDirRecord, RECEIVER_KEYS, RECORDED,
     SENDER_KEYS,
 };
 use crate::{ui, unpack};
@@ -168,7 +168,7 @@ impl Hosts {
         local_bin: &Path,
         seed: u64,
     ) -> Result<Hosts, LabError> {
-        let control_dir = oscil_protocol::safe_fs::private_temp_dir("oscil-ssh-")?;
+        let control_dir = oscil_rundir::safe_fs::private_temp_dir("oscil-ssh-")?;
         let mut hosts = Self::connect(&spec.into(), campaign_dir, seed, control_dir.path())?;
         hosts.own_control_dir = Some(control_dir);
         // From here on, dropping `hosts` undoes whatever was done.
@@ -313,7 +313,7 @@ impl Hosts {
             temp_dirs: self
                 .work
                 .iter()
-                .map(|(host, path)| TempDir {
+                .map(|(host, path)| TempDirRecord {
                     host: host.clone(),
                     path: path.clone(),
                 })

@@ -26,14 +26,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use oscil_protocol::campaign::{
+use oscil_rundir::campaign::{
     self, Backend as BackendKind, Campaign, CampaignRunStatus, CAMPAIGN_FORMAT_VERSION,
 };
 
 use config::{BackendSpec, Job, LinkKind, NewCampaign};
 use execute::{Backend, CampaignDir, Ended, LabError};
 use host::Host;
-use oscil_protocol::safe_fs;
+use oscil_rundir::safe_fs;
 use plan::{configurations, plan_runs, planned_duration};
 
 /// Where this build's binaries are: `$OSCIL_BIN_DIR`, else beside `oscil-lab` itself.
@@ -215,7 +215,7 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
 }
 
 /// What every run of a plan shares, in words: the axes' values are in the labels.
-fn shared_words(settings: &oscil_protocol::campaign::RunSettings, pattern_note: &str) -> String {
+fn shared_words(settings: &oscil_rundir::campaign::RunSettings, pattern_note: &str) -> String {
     let p = &settings.pattern;
     let ms = |ms: u64| ui::human_duration(Duration::from_millis(ms));
     let mut words = vec![
@@ -249,7 +249,7 @@ fn shared_words(settings: &oscil_protocol::campaign::RunSettings, pattern_note: 
 
 /// `cannot create DIR: a file is there, not a directory`, as the reader and the report say.
 fn cannot_create(dir: &Path, error: &std::io::Error) -> LabError {
-    LabError::Setup(oscil_protocol::rundir::RunDirError::cannot_create(dir, error).to_string())
+    LabError::Setup(oscil_rundir::RunDirError::cannot_create(dir, error).to_string())
 }
 
 /// A new campaign needs an empty (or absent) directory, or `--force`; one that exists must
@@ -466,7 +466,7 @@ pub(crate) fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), 
     }
     if let Some(min_rtt_us) = dirs
         .iter()
-        .filter_map(|d| oscil_protocol::rundir::load_rows::<oscil_protocol::SenderSample>(d).ok())
+        .filter_map(|d| oscil_rundir::load_rows::<oscil_protocol::SenderSample>(d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)

@@ -7,7 +7,6 @@ use oscil_kernel::congestion::CongestionControls;
 use oscil_lab::cli::{check_congestion_available, Cli};
 use oscil_lab::execute::LabError;
 use oscil_lab::{bin_dir, run_job, Finished};
-use oscil_protocol::cli;
 
 fn main() -> ExitCode {
     let now = SystemTime::now();
@@ -18,7 +17,7 @@ fn main() -> ExitCode {
         stamp[..10].replace('-', ""),
         stamp[11..19].replace(':', "")
     );
-    let cli: Cli = cli::parse();
+    let cli: Cli = oscil_cli::parse();
     let job = cli
         .into_job(since_epoch.as_nanos() as u64, default_out.into())
         .and_then(|job| {
@@ -29,20 +28,20 @@ fn main() -> ExitCode {
         Ok(job) => job,
         Err(error) => {
             eprintln!("oscil-lab: {error}");
-            return ExitCode::from(cli::exit::USAGE);
+            return ExitCode::from(oscil_cli::exit::USAGE);
         }
     };
     // The binaries' rule: 1 when runs failed, 3 when the campaign was cut short (it can be
     // resumed), whatever the signal.
     match run_job(job, &bin_dir(), since_epoch.as_millis() as u64) {
         Ok(Finished::Complete) => ExitCode::SUCCESS,
-        Ok(Finished::Incomplete) => ExitCode::from(cli::exit::FAILED_START),
-        Ok(Finished::Interrupted(_)) => ExitCode::from(cli::exit::CUT_SHORT),
+        Ok(Finished::Incomplete) => ExitCode::from(oscil_cli::exit::FAILED_START),
+        Ok(Finished::Interrupted(_)) => ExitCode::from(oscil_cli::exit::CUT_SHORT),
         Err(error) => {
             eprintln!("oscil-lab: {error}");
             ExitCode::from(match error {
-                LabError::OutInUse(_) => cli::exit::USAGE,
-                _ => cli::exit::FAILED_START,
+                LabError::OutInUse(_) => oscil_cli::exit::USAGE,
+                _ => oscil_cli::exit::FAILED_START,
             })
         }
     }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use oscil_protocol::campaign::RunSettings;
+use oscil_rundir::campaign::RunSettings;
 use serde::Serialize;
 
 use crate::sysctl::{Sysctls, RMEM};
@@ -61,8 +61,8 @@ impl LabMeta {
     }
 
     /// Replaces `path` atomically, never through a link.
-    pub fn write(&self, path: &Path) -> Result<(), oscil_protocol::safe_fs::SafeFsError> {
-        oscil_protocol::safe_fs::write_atomic(path, &self.to_json(), 0o644)
+    pub fn write(&self, path: &Path) -> Result<(), oscil_rundir::safe_fs::SafeFsError> {
+        oscil_rundir::safe_fs::write_atomic(path, &self.to_json(), 0o644)
     }
 }
 
@@ -117,8 +117,8 @@ pub fn ignores_adv_win_scale(kernel: &str) -> bool {
 mod tests {
     use super::*;
     use crate::plan::unset_settings;
-    use oscil_protocol::campaign::PathSettings;
     use oscil_protocol::PatternConfig;
+    use oscil_rundir::campaign::PathSettings;
 
     #[test]
     fn a_small_rmem_on_a_fat_path_is_warned_about() {

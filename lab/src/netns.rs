@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use oscil_link::path::default_queue_limit;
-use oscil_protocol::campaign::{CampaignRun, PathSettings};
+use oscil_rundir::campaign::{CampaignRun, PathSettings};
 
 use crate::config::LinkKind;
 use crate::execute::{Backend, LabError};
@@ -395,7 +395,7 @@ impl Netns {
                 .expect("JSON serializes")
             }
         };
-        Ok(oscil_protocol::safe_fs::write_atomic(dest, &text, 0o644)?)
+        Ok(oscil_rundir::safe_fs::write_atomic(dest, &text, 0o644)?)
     }
 }
 

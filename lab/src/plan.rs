@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use oscil_protocol::campaign::{CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings};
 use oscil_protocol::PatternConfig;
+use oscil_rundir::campaign::{CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings};
 
 /// One value of one axis: what it sets, and the words it adds to the label (none when the
 /// label leaves it out because it is the backend's default).

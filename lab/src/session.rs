@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use oscil_protocol::campaign::{CampaignRun, RunSettings};
+use oscil_rundir::campaign::{CampaignRun, RunSettings};
 
 use crate::host::{Host, HostError, Proc};
 use crate::sys;
@@ -258,8 +258,8 @@ pub fn listening_ports(host: &Host) -> Result<Vec<u16>, HostError> {
 mod tests {
     use super::*;
     use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
-    use oscil_protocol::campaign::Order;
     use oscil_protocol::PatternConfig;
+    use oscil_rundir::campaign::Order;
 
     #[test]
     fn ports_avoid_those_in_use() {

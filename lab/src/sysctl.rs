@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use oscil_protocol::campaign::RunSettings;
+use oscil_rundir::campaign::RunSettings;
 use serde::{Deserialize, Serialize};
 
-use oscil_protocol::safe_fs::{self, SafeFsError};
 use oscil_protocol::text::escape_peer;
+use oscil_rundir::safe_fs::{self, SafeFsError};
 
 use crate::host::{Host, HostError};
 
@@ -82,11 +82,13 @@ pub struct RestoreFile {
     pub daemon: Option<RunningDaemon>,
     /// The campaign's temporary directories on the hosts (they hold its key).
     #[serde(default)]
-    pub temp_dirs: Vec<TempDir>,
+    pub temp_dirs: Vec<TempDirRecord>,
 }
 
+/// Where one of the campaign's temporary directories lives on a host: a record in
+/// `restore.json`, so a restore removes it (it is not itself a temporary directory).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TempDir {
+pub struct TempDirRecord {
     pub host: Host,
     pub path: String,
 }
@@ -323,7 +325,7 @@ mod tests {
                 host: Host::Local,
                 pid: 7,
             }),
-            temp_dirs: vec![TempDir {
+            temp_dirs: vec![TempDirRecord {
                 host: Host::Local,
                 path: "/tmp/oscil-lab.Ab3x9Z".into(),
             }],

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use oscil_protocol::campaign::{Campaign, CampaignRun, CampaignRunStatus};
 use oscil_protocol::text::escape_peer;
-use oscil_protocol::{rundir, Phase, ReaderSample};
+use oscil_protocol::{Phase, ReaderSample};
+use oscil_rundir::campaign::{Campaign, CampaignRun, CampaignRunStatus};
 
 /// A line on stderr. A terminal that went away (SIGHUP) must not stop the lab's cleanup,
 /// so a failed write is ignored where `eprintln!` would panic.
@@ -59,7 +59,7 @@ pub fn phase_at(run: &CampaignRun, elapsed: Duration) -> String {
 
 /// Goodput over the last second of `reader.csv`, while the reader writes it.
 fn live_goodput(run_dir: &Path, interval_us: u64) -> Option<String> {
-    let rows: Vec<ReaderSample> = rundir::load_rows(run_dir).ok()?;
+    let rows: Vec<ReaderSample> = oscil_rundir::load_rows(run_dir).ok()?;
     let points: Vec<(f64, u64)> = rows.iter().map(|r| (r.t_s, r.bytes)).collect();
     last_second_goodput(&points, interval_us)
 }
@@ -179,7 +179,10 @@ impl Ui {
 
     /// The warnings in the run's `run.json` not shown yet.
     fn show_warnings(&mut self, run_dir: &Path) {
-        let Some(lab) = rundir::load_meta(run_dir).ok().and_then(|meta| meta.lab) else {
+        let Some(lab) = oscil_rundir::load_meta(run_dir)
+            .ok()
+            .and_then(|meta| meta.lab)
+        else {
             return;
         };
         let recorded = lab["warnings"].as_array().cloned().unwrap_or_default();
@@ -208,8 +211,8 @@ pub fn table(campaign: &Campaign, dir: &Path) -> String {
 mod tests {
     use super::*;
     use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
-    use oscil_protocol::campaign::Order;
     use oscil_protocol::PatternConfig;
+    use oscil_rundir::campaign::Order;
 
     #[test]
     fn phase_and_durations_read_as_words() {

@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use oscil_protocol::safe_fs::{self, SafeFsError};
+use oscil_rundir::safe_fs::{self, SafeFsError};
 use tar::EntryType;
 
 /// The most entries a run directory's tar may hold (it has six files).

@@ -1,4 +1,4 @@
-//! The I/O layer of one direction: read frames from one TUN, let the [`Path`] decide their
+//! The I/O layer of one direction: read frames from one TUN, let the [`PathModel`] decide their
 //! fate, hold them in a [`DelayLine`], write them to the other TUN when due.
 
 use std::fs::File;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::delay_line::DelayLine;
-use crate::path::{Path, PathStats, Verdict};
+use crate::path::{PathModel, PathStats, Verdict};
 use crate::sys::{self, CpuSeconds};
 use crate::wire::{truncate_tcp_gso, wire_size};
 
@@ -83,7 +83,7 @@ pub struct Direction {
     /// The namespace of the input device, entered so its counters can be read.
     pub input_netns: Option<File>,
     pub input_dev: String,
-    pub path: Path,
+    pub path: PathModel,
     pub ring_bytes: usize,
     /// Run at SCHED_FIFO priority 10 if the kernel allows.
     pub realtime: bool,

@@ -1,7 +1,7 @@
 //! A userspace long-haul link emulator over TUN: delay, rate with a bounded queue, loss.
 //!
 //! Two TUN devices, one in each network namespace, joined by two threads, one per
-//! direction. Each direction applies the same [`path::Path`] model: random loss, a
+//! direction. Each direction applies the same [`path::PathModel`]: random loss, a
 //! drop-tail queue in front of a serializer at the link rate, then a one-way delay. The
 //! model is deterministic and takes time as a parameter; [`forward`] is the thin I/O layer.
 
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::forward::{Direction, DirectionStats};
-use crate::path::{Path, PathConfig, QUEUE_COUNTS};
+use crate::path::{PathConfig, PathModel, QUEUE_COUNTS};
 
 pub use sys::{block_term_signals, process_cpu, wait_term_signal, wait_writable, CpuSeconds};
 
@@ -56,13 +56,13 @@ pub enum LinkError {
 
 /// One end of the link: a TUN device name in a network namespace.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub struct TunEnd {
     /// Namespace name (as for `ip netns`) or a path to a namespace file; None: our own.
     pub netns: Option<String>,
     pub dev: String,
 }
 
-impl Endpoint {
+impl TunEnd {
     fn netns_path(&self) -> Option<PathBuf> {
         self.netns.as_ref().map(|ns| {
             if ns.contains('/') {
@@ -81,8 +81,8 @@ impl Endpoint {
 /// The whole link: the same figures apply to both directions.
 #[derive(Debug, Clone)]
 pub struct LinkConfig {
-    pub a: Endpoint,
-    pub b: Endpoint,
+    pub a: TunEnd,
+    pub b: TunEnd,
     pub rate_bps: u64,
     /// One-way delay from A to B.
     pub delay: Duration,
@@ -160,7 +160,7 @@ impl Link {
                     output: tun_b.clone(),
                     input_netns: ns_a,
                     input_dev: config.a.dev.clone(),
-                    path: Path::new(path_config),
+                    path: PathModel::new(path_config),
                     ring_bytes: ring_bytes(config.delay),
                     realtime: config.realtime,
                 },
@@ -172,7 +172,7 @@ impl Link {
                     output: tun_a,
                     input_netns: ns_b,
                     input_dev: config.b.dev.clone(),
-                    path: Path::new(PathConfig {
+                    path: PathModel::new(PathConfig {
                         seed: path_config.seed.wrapping_add(1),
                         delay: config.reverse_delay,
                         ..path_config
@@ -251,7 +251,7 @@ impl Link {
 /// Moves the calling thread into a network namespace given by name (as for `ip netns`)
 /// or path; sockets it opens afterwards live there. For tests and tools around the link.
 pub fn enter_netns(name_or_path: &str) -> std::io::Result<()> {
-    let end = Endpoint {
+    let end = TunEnd {
         netns: Some(name_or_path.to_string()),
         dev: String::new(),
     };
@@ -259,7 +259,7 @@ pub fn enter_netns(name_or_path: &str) -> std::io::Result<()> {
     sys::enter_netns(&File::open(path)?)
 }
 
-fn open_netns(end: &Endpoint) -> Result<Option<File>, LinkError> {
+fn open_netns(end: &TunEnd) -> Result<Option<File>, LinkError> {
     end.netns_path()
         .map(|path| File::open(&path).map_err(|source| LinkError::Netns { path, source }))
         .transpose()
@@ -267,7 +267,7 @@ fn open_netns(end: &Endpoint) -> Result<Option<File>, LinkError> {
 
 /// Opens the TUN device on a short-lived thread inside the endpoint's namespace, where
 /// the kernel creates it; the fd then works from any thread.
-fn open_tun_in(end: &Endpoint, ns: Option<&File>, gso: bool) -> Result<File, LinkError> {
+fn open_tun_in(end: &TunEnd, ns: Option<&File>, gso: bool) -> Result<File, LinkError> {
     let result = std::thread::scope(|s| {
         s.spawn(|| {
             if let Some(ns) = ns {

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use oscil_cli::placeholder;
+use oscil_cli::units::{parse_duration, parse_percent, parse_rate_bps};
 use oscil_link::path::default_queue_limit;
-use oscil_link::{Endpoint, Link, LinkConfig, LinkStats};
-use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::units::{parse_duration, parse_percent, parse_rate_bps};
+use oscil_link::{Link, LinkConfig, LinkStats, TunEnd};
 
 /// Emulates a long, fat link between two network namespaces without netem: each direction
 /// gets random loss, a drop-tail queue in front of the rate limit, then a one-way delay.
@@ -70,30 +70,33 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = cli::parse();
+    let cli: Cli = oscil_cli::parse();
     if cli.a_netns == cli.b_netns && cli.a_dev == cli.b_dev {
         eprintln!(
             "oscil-link: side A and side B are the same device {:?}: give --a-dev and --b-dev different names, or put them in different namespaces",
             cli.a_dev
         );
-        return ExitCode::from(cli::exit::USAGE);
+        return ExitCode::from(oscil_cli::exit::USAGE);
     }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("oscil-link: {}", cli::error_line(&*e));
-            ExitCode::from(cli::exit::FAILED_START)
+            eprintln!(
+                "oscil-link: {}",
+                oscil_protocol::error_text::error_line(&*e)
+            );
+            ExitCode::from(oscil_cli::exit::FAILED_START)
         }
     }
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let config = LinkConfig {
-        a: Endpoint {
+        a: TunEnd {
             netns: cli.a_netns,
             dev: cli.a_dev,
         },
-        b: Endpoint {
+        b: TunEnd {
             netns: cli.b_netns,
             dev: cli.b_dev,
         },

@@ -76,7 +76,7 @@ pub struct PathStats {
 
 /// One direction of the link.
 #[derive(Debug)]
-pub struct Path {
+pub struct PathModel {
     config: PathConfig,
     rng: SplitMix64,
     /// When the serializer is next free, and the sub-nanosecond remainder (in bit-ns / rate).
@@ -88,9 +88,9 @@ pub struct Path {
     stats: PathStats,
 }
 
-impl Path {
+impl PathModel {
     pub fn new(config: PathConfig) -> Self {
-        Path {
+        PathModel {
             config,
             rng: SplitMix64(config.seed),
             last_departure_ns: 0,
@@ -245,7 +245,7 @@ mod tests {
     #[test]
     fn idle_link_adds_serialization_and_delay() {
         // 1250 bytes at 10 Mbit/s take 1 ms on the wire; then 20 ms of delay.
-        let mut path = Path::new(config(10_000_000, 20, 50));
+        let mut path = PathModel::new(config(10_000_000, 20, 50));
         assert_eq!(
             path.admit(5 * MS, packet(1250)),
             Verdict::Deliver { at_ns: 26 * MS }
@@ -261,7 +261,7 @@ mod tests {
     fn back_to_back_packets_leave_at_the_rate() {
         // 1000 packets of 1514 bytes arriving together at 100 Mbit/s: the last one leaves
         // after 1000 * 1514 * 8 / 1e8 s = 121.12 ms, regardless of rounding per packet.
-        let mut path = Path::new(config(100_000_000, 0, 10_000));
+        let mut path = PathModel::new(config(100_000_000, 0, 10_000));
         let mut last = 0;
         for _ in 0..1000 {
             match path.admit(0, packet(1514)) {
@@ -271,7 +271,7 @@ mod tests {
         }
         assert_eq!(last, 121_120_000);
         // A rate that does not divide evenly still adds up exactly: 3 bits at 7 bit/s.
-        let mut path = Path::new(config(7, 0, 10));
+        let mut path = PathModel::new(config(7, 0, 10));
         let mut last = 0;
         for _ in 0..7 {
             if let Verdict::Deliver { at_ns } = path.admit(0, packet(1)) {
@@ -284,7 +284,7 @@ mod tests {
     #[test]
     fn queue_limit_drops_tail_and_frees_as_packets_leave() {
         // Each 1250-byte packet takes 1 ms at 10 Mbit/s; limit 5 packets.
-        let mut path = Path::new(config(10_000_000, 40, 5));
+        let mut path = PathModel::new(config(10_000_000, 40, 5));
         let verdicts: Vec<_> = (0..8).map(|_| path.admit(0, packet(1250))).collect();
         assert!(verdicts[..5]
             .iter()
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn gso_packets_occupy_one_slot_per_segment() {
-        let mut path = Path::new(config(1_000_000_000, 0, 50));
+        let mut path = PathModel::new(config(1_000_000_000, 0, 50));
         assert!(matches!(
             path.admit(0, gso(44, false)),
             Verdict::Deliver { .. }
@@ -324,7 +324,7 @@ mod tests {
             Verdict::Deliver { .. }
         ));
         // A packet larger than the whole limit that cannot be cut passes an empty queue.
-        let mut path = Path::new(config(1_000_000_000, 0, 10));
+        let mut path = PathModel::new(config(1_000_000_000, 0, 10));
         assert!(matches!(
             path.admit(0, gso(44, false)),
             Verdict::Deliver { .. }
@@ -334,7 +334,7 @@ mod tests {
     #[test]
     fn a_gso_packet_that_does_not_fit_keeps_the_segments_that_do() {
         // 1 Gbit/s: a 1514-byte segment takes 12.112 us; 1 ms of delay.
-        let mut path = Path::new(config(1_000_000_000, 1, 50));
+        let mut path = PathModel::new(config(1_000_000_000, 1, 50));
         assert!(matches!(
             path.admit(0, gso(44, true)),
             Verdict::Deliver { .. }
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(stats.segments_forwarded, 50);
         assert_eq!(stats.wire_bytes_forwarded, 50 * 1514);
         // An empty queue takes the first `queue_limit` segments of a longer packet.
-        let mut path = Path::new(config(1_000_000_000, 0, 10));
+        let mut path = PathModel::new(config(1_000_000_000, 0, 10));
         assert!(matches!(
             path.admit(0, gso(44, true)),
             Verdict::DeliverFirst { segments: 10, .. }
@@ -369,7 +369,7 @@ mod tests {
     #[test]
     fn loss_is_random_at_the_configured_rate_and_seeded() {
         let run = |seed| {
-            let mut path = Path::new(PathConfig {
+            let mut path = PathModel::new(PathConfig {
                 loss: 0.1,
                 seed,
                 ..config(1_000_000_000, 0, 1_000_000)

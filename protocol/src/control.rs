@@ -21,9 +21,9 @@ use oscil_kernel::{HostFacts, OptionsInForce, ProcessCost, SocketOptions};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::auth::{DataKey, Nonce, SessionId, Tag};
 use crate::markers::Marker;
-use crate::records::{HostSample, SenderSample};
+use crate::proof::{DataKey, HexBytes, Nonce, SessionId, Tag};
+use crate::records::{HostSample, SenderSample, WakeupFigures};
 use crate::text::escape_peer;
 
 /// Bumped on any incompatible change; both ends refuse a mismatch. Version 2: the
@@ -83,19 +83,6 @@ pub const DEFAULT_ZEROCOPY_WRITE_BYTES: u32 = 128 << 10;
 /// The largest write size a session may ask for: the daemon holds one such buffer per
 /// session.
 pub const MAX_WRITE_BYTES: u32 = 16 << 20;
-
-/// One flow's POLLOUT wake-ups as the daemon's writer saw them: not-sent bytes when it
-/// woke (at or below half of `TCP_NOTSENT_LOWAT` when one is set) and the time from waking
-/// to the end of its write. Empty figures when the writer never waited.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WakeupFigures {
-    pub flow: u32,
-    pub wakeups: u64,
-    pub notsent_p50_bytes: Option<u64>,
-    pub notsent_max_bytes: Option<u64>,
-    pub wake_to_write_p50_us: Option<u64>,
-    pub wake_to_write_max_us: Option<u64>,
-}
 
 /// The daemon's acceptance of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -399,9 +386,9 @@ impl DataHello {
             return None;
         }
         Some(DataHello {
-            session_id: crate::auth::HexBytes(*session_id),
+            session_id: HexBytes(*session_id),
             flow: u32::from_be_bytes(*flow),
-            mac: crate::auth::HexBytes(mac.try_into().ok()?),
+            mac: HexBytes(mac.try_into().ok()?),
         })
     }
 }
@@ -428,7 +415,7 @@ impl DataChallenge {
     pub fn decode(bytes: &[u8; Self::LEN]) -> Option<Self> {
         let (magic, nonce) = bytes.split_first_chunk::<4>()?;
         (*magic == Self::MAGIC).then(|| DataChallenge {
-            nonce: crate::auth::HexBytes(nonce.try_into().expect("32 bytes")),
+            nonce: HexBytes(nonce.try_into().expect("32 bytes")),
         })
     }
 }
@@ -460,7 +447,8 @@ pub async fn open_data_connection<S: AsyncRead + AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{DaemonHandshake, HexBytes, ReaderHandshake};
+    use crate::auth::{DaemonHandshake, ReaderHandshake};
+    use crate::proof::HexBytes;
 
     /// A data key from a real handshake without a pre-shared key.
     fn auth_key() -> DataKey {
@@ -551,7 +539,7 @@ mod tests {
     #[test]
     fn data_hello_round_trips_and_rejects_strangers() {
         let key = auth_key();
-        let hello = DataHello::signed(&key, crate::auth::HexBytes([0xa5; 16]), 7);
+        let hello = DataHello::signed(&key, HexBytes([0xa5; 16]), 7);
         let bytes = hello.encode();
         assert_eq!(&bytes[..4], b"OSCD");
         assert_eq!(&bytes[4..8], &PROTOCOL_VERSION.to_be_bytes());

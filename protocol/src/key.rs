@@ -94,7 +94,7 @@ pub fn load_key(key_file: Option<&Path>) -> Result<Option<Key>, KeyError> {
     if let Some(path) = key_file {
         let text = std::fs::read_to_string(path).map_err(|e| KeyError::Unreadable {
             path: path.display().to_string(),
-            detail: crate::cli::os_error(&e),
+            detail: crate::error_text::os_error(&e),
         })?;
         return Key::new(&text).map(Some);
     }

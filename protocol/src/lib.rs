@@ -1,28 +1,19 @@
-//! What oscil's pieces say to each other: the control protocol between reader and daemon,
-//! the sample records, the reading pattern's timetable, the run directory that the report
-//! reads, and the parsers for the units people type.
+//! What oscil's reader and daemon say to each other: the control protocol and its
+//! handshake, the key, the sample records, the reading pattern's timetable, the clock
+//! exchange and the markers, and the text a peer may send.
 
-pub mod address;
 pub mod auth;
-pub mod campaign;
-pub mod cli;
 pub mod clock;
 pub mod control;
+pub mod error_text;
 pub mod key;
 pub mod markers;
 pub mod pattern;
-pub mod phase_figures;
 pub mod probe;
+pub mod proof;
 pub mod records;
 pub mod request;
-pub mod rundir;
-pub mod safe_fs;
-pub mod sampling;
-mod sys;
 pub mod text;
-pub mod ticker;
-pub mod units;
 
 pub use pattern::{PatternConfig, PhaseSpan, SlowRate, SlowRule};
 pub use records::{HostSample, Phase, ReaderSample, SenderSample, Side};
-pub use rundir::{Ending, Run, RunConfig, RunDirError, RunMeta, RunStatus, RunWriter};

@@ -16,8 +16,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rundir::{Columns, Limits};
-
 /// The flow number a probe connection's data hello names: never a loaded flow's (a session
 /// has at most `MAX_FLOWS`).
 pub const PROBE_FLOW: u32 = u32::MAX;
@@ -39,22 +37,6 @@ pub struct ProbeRow {
     pub rtt_us: Option<u64>,
     /// True when no echo came back before the run ended (lost or later than the run).
     pub lost: bool,
-}
-
-impl Columns for ProbeRow {
-    const FILE: &'static str = PROBE_CSV;
-    const COLUMNS: &'static [&'static str] = &["t_s", "rtt_us", "lost"];
-    /// One every [`PROBE_EVERY`] over the run.
-    fn declared_rows(limits: &Limits) -> u64 {
-        (limits.end_s / PROBE_EVERY.as_secs_f64()).ceil() as u64 + 1
-    }
-    fn check(&self, limits: &Limits) -> Result<(), String> {
-        limits.check_time("t_s", self.t_s)?;
-        match self.rtt_us {
-            Some(us) => limits.check_time("rtt_us", us as f64 / 1e6),
-            None => Ok(()),
-        }
-    }
 }
 
 /// What `run.json` says of the probe.

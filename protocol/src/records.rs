@@ -7,8 +7,6 @@ use serde::{Deserialize, Serialize};
 use oscil_kernel::netstat::QueueEvents;
 use oscil_kernel::tcp_info::Chrono;
 
-use crate::control::WakeupFigures;
-
 /// What the reader was doing when a sample was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -360,4 +358,16 @@ impl ReaderSample {
             delivered_bytes: None,
         }
     }
+}
+/// One flow's POLLOUT wake-ups as the daemon's writer saw them: not-sent bytes when it
+/// woke (at or below half of `TCP_NOTSENT_LOWAT` when one is set) and the time from waking
+/// to the end of its write. Empty figures when the writer never waited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeupFigures {
+    pub flow: u32,
+    pub wakeups: u64,
+    pub notsent_p50_bytes: Option<u64>,
+    pub notsent_max_bytes: Option<u64>,
+    pub wake_to_write_p50_us: Option<u64>,
+    pub wake_to_write_max_us: Option<u64>,
 }

@@ -1,18 +1,15 @@
 //! A session request and its rules, stated once: the reader checks its flags with them, the
 //! lab every run it plans (before anything exists on any host), the daemon every hello. A
 //! default or a limit written here is the only copy; the binaries' clap defaults and help
-//! derive from it.
+//! derive from it (through `oscil_cli::request_args`, which reads them as typed).
 
-use std::fmt;
 use std::time::Duration;
 
 use oscil_kernel::SocketOptions;
 
-use crate::campaign::RunSettings;
 use crate::control::{Hello, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES, MAX_WRITE_BYTES};
 use crate::pattern::PatternConfig;
 use crate::text::escape_peer;
-use crate::units::{parse_duration, parse_rate_bps, UnitError};
 
 /// How often both ends sample unless told: fine enough to see a slow phase's queue build,
 /// coarse enough that a thousand flows' rows stay cheap.
@@ -34,8 +31,6 @@ pub const MAX_CONGESTION_NAME_BYTES: usize = 15;
 /// sets the value, which is what the person at the reader (or the lab) can change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RequestError {
-    #[error(transparent)]
-    Unit(#[from] UnitError),
     #[error("--flows {flows}: 1 to {MAX_FLOWS} data connections per session")]
     Flows { flows: u32 },
     #[error("--cycles {cycles}: 1 to {MAX_CYCLES} cycles per run")]
@@ -98,27 +93,6 @@ impl SessionRequest {
             write_size_bytes: hello.write_size_bytes,
             sender: hello.options.clone(),
             ..SessionRequest::new(hello.flows, Duration::from_micros(hello.interval_us), None)
-        }
-    }
-
-    /// What a run of a campaign asks of its reader and daemon (the lab sets the lowat and
-    /// the buffers as sysctls, not on the sockets).
-    pub fn of_run(settings: &RunSettings) -> Self {
-        SessionRequest {
-            marker_every: settings.marker_every_us.map(Duration::from_micros),
-            write_size_bytes: settings.write_size_bytes,
-            sender: SocketOptions {
-                sndbuf_bytes: settings.sndbuf_bytes,
-                congestion: settings.congestion.clone(),
-                max_pacing_rate_bps: settings.pacing_rate_bps,
-                ..SocketOptions::default()
-            },
-            slow_rate_bps: settings.slow_rate_bps,
-            ..SessionRequest::new(
-                settings.flows,
-                Duration::from_micros(settings.interval_us),
-                Some(settings.pattern),
-            )
         }
     }
 
@@ -232,58 +206,6 @@ pub fn check_congestion_name(name: &str) -> Result<(), RequestError> {
     }
 }
 
-/// `--write-size`, as typed: a byte size the daemon will take.
-pub fn parse_write_size(input: &str) -> Result<u32, RequestError> {
-    check_write_size(crate::units::parse_bytes(input)?)
-}
-
-/// `--pacing-rate`, as typed (tc's units), bit/s.
-pub fn parse_pacing_rate(input: &str) -> Result<u64, RequestError> {
-    check_pacing_rate(parse_rate_bps(input)?)
-}
-
-/// `--slow-rate`, as typed (tc's units), bit/s.
-pub fn parse_slow_rate(input: &str) -> Result<u64, RequestError> {
-    check_slow_rate(parse_rate_bps(input)?)
-}
-
-/// A duration as the command line writes it (`5s`, `100ms`), so that clap can show a
-/// default taken from a constant here as a person would type it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct TypedDuration(pub Duration);
-
-impl TypedDuration {
-    pub const fn from_millis(ms: u64) -> Self {
-        TypedDuration(Duration::from_millis(ms))
-    }
-}
-
-impl fmt::Display for TypedDuration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", humantime::format_duration(self.0))
-    }
-}
-
-impl std::str::FromStr for TypedDuration {
-    type Err = UnitError;
-
-    fn from_str(input: &str) -> Result<Self, UnitError> {
-        parse_duration(input).map(TypedDuration)
-    }
-}
-
-/// The Cloudflare pattern's values as the command line shows them, for clap's defaults.
-pub mod cloudflare {
-    use super::TypedDuration;
-    use crate::PatternConfig;
-
-    pub const FAST: TypedDuration = TypedDuration::from_millis(PatternConfig::CLOUDFLARE.fast_ms);
-    pub const SLOW: TypedDuration = TypedDuration::from_millis(PatternConfig::CLOUDFLARE.slow_ms);
-    pub const FRACTION: f64 = PatternConfig::CLOUDFLARE.fraction;
-    pub const CYCLES: u32 = PatternConfig::CLOUDFLARE.cycles;
-    pub const INTERVAL: TypedDuration = TypedDuration(super::DEFAULT_INTERVAL);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,12 +215,8 @@ mod tests {
     }
 
     #[test]
-    fn the_defaults_are_a_valid_request_and_read_as_typed() {
+    fn the_defaults_are_a_valid_request() {
         assert_eq!(request().validate(), Ok(()));
-        assert_eq!(cloudflare::FAST.to_string(), "5s");
-        assert_eq!(cloudflare::SLOW.to_string(), "15s");
-        assert_eq!(cloudflare::INTERVAL.to_string(), "100ms");
-        assert_eq!("5s".parse::<TypedDuration>(), Ok(cloudflare::FAST));
     }
 
     #[test]
@@ -351,12 +269,11 @@ mod tests {
             assert_eq!(check_write_size(bytes).is_ok(), ok, "{bytes}");
         }
         assert_eq!(
-            parse_write_size("4G").unwrap_err().to_string(),
-            "write size of 4294967296 bytes: 1 to 16777216 bytes at a time"
+            check_pacing_rate(7),
+            Err(RequestError::PacingRate { bps: 7 })
         );
-        assert!(parse_pacing_rate("7bit").is_err());
-        assert_eq!(parse_pacing_rate("8bit"), Ok(8));
-        assert!(parse_slow_rate("4bit")
+        assert_eq!(check_pacing_rate(8), Ok(8));
+        assert!(check_slow_rate(4)
             .unwrap_err()
             .to_string()
             .contains("read nothing"));

@@ -6,12 +6,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use oscil_kernel::SocketOptions;
-use oscil_protocol::auth::{DaemonHandshake, HexBytes, ReaderHandshake};
+use oscil_protocol::auth::{DaemonHandshake, ReaderHandshake};
 use oscil_protocol::control::{
     decode_frame, encode_frame, DaemonMessage, DataHello, Ended, Hello, ReaderMessage, Welcome,
     MAX_FRAME_BYTES, MAX_PREAUTH_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::key::Key;
+use oscil_protocol::proof::HexBytes;
 use oscil_protocol::{HostSample, Side};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

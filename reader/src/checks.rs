@@ -288,7 +288,7 @@ mod tests {
         let mut welcome = oscil_protocol::control::Welcome {
             version: oscil_protocol::control::PROTOCOL_VERSION,
             software: "d".into(),
-            session_id: oscil_protocol::auth::HexBytes([0; 16]),
+            session_id: oscil_protocol::proof::HexBytes([0; 16]),
             host: oscil_kernel::host::collect(),
             options_in_force: Default::default(),
             probe: false,

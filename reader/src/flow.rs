@@ -11,6 +11,7 @@ use tokio::time::{sleep_until, timeout_at, Instant};
 
 use oscil_kernel::tcp_info;
 use oscil_protocol::clock::realtime_unix_ns;
+use oscil_protocol::markers::Marker;
 use oscil_protocol::pattern::CycleSlowRate;
 
 use crate::markers::Book;
@@ -192,4 +193,33 @@ async fn read_some(stream: &TcpStream, len: usize) -> io::Result<usize> {
             result => return result,
         }
     }
+}
+
+/// A marker the daemon should not have sent: for a flow the session does not have, or in a
+/// session without markers.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the daemon sent a marker for flow {flow} of a session of {flows} flows{}",
+    if *.without_markers { " without markers" } else { "" }
+)]
+pub struct StrayMarker {
+    pub flow: u32,
+    pub flows: usize,
+    pub without_markers: bool,
+}
+
+/// Hands each of the daemon's markers to its flow; a stray marker is the daemon's error.
+pub fn announce_markers(flows: &[Arc<Flow>], markers: Vec<Marker>) -> Result<(), StrayMarker> {
+    for marker in markers {
+        let flow = flows.get(marker.flow as usize);
+        let Some(book) = flow.and_then(|f| f.markers.as_ref()) else {
+            return Err(StrayMarker {
+                flow: marker.flow,
+                flows: flows.len(),
+                without_markers: flows.iter().all(|f| f.markers.is_none()),
+            });
+        };
+        book.announce(marker);
+    }
+    Ok(())
 }

@@ -7,6 +7,8 @@
 //! the `recorder` into the run directory and the running `summary`.
 
 mod checks;
+mod config;
+mod error;
 mod flow;
 mod markers;
 pub mod pacer;
@@ -18,26 +20,27 @@ mod session;
 pub mod summary;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use oscil_kernel::{host, netstat, ProcessCost, SocketOptions, SockoptError};
+use oscil_kernel::{host, netstat, ProcessCost};
 use oscil_protocol::clock::realtime_unix_ns;
-use oscil_protocol::control::{Connection, DaemonMessage, Ended, FrameError, ReaderMessage};
+use oscil_protocol::control::{Connection, DaemonMessage, Ended, ReaderMessage};
 use oscil_protocol::markers::RunSpan;
 use oscil_protocol::pattern::CycleSlowRate;
-use oscil_protocol::rundir::RunCost;
-use oscil_protocol::rundir::{RunDirError, FORMAT_VERSION};
 use oscil_protocol::text::escape_peer;
-use oscil_protocol::ticker::intervals_by;
-use oscil_protocol::{
-    Ending, PatternConfig, RunConfig, RunMeta, RunStatus, RunWriter, SlowRate, SlowRule,
-};
+use oscil_protocol::SlowRate;
+use oscil_rundir::RunCost;
+use oscil_rundir::{Ending, RunConfig, RunMeta, RunStatus, RunWriter};
+use oscil_rundir::{RunDirError, FORMAT_VERSION};
+use oscil_sampling::ticker::intervals_by;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+
+pub use crate::config::{ReaderConfig, SOFTWARE};
+pub use crate::error::ReaderError;
 
 use crate::checks::SampleCheck;
 use crate::flow::Flow;
@@ -47,130 +50,11 @@ use crate::recorder::{Recorder, SharedRecorder};
 use crate::sampler::Sampler;
 use crate::summary::{Summary, SummaryBuilder};
 
-pub const SOFTWARE: &str = concat!("oscil-reader ", env!("CARGO_PKG_VERSION"));
-
 /// How long the reader waits for the daemon's last samples after asking it to stop.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How long the daemon may say nothing (at least three intervals) before the run is cut.
 const SILENCE_LIMIT: Duration = Duration::from_secs(5);
-
-/// Everything a run needs, already validated.
-#[derive(Debug, Clone)]
-pub struct ReaderConfig {
-    /// The daemon, as `HOST:PORT` (`[V6]:PORT`).
-    pub connect: String,
-    /// Which IP version to connect over (`-4`, `-6`).
-    pub family: oscil_protocol::address::IpFamily,
-    /// Local address every connection is made from.
-    pub bind: Option<std::net::IpAddr>,
-    pub out: PathBuf,
-    /// Write into a non-empty directory.
-    pub force: bool,
-    pub flows: u32,
-    pub interval: Duration,
-    pub pattern: PatternConfig,
-    /// How the slow phases' rate is chosen.
-    pub slow_rule: SlowRule,
-    /// Socket options the daemon sets on its data sockets.
-    pub sender_request: SocketOptions,
-    /// Socket options set on the reader's data sockets.
-    pub reader_request: SocketOptions,
-    /// Bytes the daemon offers the kernel per write.
-    pub write_size_bytes: u32,
-    /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
-    pub marker_every: Option<Duration>,
-    /// Open the idle probe connection beside the flows (`probe.csv`); off with `--no-probe`.
-    pub probe: bool,
-    /// How long to keep trying while the daemon says it is busy (zero: not at all).
-    pub busy_retry: Duration,
-    /// The pre-shared key, when the daemon has one.
-    pub key: Option<oscil_protocol::key::Key>,
-    pub label: Option<String>,
-    /// Embedded in run.json as `lab`.
-    pub lab_meta: Option<serde_json::Value>,
-    pub progress: bool,
-}
-
-/// Why a run could not start, or could not be recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum ReaderError {
-    /// The daemon's address does not resolve.
-    #[error("cannot resolve daemon address {addr:?}: {detail}")]
-    Address { addr: String, detail: String },
-    /// The control connection could not be opened.
-    #[error("cannot connect to the daemon at {addr}: {source}")]
-    Connect {
-        addr: String,
-        source: std::io::Error,
-    },
-    /// A setup step took too long.
-    #[error("timed out {0}")]
-    Timeout(&'static str),
-    /// Something answered, but not an oscil daemon.
-    #[error("{addr} does not speak the oscil protocol: {detail} (iperf3 listens on 5201, oscil-daemon on 5250)")]
-    NotOscil { addr: String, detail: String },
-    /// Something accepted the connection and then said nothing oscil understands in time:
-    /// iperf3's server answers one byte and waits for parameters.
-    #[error("{addr} accepted the connection but said nothing oscil understands within {waited}: is it an oscil-daemon? (iperf3 listens on 5201, oscil-daemon on 5250)")]
-    Silent { addr: String, waited: String },
-    /// The daemon refused an authenticated session (its words, escaped).
-    #[error("the daemon refused the session: {0}")]
-    Refused(String),
-    /// The daemon refused before authentication: it says no more than that.
-    #[error(
-        "the daemon refused the connection before authentication ({0}): check the key \
-         (--key-file or $OSCIL_KEY), that both ends speak protocol version {version}, and the \
-         daemon's log",
-        version = oscil_protocol::control::PROTOCOL_VERSION
-    )]
-    RefusedBeforeAuth(String),
-    /// The handshake failed on this side: the daemon did not prove the key, or wants one.
-    #[error("authentication failed: {0}")]
-    Auth(#[from] oscil_protocol::auth::AuthError),
-    /// The kernel's CSPRNG failed.
-    #[error("cannot draw a nonce from the kernel: {0}")]
-    Random(std::io::Error),
-    /// The daemon speaks another protocol version.
-    #[error(
-        "the daemon speaks protocol version {daemon}, this reader speaks {}; use matching versions",
-        oscil_protocol::control::PROTOCOL_VERSION
-    )]
-    Version { daemon: u32 },
-    /// The daemon's welcome states host facts that cannot be true.
-    #[error("the daemon's welcome is not believable: {0}")]
-    ImpossibleWelcome(String),
-    /// The daemon sent a message out of order.
-    #[error("the daemon sent something other than {0}")]
-    Unexpected(&'static str),
-    /// The daemon is at a limit that frees up by itself (its words, escaped).
-    #[error("the daemon is busy: {0}; try again later (--busy-retry)")]
-    Busy(String),
-    /// The daemon was still busy when the time allowed for trying again ran out.
-    #[error("the daemon stayed busy for {:.0} s ({detail}): try again later, or allow longer with --busy-retry", waited.as_secs_f64())]
-    StillBusy { waited: Duration, detail: String },
-    /// The daemon closed before the session was set up.
-    #[error("the daemon closed the control connection before answering")]
-    ClosedEarly,
-    /// The control connection failed or carried garbage.
-    #[error(transparent)]
-    Control(#[from] FrameError),
-    /// A data connection could not be opened.
-    #[error("data connection {flow}: {source}")]
-    Data { flow: u32, source: std::io::Error },
-    /// The kernel refused one of the reader's socket options.
-    #[error("reader socket option: {0}")]
-    Sockopt(#[from] SockoptError),
-    /// The run directory could not be written.
-    #[error(transparent)]
-    RunDir(#[from] RunDirError),
-    /// The sampler thread could not start.
-    #[error("cannot start the sampler thread: {0}")]
-    Thread(std::io::Error),
-    /// Every clock exchange had a negative round trip: a clock stepped meanwhile.
-    #[error("cannot estimate the daemon's clock: every exchange crossed a clock step")]
-    Clock,
-}
 
 /// A finished run: what `run.json` says and the per-phase figures.
 pub struct Outcome {
@@ -260,19 +144,8 @@ pub async fn run(
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
     let session = session::open(&config).await?;
-    let page_size_bytes = session.welcome.host.page_size_bytes;
     let schedule = config.pattern.schedule();
-    let meta = run_meta(&config, &session, &schedule);
-    let recorder = SharedRecorder::new(Recorder::new(
-        RunWriter::create(&config.out, config.force, meta)?,
-        SummaryBuilder::new(
-            schedule.clone(),
-            config.interval.as_secs_f64(),
-            page_size_bytes,
-        ),
-        config.flows,
-        config.interval.as_secs_f64(),
-    ));
+    let recorder = open_recorder(&config, &session, &schedule)?;
     let tcpext_before = netstat::read().ok();
 
     let session::Session {
@@ -288,6 +161,91 @@ pub async fn run(
     let start_unix_ns = realtime_unix_ns();
     let cost_before = ProcessCost::of_self();
 
+    let (flows, mut readers) = spawn_readers(&config, data, start);
+    let (stop_sampling, sampler) = spawn_sampler(&config, &flows, &recorder, start, &schedule)?;
+    // The daemon sends samples every interval: a long silence means the path or the daemon
+    // is gone, even if no connection has said so yet.
+    let mut control = tokio::spawn(collect_daemon_samples(
+        control_rx,
+        recorder.clone(),
+        flows.clone(),
+        SampleCheck::new(config.flows, config.interval),
+        (config.interval * 3).max(SILENCE_LIMIT),
+        start,
+    ));
+
+    let (cut_short, mut daemon_end) = first_end(&mut readers, &mut control, &mut stop).await;
+    let elapsed = start.elapsed();
+    readers.abort_all();
+    let probed = match probe {
+        Some(running) => Some(running.stop().await),
+        None => None,
+    };
+    // Both sides' last samples end on the same interval.
+    let intervals = intervals_by(elapsed, config.interval);
+    let _ = stop_sampling.send(intervals);
+    // The last sample first, then the stop: the daemon resets the data connections when it
+    // ends, and a reset socket is gone from the kernel's tables (and from sock_diag).
+    let sample_error = join_sampler(sampler).await;
+    if daemon_end.is_none() {
+        let reason = cut_short
+            .clone()
+            .unwrap_or_else(|| "pattern complete".into());
+        let stop_message = ReaderMessage::Stop {
+            reason,
+            intervals: Some(intervals),
+        };
+        let _ = control_tx.write(&stop_message).await;
+        daemon_end = last_daemon_end(&mut control, &mut stop).await;
+    }
+    let daemon_ended = match daemon_end {
+        Some(ControlEnd::Ended(ended)) => Some(ended),
+        _ => None,
+    };
+    let recorder = recorder.close().expect("the recorder is closed only here");
+    finish(
+        recorder,
+        &flows,
+        RunEnd {
+            start_unix_ns,
+            end_s: elapsed.as_secs_f64(),
+            schedule: &schedule,
+            tcpext_before,
+            cost_before,
+            daemon_ended,
+            probed,
+            probe_asked: config.probe,
+            reason: cut_short.or(sample_error),
+        },
+    )
+}
+
+/// The recorder of a run, writing the run directory whose `run.json` says the run is under
+/// way.
+fn open_recorder(
+    config: &ReaderConfig,
+    session: &session::Session,
+    schedule: &[oscil_protocol::PhaseSpan],
+) -> Result<SharedRecorder, ReaderError> {
+    let meta = run_meta(config, session, schedule);
+    Ok(SharedRecorder::new(Recorder::new(
+        RunWriter::create(&config.out, config.force, meta)?,
+        SummaryBuilder::new(
+            schedule.to_vec(),
+            config.interval.as_secs_f64(),
+            session.welcome.host.page_size_bytes,
+        ),
+        config.flows,
+        config.interval.as_secs_f64(),
+    )))
+}
+
+/// One flow per data connection, each reading by its own pacer from `start`.
+fn spawn_readers(
+    config: &ReaderConfig,
+    data: Vec<tokio::net::TcpStream>,
+    start: Instant,
+) -> (Vec<Arc<Flow>>, JoinSet<Result<(), flow::FlowError>>) {
     let flows: Vec<Arc<Flow>> = data
         .into_iter()
         .zip(0..)
@@ -308,17 +266,31 @@ pub async fn run(
             fair_share_bytes,
         ));
     }
+    (flows, readers)
+}
+
+/// The sampler's own thread.
+type SamplerThread = std::thread::JoinHandle<Result<(), sampler::SampleError>>;
+
+/// Starts the reader's sampler on its own thread; it samples until told the last interval.
+fn spawn_sampler(
+    config: &ReaderConfig,
+    flows: &[Arc<Flow>],
+    recorder: &SharedRecorder,
+    start: Instant,
+    schedule: &[oscil_protocol::PhaseSpan],
+) -> Result<(std::sync::mpsc::Sender<u64>, SamplerThread), ReaderError> {
     let (stop_sampling, stop_rx) = std::sync::mpsc::channel();
     let sampler = Sampler {
-        flows: flows.clone(),
+        flows: flows.to_vec(),
         recorder: recorder.clone(),
         start: start.into_std(),
         interval: config.interval,
-        schedule: schedule.clone(),
+        schedule: schedule.to_vec(),
         progress: Progress::new(
             config.progress,
             config.pattern.total(),
-            schedule.clone(),
+            schedule.to_vec(),
             config.pattern.cycles,
         ),
     };
@@ -326,18 +298,17 @@ pub async fn run(
         .name("sampler".into())
         .spawn(move || sampler.run(stop_rx))
         .map_err(ReaderError::Thread)?;
-    // The daemon sends samples every interval: a long silence means the path or the daemon
-    // is gone, even if no connection has said so yet.
-    let mut control = tokio::spawn(collect_daemon_samples(
-        control_rx,
-        recorder.clone(),
-        flows.clone(),
-        SampleCheck::new(config.flows, config.interval),
-        (config.interval * 3).max(SILENCE_LIMIT),
-        start,
-    ));
+    Ok((stop_sampling, sampler))
+}
 
-    // Wait for the pattern to finish, or for the first reason to stop early.
+/// Waits for the pattern to finish, or for the first reason to stop early: a reading task
+/// failed, the control connection ended, or a signal. Returns why the run was cut short
+/// (`None`: the pattern completed) and the daemon's end when it came first.
+async fn first_end(
+    readers: &mut JoinSet<Result<(), flow::FlowError>>,
+    control: &mut tokio::task::JoinHandle<ControlEnd>,
+    stop: &mut mpsc::UnboundedReceiver<()>,
+) -> (Option<String>, Option<ControlEnd>) {
     let all_read = async {
         while let Some(joined) = readers.join_next().await {
             match joined {
@@ -348,88 +319,92 @@ pub async fn run(
         }
         None
     };
-    let mut daemon_end = None;
-    let cut_short: Option<String> = tokio::select! {
-        error = all_read => error,
-        end = &mut control => {
+    tokio::select! {
+        error = all_read => (error, None),
+        end = control => {
             let reason = match &end {
                 Ok(ControlEnd::Ended(ended)) => format!("the daemon ended the session: {}", escape_peer(&ended.reason)),
                 Ok(ControlEnd::Failed(reason)) => reason.clone(),
                 Err(e) => format!("control task failed: {e}"),
             };
-            daemon_end = end.ok();
-            Some(reason)
+            (Some(reason), end.ok())
         }
-        Some(()) = stop.recv() => Some("interrupted by a signal".into()),
-    };
-    let elapsed = start.elapsed();
-    let end_s = elapsed.as_secs_f64();
-    readers.abort_all();
-    let probed = match probe {
-        Some(running) => Some(running.stop().await),
-        None => None,
-    };
-    // Both sides' last samples end on the same interval.
-    let intervals = intervals_by(elapsed, config.interval);
-    let _ = stop_sampling.send(intervals);
-    // The last sample first, then the stop: the daemon resets the data connections when it
-    // ends, and a reset socket is gone from the kernel's tables (and from sock_diag).
+        Some(()) = stop.recv() => (Some("interrupted by a signal".into()), None),
+    }
+}
+
+/// Joins the sampler thread without blocking the runtime; why it failed, if it did.
+async fn join_sampler(sampler: SamplerThread) -> Option<String> {
     let sampler = tokio::task::spawn_blocking(move || sampler.join());
-    let sample_error = match sampler.await.expect("joining the sampler thread") {
+    match sampler.await.expect("joining the sampler thread") {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
         Err(_) => Some("the sampler thread panicked".into()),
-    };
-    if daemon_end.is_none() {
-        let reason = cut_short
-            .clone()
-            .unwrap_or_else(|| "pattern complete".into());
-        let stop = ReaderMessage::Stop {
-            reason,
-            intervals: Some(intervals),
-        };
-        let _ = control_tx.write(&stop).await;
     }
+}
 
-    // Take the daemon's last samples and counters.
-    if daemon_end.is_none() {
-        let grace = tokio::time::sleep(STOP_GRACE);
-        daemon_end = tokio::select! {
-            end = &mut control => end.ok(),
-            _ = grace => None,
-            Some(()) = stop.recv() => None,
-        };
-        if daemon_end.is_none() {
-            control.abort();
-            let _ = (&mut control).await;
-        }
-    }
-    let daemon_ended = match daemon_end {
-        Some(ControlEnd::Ended(ended)) => Some(ended),
-        _ => None,
+/// After the stop: the daemon's last samples and counters, within [`STOP_GRACE`] (a second
+/// signal gives up at once).
+async fn last_daemon_end(
+    control: &mut tokio::task::JoinHandle<ControlEnd>,
+    stop: &mut mpsc::UnboundedReceiver<()>,
+) -> Option<ControlEnd> {
+    let grace = tokio::time::sleep(STOP_GRACE);
+    let end = tokio::select! {
+        end = &mut *control => end.ok(),
+        _ = grace => None,
+        Some(()) = stop.recv() => None,
     };
+    if end.is_none() {
+        control.abort();
+        let _ = (&mut *control).await;
+    }
+    end
+}
 
-    let mut recorder = recorder.close().expect("the recorder is closed only here");
+/// What the end of a run leaves to write into `run.json`.
+struct RunEnd<'a> {
+    start_unix_ns: u64,
+    end_s: f64,
+    schedule: &'a [oscil_protocol::PhaseSpan],
+    tcpext_before: Option<oscil_kernel::TcpExt>,
+    cost_before: Option<ProcessCost>,
+    daemon_ended: Option<Ended>,
+    /// What the idle probe found, if it ran, and whether it was asked for.
+    probed: Option<probe::Found>,
+    probe_asked: bool,
+    /// Why the run was cut short or its samples failed, if either.
+    reason: Option<String>,
+}
+
+/// Writes the run's end: markers, slow rates, counters, the schedule as it ran, the
+/// sampling's quality and how the run ended.
+fn finish(
+    mut recorder: Recorder,
+    flows: &[Arc<Flow>],
+    end: RunEnd<'_>,
+) -> Result<Outcome, ReaderError> {
     if let Some(clock) = recorder.writer.meta().clock {
         // Nothing reads any more: a marker unread now was unread at the run's end.
         let span = RunSpan {
-            start_unix_ns,
+            start_unix_ns: end.start_unix_ns,
             end_unix_ns: realtime_unix_ns(),
         };
-        let counts = recorder.markers(&flows, span, &clock)?;
+        let counts = recorder.markers(flows, span, &clock)?;
         recorder.writer.meta_mut().markers = Some(counts);
     }
-    probe::record(&mut recorder, probed, config.probe)?;
+    probe::record(&mut recorder, end.probed, end.probe_asked)?;
     let meta = recorder.writer.meta_mut();
     if let Some(rate) = &mut meta.config.slow_rate {
-        rate.cycles = slow_rates(&flows);
+        rate.cycles = slow_rates(flows);
     }
-    record_counters(meta, tcpext_before, cost_before, daemon_ended.as_ref());
-    meta.schedule = cut_schedule(&schedule, end_s);
+    let daemon_ended = end.daemon_ended.as_ref();
+    record_counters(meta, end.tcpext_before, end.cost_before, daemon_ended);
+    meta.schedule = cut_schedule(end.schedule, end.end_s);
     let unconfirmed = daemon_ended
         .is_none()
         .then(|| "the daemon did not confirm the end of the session".to_string());
-    let reason = cut_short.or(sample_error).or(unconfirmed);
+    let reason = end.reason.or(unconfirmed);
     let sampling = recorder.sampling();
     let holes = sampling.holes();
     recorder.writer.meta_mut().sampling = Some(sampling);
@@ -441,10 +416,10 @@ pub async fn run(
     let ending = Ending {
         status,
         reason,
-        duration_s: end_s,
+        duration_s: end.end_s,
         ended_unix_ms: unix_ms(),
     };
-    let summary = recorder.summary.finish(end_s);
+    let summary = recorder.summary.finish(end.end_s);
     let meta = recorder.writer.finish(ending)?;
     Ok(Outcome { meta, summary })
 }
@@ -479,8 +454,8 @@ async fn collect_daemon_samples(
                 }
             }
             Ok(Some(DaemonMessage::Markers { markers })) => {
-                if let Err(e) = markers::announce(&flows, markers) {
-                    return ControlEnd::Failed(e);
+                if let Err(e) = flow::announce_markers(&flows, markers) {
+                    return ControlEnd::Failed(e.to_string());
                 }
             }
             Ok(Some(DaemonMessage::Ended(mut ended))) => {

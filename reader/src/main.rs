@@ -7,19 +7,19 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use oscil_kernel::SocketOptions;
-use oscil_protocol::address::{self, Endpoint};
-use oscil_protocol::cli::{self, placeholder};
-use oscil_protocol::request::{
-    self, cloudflare, parse_pacing_rate, parse_slow_rate, parse_write_size, SessionRequest,
-    TypedDuration, MAX_CYCLES, MAX_FLOWS,
+use oscil_cli::address::{self, Endpoint};
+use oscil_cli::placeholder;
+use oscil_cli::request_args::{
+    cloudflare, parse_pacing_rate, parse_slow_rate, parse_write_size, TypedDuration,
 };
-use oscil_protocol::rundir::RunDirError;
-use oscil_protocol::units::{
+use oscil_cli::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, UnitError,
 };
-use oscil_protocol::{PatternConfig, RunStatus, SlowRule};
+use oscil_kernel::SocketOptions;
+use oscil_protocol::request::{self, SessionRequest, MAX_CYCLES, MAX_FLOWS};
+use oscil_protocol::{PatternConfig, SlowRule};
 use oscil_reader::{Outcome, ReaderConfig, ReaderError};
+use oscil_rundir::{RunDirError, RunStatus};
 
 /// Reads from oscil-daemon in an oscillating pattern (fast, then a trickle) and records both
 /// ends of every flow into a run directory.
@@ -39,7 +39,7 @@ struct Args {
     #[arg(long, short = 'c', value_parser = address::parse_connect, value_name = placeholder::ADDR)]
     connect: Endpoint,
     #[command(flatten)]
-    address: cli::AddressFlags,
+    address: oscil_cli::AddressFlags,
     /// Local address to connect from (a multi-homed host's WAN address).
     #[arg(long, short = 'B', value_parser = address::parse_bind, value_name = placeholder::ADDR)]
     bind: Option<IpAddr>,
@@ -259,8 +259,9 @@ impl Args {
 }
 
 fn main() -> ExitCode {
-    let args: Args = cli::parse();
-    for warning in cli::start_warnings("oscil-reader", args.notsent_lowat, args.key_file.as_deref())
+    let args: Args = oscil_cli::parse();
+    for warning in
+        oscil_cli::start_warnings("oscil-reader", args.notsent_lowat, args.key_file.as_deref())
     {
         eprintln!("{warning}");
     }
@@ -269,7 +270,7 @@ fn main() -> ExitCode {
     // bad flags too: exit 2, nothing started.
     let config = match args.into_config() {
         Ok(config) => config,
-        Err(error) => return fail(cli::exit::USAGE, &error, json),
+        Err(error) => return fail(oscil_cli::exit::USAGE, &error, json),
     };
     match run(config.clone()) {
         Ok(outcome) => report(&config, &outcome, json),
@@ -281,17 +282,17 @@ fn main() -> ExitCode {
 /// failure to start is 1.
 fn start_failure_code(error: &anyhow::Error) -> u8 {
     match error.downcast_ref::<ReaderError>() {
-        Some(ReaderError::RunDir(RunDirError::NotEmpty(_))) => cli::exit::USAGE,
-        _ => cli::exit::FAILED_START,
+        Some(ReaderError::RunDir(RunDirError::NotEmpty(_))) => oscil_cli::exit::USAGE,
+        _ => oscil_cli::exit::FAILED_START,
     }
 }
 
 /// One line on stderr; with --json also an error object on stdout, as iperf3 -J does.
 fn fail(code: u8, error: &anyhow::Error, json: bool) -> ExitCode {
-    let line = cli::error_line(&**error);
+    let line = oscil_protocol::error_text::error_line(&**error);
     eprintln!("oscil-reader: {line}");
     if json {
-        println!("{}", cli::json_error(code, &line));
+        println!("{}", oscil_cli::json_error(code, &line));
     }
     ExitCode::from(code)
 }
@@ -353,8 +354,8 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
     let code = match ending.status {
         // Holes lose no bytes, only time resolution, and the rows say which span each
         // covers: the run is usable, so it exits 0 with a line and a status that say so.
-        RunStatus::Complete | RunStatus::Holes => cli::exit::OK,
-        RunStatus::Partial => cli::exit::CUT_SHORT,
+        RunStatus::Complete | RunStatus::Holes => oscil_cli::exit::OK,
+        RunStatus::Partial => oscil_cli::exit::CUT_SHORT,
     };
     if json {
         // Documented field by field in docs/json.md.

@@ -2,12 +2,10 @@
 //! flow, fed by the flow's reads and the daemon's announcements, and turned into
 //! `markers.csv` rows at the end.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use oscil_protocol::clock::ClockEstimate;
 use oscil_protocol::markers::{self, FlowMarkers, Marker, MarkerCounts, MarkerRow, RunSpan};
-
-use crate::flow::Flow;
 
 /// Reads remembered across all flows (16 bytes each): enough for a marker announced up to
 /// half a second after the read that passed it on loopback at full speed (~45,000
@@ -58,23 +56,4 @@ impl Book {
         rows.sort_by_key(|r| r.k);
         (rows, counts)
     }
-}
-
-/// Hands each of the daemon's markers to its flow; a marker for a flow the session does not
-/// have, or in a session without markers, is the daemon's error.
-pub fn announce(flows: &[Arc<Flow>], markers: Vec<Marker>) -> Result<(), String> {
-    for marker in markers {
-        let flow = flows.get(marker.flow as usize);
-        let Some(book) = flow.and_then(|f| f.markers.as_ref()) else {
-            let without = flows.iter().all(|f| f.markers.is_none());
-            return Err(format!(
-                "the daemon sent a marker for flow {} of a session of {} flows{}",
-                marker.flow,
-                flows.len(),
-                if without { " without markers" } else { "" }
-            ));
-        };
-        book.announce(marker);
-    }
-    Ok(())
 }

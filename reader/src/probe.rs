@@ -4,7 +4,7 @@
 //! pattern's end and is none of them: no reader row, no flow count.
 
 use oscil_protocol::probe::{ProbeBook, ProbeFacts, ProbeRow, PROBE_BYTES, PROBE_EVERY};
-use oscil_protocol::rundir::RunDirError;
+use oscil_rundir::RunDirError;
 
 use crate::recorder::Recorder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 /// What the probe found: every probe sent, and the facts for `run.json`.
-type Found = (Vec<ProbeRow>, ProbeFacts);
+pub(crate) type Found = (Vec<ProbeRow>, ProbeFacts);
 
 /// The probe while the run goes on.
 pub(crate) struct Running {

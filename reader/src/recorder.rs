@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use oscil_protocol::clock::ClockEstimate;
 use oscil_protocol::markers::{MarkerCounts, RunSpan};
-use oscil_protocol::sampling::{Sampling, Tally};
-use oscil_protocol::{HostSample, ReaderSample, RunDirError, RunWriter, SenderSample};
+use oscil_protocol::{HostSample, ReaderSample, SenderSample};
+use oscil_rundir::{RunDirError, RunWriter};
+use oscil_sampling::{Sampling, Tally};
 
 use crate::flow::Flow;
 use crate::summary::SummaryBuilder;

@@ -13,8 +13,9 @@ use oscil_kernel::diag::{Probe, Watched};
 use oscil_kernel::netstat::QueueEventsSince;
 use oscil_kernel::{netstat, sockstat, ProcFile, Sockstat, TcpExt};
 use oscil_protocol::pattern::phase_of_sample;
-use oscil_protocol::ticker::{covered_s, Ticker};
-use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, RunDirError, Side};
+use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, Side};
+use oscil_rundir::RunDirError;
+use oscil_sampling::ticker::{covered_s, Ticker};
 
 use crate::flow::Flow;
 use crate::progress::Progress;

@@ -3,22 +3,23 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use oscil_cli::address::IpFamily;
 use oscil_kernel::{sockopt, OptionsInForce, SocketOptions};
-use oscil_protocol::address::IpFamily;
-use oscil_protocol::auth::{AuthError, DataKey, Nonce, ReaderHandshake, SessionId};
-use oscil_protocol::cli;
+use oscil_protocol::auth::{AuthError, ReaderHandshake};
 use oscil_protocol::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, FrameError, Hello, ReaderMessage, Welcome,
     PROTOCOL_VERSION,
 };
 use oscil_protocol::probe::PROBE_FLOW;
+use oscil_protocol::proof::{DataKey, Nonce, SessionId};
 use oscil_protocol::text::escape_peer;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{lookup_host, TcpSocket, TcpStream};
 use tokio::time::{sleep, timeout, Instant};
 
-use crate::{ReaderConfig, ReaderError};
+use crate::config::{ReaderConfig, SOFTWARE};
+use crate::error::ReaderError;
 
 /// How long connecting and the daemon's answer may take before the reader gives up.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -231,7 +232,7 @@ async fn authenticate(
 ) -> Result<(Welcome, DataKey), ReaderError> {
     let hello = Hello {
         version: PROTOCOL_VERSION,
-        software: crate::SOFTWARE.into(),
+        software: SOFTWARE.into(),
         nonce: Nonce::random().map_err(ReaderError::Random)?,
         flows: config.flows,
         options: config.sender_request.clone(),
@@ -310,7 +311,7 @@ async fn resolve(connect: &str, family: IpFamily) -> Result<SocketAddr, ReaderEr
     };
     let mut addrs = lookup_host(connect)
         .await
-        .map_err(|e| resolve_error(cli::os_error(&e)))?;
+        .map_err(|e| resolve_error(oscil_protocol::error_text::os_error(&e)))?;
     addrs
         .find(|addr| family.allows(addr.ip()))
         .ok_or_else(|| resolve_error("no address of the family asked (-4/-6)".into()))

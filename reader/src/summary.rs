@@ -1,12 +1,12 @@
 //! The per-phase summary printed at the end of a run, built from the rows as they are
 //! recorded so nothing is kept in memory but running totals. The figures are
-//! `oscil_protocol::phase_figures`, the same definition the report uses.
+//! `oscil_figures`, the same definition the report uses.
 
 use std::collections::BTreeMap;
 
+use oscil_cli::units::mib;
+use oscil_figures::{PhaseFigures, Totals, WakeSpread};
 use oscil_protocol::markers::MarkerRow;
-use oscil_protocol::phase_figures::{PhaseFigures, Totals, WakeSpread};
-use oscil_protocol::units::mib;
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, SenderSample};
 use serde::Serialize;
 

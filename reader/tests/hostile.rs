@@ -7,12 +7,14 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread::JoinHandle;
 
-use oscil_protocol::auth::{DaemonHandshake, Nonce, SessionId};
+use oscil_protocol::auth::DaemonHandshake;
+
 use oscil_protocol::control::{
     decode_frame, encode_frame, DaemonMessage, DataChallenge, DataHello, ReaderMessage, Welcome,
     MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::key::{generate_key, Key};
+use oscil_protocol::proof::{Nonce, SessionId};
 use oscil_protocol::{HostSample, SenderSample, Side};
 use serde::de::DeserializeOwned;
 use util::reader;

@@ -6,8 +6,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use oscil_protocol::rundir;
-use oscil_protocol::RunStatus;
+use oscil_rundir::RunStatus;
 use oscil_testkit::Daemon;
 use util::reader;
 
@@ -38,7 +37,7 @@ fn a_killed_daemon_leaves_a_partial_readable_run() {
     assert!(stderr.contains("cut short"), "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "stderr: {stderr}");
 
-    let run = rundir::load(&out).expect("the partial run directory loads");
+    let run = oscil_rundir::load(&out).expect("the partial run directory loads");
     assert_eq!(run.meta.ending.status, RunStatus::Partial);
     assert!(
         run.meta.ending.reason.contains("daemon"),
@@ -70,7 +69,7 @@ fn ctrl_c_keeps_everything_recorded_so_far() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(3));
 
-    let run = rundir::load(&out).expect("the interrupted run directory loads");
+    let run = oscil_rundir::load(&out).expect("the interrupted run directory loads");
     assert_eq!(run.meta.ending.status, RunStatus::Partial);
     assert_eq!(run.meta.ending.reason, "interrupted by a signal");
     // The daemon was asked to stop, so its counters and last samples arrived.
@@ -94,7 +93,7 @@ fn a_silent_daemon_cuts_the_run_short() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(3));
 
-    let run = rundir::load(&out).expect("the run directory loads");
+    let run = oscil_rundir::load(&out).expect("the run directory loads");
     assert_eq!(run.meta.ending.status, RunStatus::Partial);
     assert!(
         run.meta.ending.reason.contains("no word from the daemon"),

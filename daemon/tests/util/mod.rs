@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
 use oscil_kernel::SocketOptions;
-use oscil_protocol::auth::{DataKey, Nonce, ReaderHandshake};
+use oscil_protocol::auth::ReaderHandshake;
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, Hello, ReaderMessage, Welcome,
     PROTOCOL_VERSION,
 };
 use oscil_protocol::key::Key;
+use oscil_protocol::proof::{DataKey, Nonce};
 use oscil_protocol::SenderSample;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -262,7 +263,7 @@ pub async fn forged_proof(addr: SocketAddr, hello: Hello) -> (DaemonMessage, Dur
         "{challenge:?}"
     );
     let forged = ReaderMessage::Proof {
-        mac: Some(oscil_protocol::auth::HexBytes([7; 32])),
+        mac: Some(oscil_protocol::proof::HexBytes([7; 32])),
     };
     stranger.send(&forged).await;
     let sent = std::time::Instant::now();
