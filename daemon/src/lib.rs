@@ -16,6 +16,7 @@ mod latency;
 mod refusals;
 mod sampler;
 mod session;
+mod trace;
 #[allow(unsafe_code)]
 mod sys;
 

@@ -15,6 +15,7 @@ use oscil_protocol::control::{
 };
 use oscil_protocol::markers::{Marker, MarkerSchedule};
 use oscil_protocol::text::escape_peer;
+use oscil_protocol::trace::TraceSideFacts;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
@@ -22,6 +23,7 @@ use tokio::time::{sleep_until, timeout, Instant};
 
 use crate::flow::{write_forever, Flow, Payload};
 use crate::latency::MarkerTap;
+use crate::trace::SessionTrace;
 use crate::{DaemonConfig, DataConn, ProcFiles, Route, Shared};
 
 pub(crate) type Control = Connection<TcpStream>;
@@ -112,12 +114,12 @@ pub(crate) async fn serve(
     let connected = session.connect_flows(data_rx).await;
     drop(expected);
     let connected = connected.and_then(|flows| Ok((flows, payload_for(&hello, &shared.payload)?)));
-    let (reason, tcpext_delta, wakeups) = match connected {
+    let (reason, tcpext_delta, wakeups, trace) = match connected {
         Ok((flows, payload)) => {
             drop(route);
             session.stream(flows, &payload, &shared.proc).await
         }
-        Err(reason) => (reason, Default::default(), Vec::new()),
+        Err(reason) => (reason, Default::default(), Vec::new(), None),
     };
     let cost = cost_before
         .zip(ProcessCost::of_self())
@@ -130,6 +132,7 @@ pub(crate) async fn serve(
         tcpext_delta,
         wakeups,
         cost,
+        trace,
     });
     let told = send(&mut conn, config, &ended).await;
     eprintln!(
@@ -487,8 +490,8 @@ impl Session<'_> {
     }
 
     /// Streams on every flow and samples them on absolute deadlines until the session ends;
-    /// returns why it ended, the TcpExt counters that moved meanwhile and each flow's
-    /// wake-ups.
+    /// returns why it ended, the TcpExt counters that moved meanwhile, each flow's wake-ups
+    /// and what was traced (when the hello asked).
     async fn stream(
         &mut self,
         flows: Vec<Flow>,
@@ -498,6 +501,7 @@ impl Session<'_> {
         String,
         std::collections::BTreeMap<String, u64>,
         Vec<WakeupFigures>,
+        Option<TraceSideFacts>,
     ) {
         let start = Instant::now();
         let start_unix_ns = realtime_unix_ns();
@@ -527,11 +531,13 @@ impl Session<'_> {
         let end_at = start + length;
         let (stop_sampling, mut samples) =
             crate::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
+        let mut trace = SessionTrace::start(self.hello.trace, &flows, start.into_std());
         let mut reader_intervals = None;
         let reason = loop {
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => RunEvent::Control(m),
                 Some(sampled) = samples.recv() => RunEvent::Sample(sampled),
+                Some(rows) = trace.recv() => RunEvent::Sample(Ok(rows)),
                 Some(first) = markers.recv() => RunEvent::Markers(first),
                 Some(done) = writers.join_next() => RunEvent::End(match done {
                     Ok((flow, e)) => format!("data connection of flow {flow} failed: {e}"),
@@ -574,6 +580,13 @@ impl Session<'_> {
                 break;
             }
         }
+        trace.stop();
+        while let Some(batch) = trace.remaining().await {
+            if send_batch(self.conn, self.config, &batch).await.is_err() {
+                break;
+            }
+        }
+        let trace = trace.facts().await;
         // Dropping the receiver wakes a thread blocked on a full channel, so it lets go of
         // its handles on the sockets.
         drop(samples);
@@ -592,7 +605,7 @@ impl Session<'_> {
             (Some(before), Ok(after)) => netstat::delta(&before, &after, netstat::WATCHED),
             _ => Default::default(),
         };
-        (reason, delta, wakeups)
+        (reason, delta, wakeups, trace)
     }
 }
 
@@ -641,6 +654,7 @@ mod tests {
             duration_us: 60_000_000,
             write_size_bytes: None,
             marker_every_us: None,
+            trace: false,
         }
     }
 

@@ -332,6 +332,7 @@ mod tests {
             duration_us: 1_000_000,
             write_size_bytes: None,
             marker_every_us: None,
+            trace: false,
         }
     }
 

@@ -25,6 +25,7 @@ use crate::auth::{DataKey, Nonce, SessionId, Tag};
 use crate::markers::Marker;
 use crate::records::{HostSample, SenderSample};
 use crate::text::escape_peer;
+use crate::trace::{SenderTrace, TraceRow, TraceSideFacts};
 
 /// Bumped on any incompatible change; both ends refuse a mismatch. Version 2: the
 /// challenge-response handshake, 128-bit session ids and signed data hellos. Version 3: the
@@ -64,6 +65,10 @@ pub struct Hello {
     /// Mark every flow's stream this often (µs, at least `interval_us`); `None`: no markers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker_every_us: Option<u64>,
+    /// Trace the data sockets per ACK (`--trace`): the daemon then sends `trace` messages
+    /// and says what it traced in `Ended`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
 }
 
 /// The daemon's write size unless a session asks for another: 256 KiB, the fastest of 64,
@@ -129,6 +134,9 @@ pub struct Ended {
     /// `/proc` did not tell.
     #[serde(default)]
     pub cost: Option<ProcessCost>,
+    /// What the daemon traced, or why it could not; only when the hello asked for a trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSideFacts>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -194,6 +202,11 @@ pub enum DaemonMessage {
     /// Markers the writers set since the last such message (sessions with markers only).
     Markers {
         markers: Vec<Marker>,
+    },
+    /// Trace rows the daemon read since the last such message (sessions whose hello asked
+    /// for a trace only).
+    Trace {
+        rows: Vec<TraceRow<SenderTrace>>,
     },
     Ended(Ended),
 }
@@ -467,6 +480,7 @@ mod tests {
             duration_us: 1,
             write_size_bytes: None,
             marker_every_us: None,
+            trace: false,
         };
         let (reader, first) = ReaderHandshake::new(None, hello);
         let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))

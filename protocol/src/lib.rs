@@ -19,6 +19,8 @@ pub mod sampling;
 mod sys;
 pub mod text;
 pub mod ticker;
+pub mod trace;
+pub mod tracer;
 pub mod units;
 
 pub use pattern::{PatternConfig, PhaseSpan, SlowRate, SlowRule};

@@ -38,6 +38,7 @@ fn hello() -> Hello {
         duration_us: 60_000_000,
         write_size_bytes: None,
         marker_every_us: None,
+        trace: false,
     }
 }
 
@@ -112,6 +113,7 @@ fn corpus() -> Vec<Vec<u8>> {
             tcpext_delta: Default::default(),
             wakeups: vec![],
             cost: None,
+            trace: None,
         })),
     ]
 }

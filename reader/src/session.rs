@@ -193,6 +193,7 @@ async fn authenticate(
         duration_us: config.pattern.total().as_micros() as u64,
         write_size_bytes: Some(config.write_size_bytes),
         marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
+        trace: config.trace,
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
     tx.write(&first).await?;

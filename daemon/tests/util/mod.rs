@@ -73,6 +73,7 @@ pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: D
         duration_us: duration.as_micros() as u64,
         write_size_bytes: None,
         marker_every_us: None,
+        trace: false,
     }
 }
 

@@ -1,0 +1,334 @@
+//! The per-ACK trace (`--trace`) in a run directory: one row per kernel event in
+//! `trace-sender.csv` (the daemon's `tcp_probe`, retransmits, congestion-state changes) and
+//! `trace-reader.csv` (the reader's receive-buffer autotuning), and what each side traced
+//! in `run.json`. The tracing itself is in [`crate::tracer`].
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rundir::{load_csv, Columns, CsvFile, Limits, RunDirError};
+
+pub const TRACE_SENDER_CSV: &str = "trace-sender.csv";
+pub const TRACE_READER_CSV: &str = "trace-reader.csv";
+
+/// Rows one side writes at most: about 40 s of 1 Gbit/s ACKs. Past it the run keeps going
+/// and `run.json` counts what was not written, so a long fast run cannot fill the disk.
+pub const MAX_TRACE_ROWS: u64 = 2_000_000;
+
+/// Which kernel event a trace row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceKind {
+    /// `tcp:tcp_probe`: an incoming segment (on the sender, an ACK).
+    Probe,
+    /// `tcp:tcp_retransmit_skb`.
+    Retransmit,
+    /// `tcp:tcp_cong_state_set`: the congestion state changed (to `cong_state`).
+    CongState,
+    /// `tcp:tcp_rcvbuf_grow`: receive-buffer autotuning grew `rcvbuf`.
+    RcvbufGrow,
+    /// `tcp:tcp_rcv_space_adjust`: autotuning measured what the application copied.
+    RcvSpaceAdjust,
+}
+
+impl TraceKind {
+    pub const ALL: [TraceKind; 5] = [
+        TraceKind::Probe,
+        TraceKind::Retransmit,
+        TraceKind::CongState,
+        TraceKind::RcvbufGrow,
+        TraceKind::RcvSpaceAdjust,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceKind::Probe => "probe",
+            TraceKind::Retransmit => "retransmit",
+            TraceKind::CongState => "cong_state",
+            TraceKind::RcvbufGrow => "rcvbuf_grow",
+            TraceKind::RcvSpaceAdjust => "rcv_space_adjust",
+        }
+    }
+
+    /// The tracepoint, as `system/event` under tracefs's `events/`.
+    pub fn tracepoint(self) -> &'static str {
+        match self {
+            TraceKind::Probe => "tcp/tcp_probe",
+            TraceKind::Retransmit => "tcp/tcp_retransmit_skb",
+            TraceKind::CongState => "tcp/tcp_cong_state_set",
+            TraceKind::RcvbufGrow => "tcp/tcp_rcvbuf_grow",
+            TraceKind::RcvSpaceAdjust => "tcp/tcp_rcv_space_adjust",
+        }
+    }
+
+    /// Whether the event names its socket by cookie; the others only by address.
+    pub fn has_cookie(self) -> bool {
+        matches!(
+            self,
+            TraceKind::Probe | TraceKind::RcvbufGrow | TraceKind::RcvSpaceAdjust
+        )
+    }
+}
+
+/// Which file a row type goes to.
+pub trait TraceSide: Send + Sync + 'static {
+    const FILE: &'static str;
+}
+
+/// The daemon's events, `trace-sender.csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SenderTrace;
+/// The reader's events, `trace-reader.csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReaderTrace;
+
+impl TraceSide for SenderTrace {
+    const FILE: &'static str = TRACE_SENDER_CSV;
+}
+impl TraceSide for ReaderTrace {
+    const FILE: &'static str = TRACE_READER_CSV;
+}
+
+/// One kernel event of one flow. Every column but the first three is empty unless the
+/// event's tracepoint has the field. Sequence numbers are the kernel's 32-bit ones (they
+/// wrap); windows and buffers are bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct TraceRow<S> {
+    /// Seconds since the session's start on the side's monotonic clock (the clock of its
+    /// samples' `t_s`).
+    pub t_s: f64,
+    pub kind: TraceKind,
+    pub flow: u32,
+    pub snd_nxt: Option<u32>,
+    pub snd_una: Option<u32>,
+    /// Congestion window, segments.
+    pub snd_cwnd: Option<u32>,
+    pub ssthresh: Option<u32>,
+    /// The window the peer advertised, as the sender holds it.
+    pub snd_wnd: Option<u32>,
+    /// Smoothed RTT, µs.
+    pub srtt_us: Option<u32>,
+    /// The receive window this socket offers.
+    pub rcv_wnd: Option<u32>,
+    /// The congestion state entered: 0 open, 1 disorder, 2 cwr, 3 recovery, 4 loss.
+    pub cong_state: Option<u8>,
+    /// Autotuning (`tcp_rcvbuf_grow`): the receiver's RTT estimate, µs.
+    pub rtt_us: Option<u32>,
+    /// Bytes the application copied over the measurement.
+    pub copied: Option<u32>,
+    /// Bytes in the receive queue.
+    pub inq: Option<u32>,
+    /// `rcvq_space.space`, the measured need.
+    pub space: Option<u32>,
+    pub ooo_space: Option<u32>,
+    /// `sk_rcvbuf` after the step.
+    pub rcvbuf: Option<u32>,
+    pub rcv_ssthresh: Option<u32>,
+    pub window_clamp: Option<u32>,
+    /// The share of `rcvbuf` that is payload, in 256ths.
+    pub scaling_ratio: Option<u8>,
+    /// The measurement's length, µs.
+    pub measured_us: Option<u32>,
+    #[serde(skip)]
+    pub side: PhantomData<S>,
+}
+
+impl<S> TraceRow<S> {
+    /// A row with no field set yet.
+    pub fn new(t_s: f64, kind: TraceKind, flow: u32) -> Self {
+        TraceRow {
+            t_s,
+            kind,
+            flow,
+            snd_nxt: None,
+            snd_una: None,
+            snd_cwnd: None,
+            ssthresh: None,
+            snd_wnd: None,
+            srtt_us: None,
+            rcv_wnd: None,
+            cong_state: None,
+            rtt_us: None,
+            copied: None,
+            inq: None,
+            space: None,
+            ooo_space: None,
+            rcvbuf: None,
+            rcv_ssthresh: None,
+            window_clamp: None,
+            scaling_ratio: None,
+            measured_us: None,
+            side: PhantomData,
+        }
+    }
+}
+
+impl<S: TraceSide> Columns for TraceRow<S> {
+    const FILE: &'static str = S::FILE;
+    const COLUMNS: &'static [&'static str] = &[
+        "t_s",
+        "kind",
+        "flow",
+        "snd_nxt",
+        "snd_una",
+        "snd_cwnd",
+        "ssthresh",
+        "snd_wnd",
+        "srtt_us",
+        "rcv_wnd",
+        "cong_state",
+        "rtt_us",
+        "copied",
+        "inq",
+        "space",
+        "ooo_space",
+        "rcvbuf",
+        "rcv_ssthresh",
+        "window_clamp",
+        "scaling_ratio",
+        "measured_us",
+    ];
+    fn declared_rows(_: &Limits) -> u64 {
+        MAX_TRACE_ROWS
+    }
+    fn check(&self, limits: &Limits) -> Result<(), String> {
+        limits.check_flow(self.flow)?;
+        limits.check_signed_time("t_s", self.t_s)
+    }
+}
+
+/// What one side's trace recorded, or why it recorded nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceSideFacts {
+    /// The tracepoints enabled, `system/event`.
+    pub tracepoints: Vec<String>,
+    /// Rows per event kind.
+    pub events: BTreeMap<String, u64>,
+    /// Events the kernel dropped because its buffer was full (its overrun counter), plus
+    /// pages it said followed a loss.
+    pub lost_events: u64,
+    /// Events past [`MAX_TRACE_ROWS`], counted and not written.
+    #[serde(default)]
+    pub rows_not_written: u64,
+    /// Why the trace, or a tracepoint, is missing (no tracefs, a kernel without the event,
+    /// no permission); empty when everything asked for was traced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent: Vec<String>,
+}
+
+impl TraceSideFacts {
+    /// Nothing traced, for `why`.
+    pub fn absent(why: String) -> Self {
+        TraceSideFacts {
+            absent: vec![why],
+            ..Default::default()
+        }
+    }
+
+    /// Rows of every kind.
+    pub fn total_events(&self) -> u64 {
+        self.events.values().sum()
+    }
+}
+
+/// `run.json`'s `trace`: both sides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceFacts {
+    pub sender: Option<TraceSideFacts>,
+    pub reader: Option<TraceSideFacts>,
+}
+
+/// A trace file written as rows come, created with the first row (a side that traced
+/// nothing leaves no file), never past [`MAX_TRACE_ROWS`].
+pub struct TraceCsv<S> {
+    dir: std::path::PathBuf,
+    file: Option<CsvFile>,
+    rows: u64,
+    /// Rows refused past the cap.
+    pub not_written: u64,
+    side: PhantomData<S>,
+}
+
+impl<S: TraceSide> TraceCsv<S> {
+    pub fn new(dir: &Path) -> Self {
+        TraceCsv {
+            dir: dir.to_path_buf(),
+            file: None,
+            rows: 0,
+            not_written: 0,
+            side: PhantomData,
+        }
+    }
+
+    pub fn write(&mut self, rows: &[TraceRow<S>]) -> Result<(), RunDirError> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(CsvFile::create::<TraceRow<S>>(&self.dir)?),
+        };
+        for row in rows {
+            if self.rows >= MAX_TRACE_ROWS {
+                self.not_written += 1;
+                continue;
+            }
+            file.row(row)?;
+            self.rows += 1;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<(), RunDirError> {
+        self.file.as_mut().map_or(Ok(()), CsvFile::flush)
+    }
+}
+
+/// One side's trace rows from a run directory; empty when the file is absent.
+pub fn load<S: TraceSide>(dir: &Path, limits: &Limits) -> Result<Vec<TraceRow<S>>, RunDirError> {
+    if std::fs::symlink_metadata(dir.join(S::FILE)).is_err() {
+        return Ok(Vec::new());
+    }
+    Ok(load_csv::<TraceRow<S>>(dir, limits)?.rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_round_trip_through_a_file_with_every_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut csv = TraceCsv::<SenderTrace>::new(dir.path());
+        let mut ack = TraceRow::new(1.5, TraceKind::Probe, 0);
+        ack.snd_una = Some(4_000_000_000);
+        ack.snd_wnd = Some(65535);
+        let mut state = TraceRow::new(1.75, TraceKind::CongState, 0);
+        state.cong_state = Some(4);
+        csv.write(&[ack.clone(), state.clone()]).unwrap();
+        csv.flush().unwrap();
+        let limits = Limits::declared(1, 100_000, 10.0, None);
+        let back = load::<SenderTrace>(dir.path(), &limits).unwrap();
+        assert_eq!(back, vec![ack, state]);
+        let header = std::fs::read_to_string(dir.path().join(TRACE_SENDER_CSV)).unwrap();
+        assert_eq!(
+            header.lines().next().unwrap(),
+            TraceRow::<SenderTrace>::COLUMNS.join(",")
+        );
+        assert!(load::<ReaderTrace>(dir.path(), &limits).unwrap().is_empty());
+        assert!(!dir.path().join(TRACE_READER_CSV).exists());
+    }
+
+    #[test]
+    fn a_row_of_a_flow_the_run_lacks_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut csv = TraceCsv::<ReaderTrace>::new(dir.path());
+        csv.write(&[TraceRow::new(0.5, TraceKind::RcvbufGrow, 3)])
+            .unwrap();
+        csv.flush().unwrap();
+        let limits = Limits::declared(2, 100_000, 10.0, None);
+        let error = load::<ReaderTrace>(dir.path(), &limits).unwrap_err();
+        assert!(error.to_string().contains("flow 3"), "{error}");
+    }
+}
