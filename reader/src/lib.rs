@@ -15,6 +15,7 @@ mod recorder;
 mod sampler;
 mod session;
 pub mod summary;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -79,6 +80,8 @@ pub struct ReaderConfig {
     pub write_size_bytes: u32,
     /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
     pub marker_every: Option<Duration>,
+    /// Trace both sides' data sockets (`--trace`).
+    pub trace: bool,
     /// How long to keep trying while the daemon says it is busy (zero: not at all).
     pub busy_retry: Duration,
     /// The pre-shared key, when the daemon has one.
@@ -214,6 +217,7 @@ fn run_meta(
         sampling: None,
         clock: session.clock,
         markers: None,
+        trace: None,
     }
 }
 
@@ -288,6 +292,9 @@ pub async fn run(
             Arc::new(Flow::new(index, stream, config.interval, book))
         })
         .collect();
+    let tracing = config
+        .trace
+        .then(|| trace::Tracing::start(&config.out, &flows, start.into_std()));
     let mut readers = JoinSet::new();
     let fair_share_bytes = (flows.len() > 1).then_some(flow::FAIR_SHARE_BYTES);
     for flow in &flows {
@@ -396,6 +403,15 @@ pub async fn run(
     };
 
     let mut recorder = recorder.close().expect("the recorder is closed only here");
+    if let Some(tracing) = tracing {
+        let reader = tokio::task::spawn_blocking(move || tracing.finish())
+            .await
+            .expect("joining the trace thread");
+        let sender = daemon_ended.as_ref().and_then(|e| e.trace.clone());
+        let _ = recorder.sender_trace.flush();
+        let not_written = recorder.sender_trace.not_written;
+        recorder.writer.meta_mut().trace = Some(trace::facts(reader, sender, not_written));
+    }
     if let Some(clock) = recorder.writer.meta().clock {
         // Nothing reads any more: a marker unread now was unread at the run's end.
         let span = RunSpan {
@@ -461,6 +477,11 @@ async fn collect_daemon_samples(
                 }
                 if let Err(e) = recorder.record(|r| r.sender(&flows, &host)) {
                     return ControlEnd::Failed(format!("recording the daemon's samples: {e}"));
+                }
+            }
+            Ok(Some(DaemonMessage::Trace { rows })) => {
+                if let Err(e) = recorder.record(|r| r.trace_sender(&rows)) {
+                    return ControlEnd::Failed(format!("recording the daemon's trace: {e}"));
                 }
             }
             Ok(Some(DaemonMessage::Markers { markers })) => {

@@ -106,6 +106,12 @@ struct Args {
     /// SO_RCVBUF for the reader's own sockets (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     rcvbuf: Option<u32>,
+    /// Trace every ACK of the daemon's data sockets (snd_una, snd_nxt, windows, cwnd,
+    /// retransmits, congestion states) and this reader's receive-buffer autotuning, from the
+    /// kernel's tracepoints, into trace-sender.csv and trace-reader.csv. Needs root and
+    /// tracefs on each side; without them the run goes on and run.json says why.
+    #[arg(long)]
+    trace: bool,
 
     /// While the daemon answers that it is busy (at its sessions, flows or connection
     /// limits), keep trying, with backoff, for this long; 0 gives up at once.
@@ -270,6 +276,7 @@ impl Args {
                 DEFAULT_WRITE_BYTES
             }),
             marker_every: self.marker_every,
+            trace: self.trace,
             busy_retry: self.busy_retry,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use oscil_protocol::clock::ClockEstimate;
 use oscil_protocol::markers::{MarkerCounts, RunSpan};
 use oscil_protocol::sampling::{Sampling, Tally};
+use oscil_protocol::trace::{SenderTrace, TraceCsv, TraceRow};
 use oscil_protocol::{HostSample, ReaderSample, RunDirError, RunWriter, SenderSample};
 
 use crate::flow::Flow;
@@ -18,6 +19,8 @@ const FLUSH_EVERY_S: f64 = 1.0;
 pub struct Recorder {
     pub writer: RunWriter,
     pub summary: SummaryBuilder,
+    /// The daemon's trace rows (`--trace`); no file until the first row.
+    pub sender_trace: TraceCsv<SenderTrace>,
     reader_ticks: Tally,
     sender_ticks: Tally,
     flushed_at_s: f64,
@@ -26,6 +29,7 @@ pub struct Recorder {
 impl Recorder {
     pub fn new(writer: RunWriter, summary: SummaryBuilder, flows: u32, interval_s: f64) -> Self {
         Recorder {
+            sender_trace: TraceCsv::new(writer.dir()),
             writer,
             summary,
             reader_ticks: Tally::new(flows, interval_s),
@@ -54,6 +58,11 @@ impl Recorder {
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
         self.sender_ticks.tick(host.t_s, span_s, rows.len());
         self.host(host)
+    }
+
+    /// The daemon's trace rows, as they arrived over the control connection.
+    pub fn trace_sender(&mut self, rows: &[TraceRow<SenderTrace>]) -> Result<(), RunDirError> {
+        self.sender_trace.write(rows)
     }
 
     fn host(&mut self, host: &HostSample) -> Result<(), RunDirError> {
