@@ -37,6 +37,7 @@ pub mod summary;
 pub mod sys;
 pub mod table;
 pub mod text_layout;
+pub mod time_sequence;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -103,6 +104,9 @@ pub struct ReportConfig {
     pub recommend: Option<f64>,
     /// Write into a used `out_dir`, removing the files an earlier report wrote there.
     pub force: bool,
+    /// The span traced runs' time-sequence pictures show (`--zoom`); default: around each
+    /// fast phase's start.
+    pub zoom: Option<time_sequence::Span>,
 }
 
 /// The files written and the runs' figures.
@@ -178,6 +182,10 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         inputs: &inputs,
     };
     let mut names: Vec<String> = pngs.clone();
+    for (file, record) in draw_time_sequences(&summaries, &pngs, out, config.zoom)? {
+        names.push(file);
+        records.push(record);
+    }
     names.extend(across.write(&mut records)?);
     write(
         &out.join("report.json"),
@@ -291,6 +299,32 @@ fn draw_runs(
     })
     .into_iter()
     .collect()
+}
+
+/// Every traced run's time-sequence picture, in parallel; a run whose trace is damaged is
+/// drawn without it, and the report says so.
+fn draw_time_sequences(
+    summaries: &[RunSummary],
+    pngs: &[String],
+    out: &Path,
+    zoom: Option<time_sequence::Span>,
+) -> Result<Vec<(String, FigureRecord)>, ReportError> {
+    let jobs: Vec<usize> = (0..summaries.len()).collect();
+    let mut drawn = Vec::new();
+    for outcome in parallel_map(&jobs, |&i| {
+        let stem = pngs[i].trim_end_matches(".png");
+        let run = &summaries[i];
+        time_sequence::draw_run(&run.dir, &run.label, stem, out, zoom)
+    }) {
+        match outcome {
+            Ok(picture) => drawn.extend(picture),
+            Err(ReportError::Run(e)) if e.is_damaged() => {
+                eprintln!("oscil-report: warning: a trace is left out: {e}");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(drawn)
 }
 
 /// The run's name as `Run::label` gives it, from `run.json` alone.

@@ -47,6 +47,7 @@ fn settings(lowat: Option<u32>) -> RunSettings {
         write_size_bytes: None,
         marker_every_us: None,
         slow_rate_bps: None,
+        trace: false,
         pattern: PatternConfig {
             fast_ms: 1000,
             slow_ms: 1000,

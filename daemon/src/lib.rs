@@ -16,9 +16,9 @@ mod latency;
 mod refusals;
 mod sampler;
 mod session;
-mod trace;
 #[allow(unsafe_code)]
 mod sys;
+mod trace;
 
 use std::collections::HashMap;
 use std::future::Future;

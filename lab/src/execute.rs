@@ -298,6 +298,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             slow_rate_bps: None,
+            trace: false,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);

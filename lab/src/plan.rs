@@ -60,6 +60,8 @@ pub struct Matrix {
     pub marker_every_us: Option<u64>,
     /// The reader's `--slow-rate`, bit/s; `None`: a fraction of the peak delivered.
     pub slow_rate_bps: Option<u64>,
+    /// The reader's `--trace`.
+    pub trace: bool,
 }
 
 /// One combination of settings; its repetitions share the label.
@@ -86,6 +88,7 @@ pub fn unset_settings(flows: u32, interval_us: u64, pattern: PatternConfig) -> R
         write_size_bytes: None,
         marker_every_us: None,
         slow_rate_bps: None,
+        trace: false,
         pattern,
     }
 }
@@ -98,6 +101,7 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
             write_size_bytes: matrix.write_size_bytes,
             marker_every_us: matrix.marker_every_us,
             slow_rate_bps: matrix.slow_rate_bps,
+            trace: matrix.trace,
             ..unset_settings(matrix.flows, matrix.interval_us, matrix.pattern)
         },
     };
@@ -262,6 +266,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             slow_rate_bps: None,
+            trace: false,
             interval_us: 100_000,
             pattern: PatternConfig::CLOUDFLARE,
         }

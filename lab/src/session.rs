@@ -128,6 +128,9 @@ pub fn reader_args(run: &CampaignRun, connect: &str, key: &str, files: &RunFiles
     if p.full_speed {
         args.push("--full-speed".into());
     }
+    if s.trace {
+        args.push("--trace".into());
+    }
     args
 }
 
@@ -284,6 +287,7 @@ mod tests {
             write_size_bytes: Some(16384),
             marker_every_us: Some(1_000_000),
             slow_rate_bps: None,
+            trace: false,
             pattern: PatternConfig {
                 full_speed: true,
                 ..PatternConfig::CLOUDFLARE

@@ -216,6 +216,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             slow_rate_bps: None,
+            trace: false,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = &plan_runs(&configurations(&matrix), 1, Order::Grouped, 0)[0];

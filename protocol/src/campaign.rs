@@ -123,6 +123,9 @@ pub struct RunSettings {
     /// delivered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_rate_bps: Option<u64>,
+    /// The reader's `--trace`: trace every ACK on both sides.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
 }
 
 /// An emulated path, the same in both directions.
@@ -314,6 +317,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             slow_rate_bps: None,
+            trace: false,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = |repetition, status| CampaignRun {

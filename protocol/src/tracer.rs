@@ -289,7 +289,9 @@ mod tests {
     fn request(sockets: usize) -> TraceRequest {
         TraceRequest {
             kinds: SENDER_KINDS,
-            sockets: (0..sockets as u32).map(|f| (100 + u64::from(f), f)).collect(),
+            sockets: (0..sockets as u32)
+                .map(|f| (100 + u64::from(f), f))
+                .collect(),
             port: ("sport", 5250),
             start: Instant::now(),
             name: "x".into(),
