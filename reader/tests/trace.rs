@@ -98,7 +98,11 @@ fn a_traced_run_follows_every_acknowledged_byte_and_loses_no_event() {
         assert!(facts.get("absent").is_none(), "{side}: {facts}");
     }
     let sender = Csv::read(&out.join("trace-sender.csv"));
-    let acks: Vec<_> = sender.rows.iter().filter(|r| r["kind"] == "probe").collect();
+    let acks: Vec<_> = sender
+        .rows
+        .iter()
+        .filter(|r| r["kind"] == "probe")
+        .collect();
     let una: Vec<u32> = acks.iter().map(|r| r["snd_una"].parse().unwrap()).collect();
     let window = acks
         .iter()
