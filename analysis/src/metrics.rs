@@ -609,7 +609,6 @@ mod tests {
                 link_cpu_s: None,
                 clock_uncertainty_us: None,
                 slow_rate_bps: None,
-                trace: false,
             },
             ..Window::default()
         };

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use oscil_protocol::rundir::{load_meta, Limits};
 use oscil_protocol::trace::{self, ReaderTrace, SenderTrace, TraceKind, TraceRow};
-use oscil_protocol::{Phase, RunMeta};
+use oscil_protocol::{Phase, PhaseSpan, RunMeta};
 
 use crate::chart::{
     byte_unit, Axis, Figure, Line, Panel, Weight, BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION,
@@ -101,7 +101,7 @@ pub fn figure(
         .sum();
     let panels: Vec<Panel> = spans
         .iter()
-        .filter_map(|span| panel(meta, &sender, &reader, *span))
+        .filter_map(|span| panel(&meta.schedule, &sender, &reader, *span))
         .collect();
     (!panels.is_empty()).then(|| Figure {
         header: vec![
@@ -117,7 +117,7 @@ pub fn figure(
 
 /// One span's panel; `None` when no ACK falls in it.
 fn panel(
-    meta: &RunMeta,
+    schedule: &[PhaseSpan],
     sender: &[&TraceRow<SenderTrace>],
     reader: &[&TraceRow<ReaderTrace>],
     span: Span,
@@ -183,7 +183,7 @@ fn panel(
         x_range: (span.from_s, span.to_s),
         left,
         right: autotuning(reader, span),
-        shade: slow_phases(meta, span),
+        shade: slow_phases(schedule, span),
     })
 }
 
@@ -217,8 +217,8 @@ fn una_at(una: &[(f64, f64)], t_s: f64) -> f64 {
 }
 
 /// The slow phases within `span`, for shading.
-fn slow_phases(meta: &RunMeta, span: Span) -> Vec<(f64, f64)> {
-    meta.schedule
+fn slow_phases(schedule: &[PhaseSpan], span: Span) -> Vec<(f64, f64)> {
+    schedule
         .iter()
         .filter(|s| s.phase == Phase::Slow && s.end_s > span.from_s && s.start_s < span.to_s)
         .map(|s| (s.start_s.max(span.from_s), s.end_s.min(span.to_s)))
@@ -288,6 +288,66 @@ mod tests {
         assert_eq!(*kept.last().unwrap(), (20_000.0, 20_000.0));
         let few = vec![(0.0, 1.0), (1.0, 2.0)];
         assert_eq!(thin(few.clone()), few);
+    }
+
+    fn ack(t_s: f64, una: u32, nxt: u32, wnd: u32) -> TraceRow<SenderTrace> {
+        let mut row = TraceRow::new(t_s, TraceKind::Probe, 0);
+        (row.snd_una, row.snd_nxt, row.snd_wnd) = (Some(una), Some(nxt), Some(wnd));
+        row
+    }
+
+    #[test]
+    fn a_panel_counts_bytes_from_its_first_ack_across_the_sequence_wrap() {
+        let near_wrap = u32::MAX - 999;
+        let sender = [
+            ack(0.5, 1, 2, 3), // before the span: not drawn
+            ack(1.0, near_wrap, near_wrap.wrapping_add(3000), 65536),
+            TraceRow::new(1.2, TraceKind::Retransmit, 0),
+            ack(
+                1.5,
+                near_wrap.wrapping_add(2000),
+                near_wrap.wrapping_add(5000),
+                65536,
+            ),
+        ];
+        let mut grow = TraceRow::new(1.3, TraceKind::RcvbufGrow, 0);
+        grow.rcvbuf = Some(1 << 20);
+        let sender: Vec<&TraceRow<SenderTrace>> = sender.iter().collect();
+        let schedule = [PhaseSpan {
+            cycle: 1,
+            phase: Phase::Slow,
+            start_s: 1.4,
+            end_s: 9.0,
+        }];
+        let span = Span {
+            from_s: 1.0,
+            to_s: 2.0,
+        };
+        let panel = panel(&schedule, &sender, &[&grow], span).expect("ACKs in the span");
+        let line = |label: &str| {
+            let line = panel.left.lines.iter().find(|l| l.label == label).unwrap();
+            line.points.clone()
+        };
+        // Bytes shown in KiB (the largest value is under a MiB).
+        let kib = |bytes: f64| bytes / 1024.0;
+        assert_eq!(line("snd_una"), vec![(1.0, 0.0), (1.5, kib(2000.0))]);
+        assert_eq!(
+            line("snd_nxt"),
+            vec![(1.0, kib(3000.0)), (1.5, kib(5000.0))]
+        );
+        assert_eq!(
+            line("advertised window's right edge"),
+            vec![(1.0, kib(65536.0)), (1.5, kib(67536.0))]
+        );
+        assert_eq!(line("retransmit"), vec![(1.2, 0.0)]);
+        let right = panel.right.expect("an autotuning step");
+        assert_eq!(right.lines[0].points, vec![(1.3, 1.0)]);
+        assert_eq!(panel.shade, vec![(1.4, 2.0)]);
+        let empty = Span {
+            from_s: 5.0,
+            to_s: 6.0,
+        };
+        assert!(super::panel(&schedule, &sender, &[], empty).is_none());
     }
 
     #[test]

@@ -242,6 +242,41 @@ pub struct TraceFacts {
     pub reader: Option<TraceSideFacts>,
 }
 
+impl TraceFacts {
+    /// One line per side for the terminal: the events and their losses, or why there are
+    /// none.
+    pub fn lines(&self) -> Vec<String> {
+        [("sender", &self.sender), ("reader", &self.reader)]
+            .into_iter()
+            .filter_map(|(side, facts)| Some((side, facts.as_ref()?)))
+            .map(|(side, facts)| {
+                let kinds: Vec<String> = facts
+                    .events
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                let mut line = format!(
+                    "trace, {side}: {} events ({}), {} lost",
+                    facts.total_events(),
+                    if kinds.is_empty() {
+                        "none".into()
+                    } else {
+                        kinds.join(", ")
+                    },
+                    facts.lost_events
+                );
+                if facts.rows_not_written > 0 {
+                    line += &format!(", {} past the cap not written", facts.rows_not_written);
+                }
+                if !facts.absent.is_empty() {
+                    line += &format!("; {}", facts.absent.join("; "));
+                }
+                line
+            })
+            .collect()
+    }
+}
+
 /// A trace file written as rows come, created with the first row (a side that traced
 /// nothing leaves no file), never past [`MAX_TRACE_ROWS`].
 pub struct TraceCsv<S> {

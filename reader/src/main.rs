@@ -391,6 +391,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
             "cycles": outcome.summary.cycles,
             "clock": meta.clock,
             "markers": meta.markers,
+            "trace": meta.trace,
             "safe_lowat_bytes": outcome.summary.safe_lowat_bytes,
         });
         println!(
@@ -408,6 +409,9 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
                 clock.offset_us / 1000.0,
                 clock.uncertainty_us / 1000.0,
             );
+        }
+        for line in meta.trace.iter().flat_map(|t| t.lines()) {
+            println!("{line}");
         }
     }
     match ending.status {
