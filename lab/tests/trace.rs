@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oscil_testkit::{bin_dir, lacks_root, unique, Csv};
+use oscil_testkit::{bin_dir, lacks_root, unique, TraceAgainstRecord};
 
 struct RemoveOnDrop(PathBuf);
 
@@ -14,13 +14,6 @@ impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// Sequence numbers wrap at 2^32: the advance is the sum of each step's wrapping difference.
-fn advance(seqs: &[u32]) -> u64 {
-    seqs.windows(2)
-        .map(|w| u64::from(w[1].wrapping_sub(w[0])))
-        .sum()
 }
 
 #[test]
@@ -52,32 +45,18 @@ fn a_traced_lab_run_follows_the_delivered_bytes_and_draws_its_time_sequence() {
         assert_eq!(facts["lost_events"], 0, "{side}: {facts}");
         assert!(facts.get("absent").is_none(), "{side}: {facts}");
     }
-    let sender = Csv::read(&run.join("trace-sender.csv"));
-    let acks: Vec<_> = sender
-        .rows
-        .iter()
-        .filter(|r| r["kind"] == "probe")
-        .collect();
-    let una: Vec<u32> = acks.iter().map(|r| r["snd_una"].parse().unwrap()).collect();
-    let window = acks
-        .iter()
-        .map(|r| r["snd_wnd"].parse::<u64>().unwrap())
-        .max()
-        .unwrap() as f64;
-    let delivered: f64 = Csv::read(&run.join("reader.csv"))
-        .column("delivered_bytes")
-        .iter()
-        .sum();
-    let advanced = advance(&una) as f64;
+    let traced = TraceAgainstRecord::of(&run);
+    let (advanced, delivered) = (traced.una_advance_bytes, traced.delivered_bytes);
     eprintln!(
-        "snd_una advanced {advanced} bytes over {} ACKs; delivered {delivered}; window {window}",
-        acks.len()
+        "snd_una advanced {advanced} bytes over {} ACKs; delivered {delivered}; window {}",
+        traced.acks, traced.window_bytes
     );
     // At 100 Mbit/s for 10 s: most of 125 MB.
     assert!(delivered > 80e6, "delivered {delivered}");
     assert!(
-        (advanced - delivered).abs() <= window,
-        "snd_una advanced {advanced} bytes, the reader's TCP received {delivered}, window {window}"
+        traced.within_one_window(),
+        "snd_una advanced {advanced} bytes, the reader's TCP received {delivered}, window {}",
+        traced.window_bytes
     );
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report/report.json")).unwrap())

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use oscil_kernel::tracefs::{monotonic_now_ns, Format, Instance, Record, TraceError, Tracepoint};
 
+use crate::rundir::Columns;
 use crate::trace::{TraceKind, TraceRow, TraceSide, TraceSideFacts};
 
 /// Each CPU's ring buffer: 0.5 s of 1 Gbit/s ACKs (~45,000 a second of ~150 bytes) between
@@ -223,48 +224,36 @@ impl<S: TraceSide> Decoder<S> {
         };
         let t_s = (record.time_ns as i128 - self.start_mono_ns as i128) as f64 / 1e9;
         let mut row = TraceRow::new(t_s, kind, flow);
-        for &field in FIELDS {
-            if let Some(v) = value(field) {
-                put(&mut row, field, v);
+        // After `t_s`, `kind` and `flow`, every column is a field of some tracepoint.
+        for &column in &TraceRow::<S>::COLUMNS[3..] {
+            if let Some(v) = value(field_of(column)) {
+                put(&mut row, column, v);
             }
         }
         Some(row)
     }
 }
 
-/// The tracepoints' fields that become columns.
-const FIELDS: &[&str] = &[
-    "snd_nxt",
-    "snd_una",
-    "snd_cwnd",
-    "ssthresh",
-    "snd_wnd",
-    "srtt",
-    "rcv_wnd",
-    "cong_state",
-    "rtt_us",
-    "copied",
-    "inq",
-    "space",
-    "ooo_space",
-    "rcvbuf",
-    "rcv_ssthresh",
-    "window_clamp",
-    "scaling_ratio",
-    "time",
-];
+/// The tracepoint field a column of [`TraceRow`] comes from: its own name but for two.
+fn field_of(column: &str) -> &str {
+    match column {
+        // `tcp_probe` gives `srtt_us >> 3`: microseconds.
+        "srtt_us" => "srtt",
+        "measured_us" => "time",
+        other => other,
+    }
+}
 
-/// Sets the column of tracepoint field `field` (each of [`FIELDS`]).
-fn put<S>(row: &mut TraceRow<S>, field: &str, v: u64) {
+/// Sets `column` (one of the tracepoint columns of [`TraceRow`]).
+fn put<S>(row: &mut TraceRow<S>, column: &str, v: u64) {
     let narrow = v as u32;
-    let slot = match field {
+    let slot = match column {
         "snd_nxt" => &mut row.snd_nxt,
         "snd_una" => &mut row.snd_una,
         "snd_cwnd" => &mut row.snd_cwnd,
         "ssthresh" => &mut row.ssthresh,
         "snd_wnd" => &mut row.snd_wnd,
-        // `tcp_probe` gives `srtt_us >> 3`: microseconds.
-        "srtt" => &mut row.srtt_us,
+        "srtt_us" => &mut row.srtt_us,
         "rcv_wnd" => &mut row.rcv_wnd,
         "rtt_us" => &mut row.rtt_us,
         "copied" => &mut row.copied,
@@ -274,7 +263,7 @@ fn put<S>(row: &mut TraceRow<S>, field: &str, v: u64) {
         "rcvbuf" => &mut row.rcvbuf,
         "rcv_ssthresh" => &mut row.rcv_ssthresh,
         "window_clamp" => &mut row.window_clamp,
-        "time" => &mut row.measured_us,
+        "measured_us" => &mut row.measured_us,
         "cong_state" => return row.cong_state = Some(v as u8),
         "scaling_ratio" => return row.scaling_ratio = Some(v as u8),
         _ => return,
@@ -307,6 +296,23 @@ mod tests {
         );
         assert_eq!(filter(TraceKind::Retransmit, &few), "sport == 5250");
         assert_eq!(filter(TraceKind::Probe, &request(17)), "sport == 5250");
+    }
+
+    #[test]
+    fn every_column_after_the_first_three_is_set_from_its_field() {
+        let mut row = TraceRow::<crate::trace::SenderTrace>::new(0.0, TraceKind::Probe, 0);
+        let columns = &TraceRow::<crate::trace::SenderTrace>::COLUMNS[3..];
+        for (i, column) in columns.iter().enumerate() {
+            put(&mut row, column, i as u64 + 1);
+        }
+        let json = serde_json::to_value(&row).unwrap();
+        for (i, column) in columns.iter().enumerate() {
+            assert_eq!(json[column], i + 1, "{column}");
+        }
+        assert_eq!(
+            (field_of("srtt_us"), field_of("snd_una")),
+            ("srtt", "snd_una")
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use oscil_testkit::{free_port, lacks_root, workspace_bin, Csv};
+use oscil_testkit::{free_port, lacks_root, workspace_bin, Csv, TraceAgainstRecord};
 use util::assert_success;
 
 /// A daemon started with `env`, killed when dropped.
@@ -76,13 +76,6 @@ fn without_tracefs_the_run_completes_and_says_why_there_is_no_trace() {
     assert!(Csv::read(&out.join("sender.csv")).rows.len() >= 15);
 }
 
-/// Sequence numbers wrap at 2^32: the advance is the sum of each step's wrapping difference.
-fn advance(seqs: &[u32]) -> u64 {
-    seqs.windows(2)
-        .map(|w| u64::from(w[1].wrapping_sub(w[0])))
-        .sum()
-}
-
 #[test]
 fn a_traced_run_follows_every_acknowledged_byte_and_loses_no_event() {
     if lacks_root("tracefs") {
@@ -97,31 +90,19 @@ fn a_traced_run_follows_every_acknowledged_byte_and_loses_no_event() {
         assert_eq!(facts["lost_events"], 0, "{side}: {facts}");
         assert!(facts.get("absent").is_none(), "{side}: {facts}");
     }
-    let sender = Csv::read(&out.join("trace-sender.csv"));
-    let acks: Vec<_> = sender
-        .rows
-        .iter()
-        .filter(|r| r["kind"] == "probe")
-        .collect();
-    let una: Vec<u32> = acks.iter().map(|r| r["snd_una"].parse().unwrap()).collect();
-    let window = acks
-        .iter()
-        .map(|r| r["snd_wnd"].parse::<u64>().unwrap())
-        .max()
-        .unwrap();
-    let delivered: f64 = Csv::read(&out.join("reader.csv"))
-        .column("delivered_bytes")
-        .iter()
-        .sum();
-    let advanced = advance(&una) as f64;
+    let traced = TraceAgainstRecord::of(&out);
     assert!(
-        (advanced - delivered).abs() <= window as f64,
-        "snd_una advanced {advanced} bytes, the reader's TCP received {delivered}, window {window}"
+        traced.within_one_window(),
+        "snd_una advanced {} bytes, the reader's TCP received {}, window {}",
+        traced.una_advance_bytes,
+        traced.delivered_bytes,
+        traced.window_bytes
     );
     assert_eq!(
         meta["trace"]["sender"]["events"]["probe"].as_u64(),
-        Some(acks.len() as u64)
+        Some(traced.acks as u64)
     );
+    let sender = Csv::read(&out.join("trace-sender.csv"));
     // Times are on the run's clock and in order.
     let times = sender.column("t_s");
     assert!(times.windows(2).all(|w| w[0] <= w[1]));
