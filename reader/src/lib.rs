@@ -269,6 +269,9 @@ pub async fn run(
         config.flows,
         config.interval.as_secs_f64(),
     ));
+    if config.trace {
+        recorder.record(|r| Ok(r.trace_sender_into(&config.out)))?;
+    }
     let tcpext_before = netstat::read().ok();
 
     let session::Session {
@@ -408,8 +411,10 @@ pub async fn run(
             .await
             .expect("joining the trace thread");
         let sender = daemon_ended.as_ref().and_then(|e| e.trace.clone());
-        let _ = recorder.sender_trace.flush();
-        let not_written = recorder.sender_trace.not_written;
+        let not_written = recorder.sender_trace.as_mut().map_or(0, |csv| {
+            let _ = csv.flush();
+            csv.not_written
+        });
         recorder.writer.meta_mut().trace = Some(trace::facts(reader, sender, not_written));
     }
     if let Some(clock) = recorder.writer.meta().clock {
@@ -480,6 +485,10 @@ async fn collect_daemon_samples(
                 }
             }
             Ok(Some(DaemonMessage::Trace { rows })) => {
+                let (asked, elapsed_s) = (recorder.traces(), start.elapsed().as_secs_f64());
+                if let Err(e) = trace::check_rows(&rows, asked, flows.len(), elapsed_s) {
+                    return ControlEnd::Failed(format!("the daemon sent an impossible trace: {e}"));
+                }
                 if let Err(e) = recorder.record(|r| r.trace_sender(&rows)) {
                     return ControlEnd::Failed(format!("recording the daemon's trace: {e}"));
                 }

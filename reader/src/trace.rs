@@ -6,7 +6,9 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use oscil_protocol::trace::{ReaderTrace, TraceCsv, TraceFacts, TraceRow, TraceSideFacts};
+use oscil_protocol::trace::{
+    ReaderTrace, SenderTrace, TraceCsv, TraceFacts, TraceRow, TraceSideFacts,
+};
 use oscil_protocol::tracer::{cookies, TraceRequest, Tracer, READER_KINDS};
 
 use crate::flow::Flow;
@@ -79,6 +81,35 @@ fn request(flows: &[Arc<Flow>], start: std::time::Instant) -> std::io::Result<Tr
     })
 }
 
+/// Why the daemon's trace rows cannot be recorded: not asked for, or of a flow the session
+/// lacks, or at a time outside it (`elapsed_s` on the reader's clock, give or take a second
+/// for the clocks' start).
+pub(crate) fn check_rows(
+    rows: &[TraceRow<SenderTrace>],
+    asked: bool,
+    flows: usize,
+    elapsed_s: f64,
+) -> Result<(), String> {
+    if !asked {
+        return Err("trace rows, but this reader asked for no trace".into());
+    }
+    for row in rows {
+        if row.flow as usize >= flows {
+            return Err(format!(
+                "a trace row for flow {}; the session has {flows}",
+                row.flow
+            ));
+        }
+        if !(row.t_s.is_finite() && (-1.0..=elapsed_s + 1.0).contains(&row.t_s)) {
+            return Err(format!(
+                "a trace row at t_s {}, outside the session (0 to {elapsed_s:.3} s so far)",
+                row.t_s
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `run.json`'s trace: the reader's side, and the daemon's as its `Ended` said (`None`
 /// when it did not end the session properly), with the rows past the cap.
 pub(crate) fn facts(
@@ -96,5 +127,25 @@ pub(crate) fn facts(
     TraceFacts {
         sender: Some(sender),
         reader: Some(reader),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oscil_protocol::trace::TraceKind;
+
+    #[test]
+    fn trace_rows_are_refused_unasked_for_another_flow_or_outside_the_session() {
+        let row = |t_s, flow| TraceRow::<SenderTrace>::new(t_s, TraceKind::Probe, flow);
+        assert!(check_rows(&[row(1.0, 0)], true, 1, 2.0).is_ok());
+        let unasked = check_rows(&[row(1.0, 0)], false, 1, 2.0).unwrap_err();
+        assert!(unasked.contains("asked for no trace"), "{unasked}");
+        assert!(check_rows(&[row(1.0, 1)], true, 1, 2.0)
+            .unwrap_err()
+            .contains("flow 1"));
+        for t_s in [f64::NAN, 9.0, -5.0] {
+            assert!(check_rows(&[row(t_s, 0)], true, 1, 2.0).is_err(), "{t_s}");
+        }
     }
 }
