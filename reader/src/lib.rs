@@ -270,7 +270,10 @@ pub async fn run(
         config.interval.as_secs_f64(),
     ));
     if config.trace {
-        recorder.record(|r| Ok(r.trace_sender_into(&config.out)))?;
+        recorder.record(|r| {
+            r.trace_sender_into(&config.out);
+            Ok(())
+        })?;
     }
     let tcpext_before = netstat::read().ok();
 
