@@ -24,6 +24,8 @@ pub(crate) struct Across<'a> {
     pub configs: &'a [Configuration],
     pub series: &'a [RunSeries],
     pub pngs: &'a [String],
+    /// Traced runs' time-sequence pictures, already drawn: listed with the charts.
+    pub time_sequences: &'a [String],
     pub inputs: &'a Inputs,
 }
 
@@ -53,6 +55,7 @@ impl Across<'_> {
             ));
             charts.push("path.png".into());
         }
+        charts.extend(self.time_sequences.iter().cloned());
         let mut texts = self.tables(&cells)?;
         if self.config.recommend.is_some() {
             texts.extend(self.recommendation_files(&choices, tolerance));

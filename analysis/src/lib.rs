@@ -173,19 +173,21 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
     let configs =
         configs::group(&summaries, config.baseline.as_deref()).map_err(ReportError::Baseline)?;
     let mut records = draw_runs(&figures, &pngs, out, &summaries, &configs)?;
+    let mut time_sequences = Vec::new();
+    for (file, record) in draw_time_sequences(&summaries, &pngs, out, config.zoom)? {
+        time_sequences.push(file);
+        records.push(record);
+    }
     let across = Across {
         config,
         summaries: &summaries,
         configs: &configs,
         series: &series,
         pngs: &pngs,
+        time_sequences: &time_sequences,
         inputs: &inputs,
     };
     let mut names: Vec<String> = pngs.clone();
-    for (file, record) in draw_time_sequences(&summaries, &pngs, out, config.zoom)? {
-        names.push(file);
-        records.push(record);
-    }
     names.extend(across.write(&mut records)?);
     write(
         &out.join("report.json"),
