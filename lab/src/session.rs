@@ -287,7 +287,7 @@ mod tests {
             write_size_bytes: Some(16384),
             marker_every_us: Some(1_000_000),
             slow_rate_bps: None,
-            trace: false,
+            trace: true,
             pattern: PatternConfig {
                 full_speed: true,
                 ..PatternConfig::CLOUDFLARE
@@ -318,6 +318,7 @@ mod tests {
             "--write-size 16384",
             "--marker-every 1000000us",
             "--full-speed",
+            "--trace",
         ] {
             assert!(args.contains(expected), "{expected} missing from {args}");
         }
