@@ -315,6 +315,78 @@ mod tests {
         );
     }
 
+    /// Layouts cut from this kernel's (6.18) `format` files to the fields used here.
+    const PROBE: &str = "ID: 1\n\tfield:__u32 snd_una;\toffset:84;\tsize:4;\tsigned:0;\n\tfield:__u32 snd_wnd;\toffset:96;\tsize:4;\tsigned:0;\n\tfield:__u32 srtt;\toffset:100;\tsize:4;\tsigned:0;\n\tfield:__u64 sock_cookie;\toffset:112;\tsize:8;\tsigned:0;\n\tfield:const void * skaddr;\toffset:128;\tsize:8;\tsigned:0;\n";
+    const CONG: &str = "ID: 2\n\tfield:const void * skaddr;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:__u8 cong_state;\toffset:62;\tsize:1;\tsigned:0;\n";
+
+    fn record(time_ns: u64, id: u16, fields: &[(usize, &[u8])]) -> Record {
+        let mut data = vec![0u8; 136];
+        data[..2].copy_from_slice(&id.to_le_bytes());
+        for (at, bytes) in fields {
+            data[*at..*at + bytes.len()].copy_from_slice(bytes);
+        }
+        Record { time_ns, id, data }
+    }
+
+    #[test]
+    fn rows_are_of_the_sessions_sockets_on_its_clock_and_cookieless_events_follow_skaddr() {
+        let probe = Format::parse(PROBE).unwrap();
+        let cong = Format::parse(CONG).unwrap();
+        let mut decoder = Decoder::<crate::trace::SenderTrace> {
+            flows_by_cookie: [(100, 0), (101, 1)].into_iter().collect(),
+            flows_by_skaddr: HashMap::new(),
+            start_mono_ns: 5_000_000_000,
+            side: PhantomData,
+        };
+        let (skaddr, other_skaddr) = (0xffff_8000_dead_0000u64, 0xffff_8000_beef_0000u64);
+        // A state change of a socket not yet seen: whose it is cannot be told.
+        let early = record(5_100_000_000, 2, &[(8, &skaddr.to_le_bytes()), (62, &[3])]);
+        assert!(decoder.row(TraceKind::CongState, &cong, &early).is_none());
+        let ack = record(
+            6_500_000_000,
+            1,
+            &[
+                (84, &7u32.to_le_bytes()),
+                (96, &65536u32.to_le_bytes()),
+                (100, &250u32.to_le_bytes()),
+                (112, &101u64.to_le_bytes()),
+                (128, &skaddr.to_le_bytes()),
+            ],
+        );
+        let row = decoder
+            .row(TraceKind::Probe, &probe, &ack)
+            .expect("flow 1's ACK");
+        assert_eq!((row.t_s, row.flow, row.kind), (1.5, 1, TraceKind::Probe));
+        assert_eq!(
+            (row.snd_una, row.snd_wnd, row.srtt_us),
+            (Some(7), Some(65536), Some(250))
+        );
+        assert_eq!((row.cong_state, row.rcvbuf), (None, None));
+        // Another session's socket passed the kernel's port filter: left out.
+        let foreign = record(
+            6_600_000_000,
+            1,
+            &[
+                (112, &999u64.to_le_bytes()),
+                (128, &other_skaddr.to_le_bytes()),
+            ],
+        );
+        assert!(decoder.row(TraceKind::Probe, &probe, &foreign).is_none());
+        let later = record(7_000_000_000, 2, &[(8, &skaddr.to_le_bytes()), (62, &[4])]);
+        let row = decoder
+            .row(TraceKind::CongState, &cong, &later)
+            .expect("now known");
+        assert_eq!((row.t_s, row.flow, row.cong_state), (2.0, 1, Some(4)));
+        let stranger = record(
+            7_100_000_000,
+            2,
+            &[(8, &other_skaddr.to_le_bytes()), (62, &[4])],
+        );
+        assert!(decoder
+            .row(TraceKind::CongState, &cong, &stranger)
+            .is_none());
+    }
+
     #[test]
     fn an_empty_root_says_there_is_no_tracefs() {
         let empty = tempfile::tempdir().unwrap();
