@@ -5,8 +5,7 @@
 
 mod util;
 
-use oscil_testkit::lacks_root;
-use serde_json::Value;
+use oscil_testkit::{lacks_root, report_figure};
 use util::{real_runs, report};
 
 #[test]
@@ -34,15 +33,7 @@ fn a_zoomed_time_sequence_shows_the_span_asked() {
     let out = tempfile::tempdir().unwrap();
     let result = report(&[&dirs[0]], out.path(), &["--zoom", "200ms..1.5s"]);
     assert!(result.status.success(), "{result:?}");
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap())
-            .unwrap();
-    let picture = manifest["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == "time_sequence")
-        .expect("a time-sequence picture");
+    let picture = report_figure(out.path(), "time_sequence");
     let panels = picture["panels"].as_array().unwrap();
     assert_eq!(panels.len(), 1, "{panels:?}");
     assert_eq!(panels[0]["title"], "from 0.2 s to 1.5 s");

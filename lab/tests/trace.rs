@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oscil_testkit::{bin_dir, lacks_root, unique, TraceAgainstRecord};
+use oscil_testkit::{bin_dir, lacks_root, report_figure, unique, TraceAgainstRecord};
 
 struct RemoveOnDrop(PathBuf);
 
@@ -58,16 +58,6 @@ fn a_traced_lab_run_follows_the_delivered_bytes_and_draws_its_time_sequence() {
         "snd_una advanced {advanced} bytes, the reader's TCP received {delivered}, window {}",
         traced.window_bytes
     );
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report/report.json")).unwrap())
-            .unwrap();
-    let picture = manifest["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == "time_sequence")
-        .expect("a time-sequence picture in report.json");
-    let file = picture["file"].as_str().unwrap();
-    assert!(out.join("report").join(file).is_file(), "{file}");
+    let picture = report_figure(&out.join("report"), "time_sequence");
     assert_eq!(picture["panels"][0]["key"], "time_sequence");
 }

@@ -236,3 +236,21 @@ impl TraceAgainstRecord {
         (self.una_advance_bytes - self.delivered_bytes).abs() <= self.window_bytes
     }
 }
+
+/// The first picture of `kind` that a report's `report.json` lists (in `report_dir`), with
+/// its file checked to exist.
+pub fn report_figure(report_dir: &Path, kind: &str) -> serde_json::Value {
+    let path = report_dir.join("report.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("report.json is JSON");
+    let picture = manifest["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .find(|f| f["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} picture in {}", path.display()))
+        .clone();
+    let file = picture["file"].as_str().expect("a file name");
+    assert!(report_dir.join(file).is_file(), "{file} listed but absent");
+    picture
+}
