@@ -22,6 +22,7 @@ mod session;
 mod shared;
 #[allow(unsafe_code)]
 mod sys;
+mod trace;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -19,6 +19,7 @@ use oscil_protocol::proof::{DataKey, SessionId};
 use oscil_protocol::records::WakeupFigures;
 use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
 use oscil_protocol::text::escape_peer;
+use oscil_protocol::trace::TraceSideFacts;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
@@ -29,6 +30,7 @@ use crate::flow::{write_forever, Flow};
 use crate::latency::MarkerTap;
 use crate::payload::Payload;
 use crate::shared::{DataConn, ProcFiles, Route, Shared};
+use crate::trace::SessionTrace;
 
 pub(crate) type Control = Connection<TcpStream>;
 
@@ -151,12 +153,12 @@ pub(crate) async fn serve(
     let connected = session.connect_flows(data_rx).await;
     drop(expected);
     let connected = connected.and_then(|flows| Ok((flows, payload_for(&hello, &shared.payload)?)));
-    let (reason, tcpext_delta, wakeups) = match connected {
+    let (reason, tcpext_delta, wakeups, trace) = match connected {
         Ok((flows, payload)) => {
             drop(route);
             session.stream(flows, &payload, &shared.proc).await
         }
-        Err(reason) => (reason.to_string(), Default::default(), Vec::new()),
+        Err(reason) => (reason.to_string(), Default::default(), Vec::new(), None),
     };
     let cost = cost_before
         .zip(ProcessCost::of_self())
@@ -169,6 +171,7 @@ pub(crate) async fn serve(
         tcpext_delta,
         wakeups,
         cost,
+        trace,
     });
     let told = send(&mut conn, config, &ended).await;
     eprintln!(
@@ -573,8 +576,8 @@ impl Session<'_> {
     }
 
     /// Streams on every flow and samples them on absolute deadlines until the session ends;
-    /// returns why it ended, the TcpExt counters that moved meanwhile and each flow's
-    /// wake-ups.
+    /// returns why it ended, the TcpExt counters that moved meanwhile, each flow's wake-ups
+    /// and what was traced (when the hello asked).
     async fn stream(
         &mut self,
         flows: Vec<Flow>,
@@ -584,6 +587,7 @@ impl Session<'_> {
         String,
         std::collections::BTreeMap<String, u64>,
         Vec<WakeupFigures>,
+        Option<TraceSideFacts>,
     ) {
         let start = Instant::now();
         let start_unix_ns = realtime_unix_ns();
@@ -595,11 +599,13 @@ impl Session<'_> {
         let end_at = start + length;
         let (stop_sampling, mut samples) =
             crate::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
+        let mut trace = SessionTrace::start(self.hello.trace, &flows, start.into_std());
         let mut reader_intervals = None;
         let reason = loop {
             let event = tokio::select! {
                 m = self.conn.read::<ReaderMessage>() => RunEvent::Control(m),
                 Some(sampled) = samples.recv() => RunEvent::Sample(sampled),
+                Some(rows) = trace.recv() => RunEvent::Sample(Ok(rows)),
                 Some(first) = markers.recv() => RunEvent::Markers(first),
                 Some(done) = writers.join_next() => RunEvent::End(match done {
                     Ok((flow, e)) => format!("data connection of flow {flow} failed: {e}"),
@@ -637,6 +643,13 @@ impl Session<'_> {
         // the control connection is what failed.
         let _ = stop_sampling.send(reader_intervals);
         self.send_last_samples(&mut samples).await;
+        trace.stop();
+        while let Some(batch) = trace.remaining().await {
+            if send_batch(self.conn, self.config, &batch).await.is_err() {
+                break;
+            }
+        }
+        let trace = trace.facts().await;
         // Dropping the receiver wakes a thread blocked on a full channel, so it lets go of
         // its handles on the sockets.
         drop(samples);
@@ -645,7 +658,7 @@ impl Session<'_> {
             let _ = send_markers(self.conn, self.config, first, &mut markers).await;
         }
         let (delta, wakeups) = close_flows(flows, tcpext_before, proc);
-        (reason, delta, wakeups)
+        (reason, delta, wakeups, trace)
     }
 }
 
@@ -716,6 +729,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             probe: false,
+            trace: false,
         }
     }
 

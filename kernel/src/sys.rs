@@ -235,9 +235,19 @@ pub fn context_switches() -> io::Result<(u64, u64)> {
 /// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`): what a piece of work
 /// cost, without the time the thread waited for a CPU.
 pub fn thread_cpu_time() -> std::time::Duration {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `CLOCK_MONOTONIC` now: the clock of `Instant` and of a tracefs instance's `mono` clock,
+/// so a trace's event times can be put on a run's clock.
+pub fn monotonic() -> std::time::Duration {
+    clock(libc::CLOCK_MONOTONIC)
+}
+
+fn clock(id: libc::clockid_t) -> std::time::Duration {
     let mut ts = MaybeUninit::<libc::timespec>::zeroed();
     // SAFETY: `ts` is a writable timespec for the whole call.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, ts.as_mut_ptr()) } != 0 {
+    if unsafe { libc::clock_gettime(id, ts.as_mut_ptr()) } != 0 {
         return std::time::Duration::ZERO;
     }
     // SAFETY: zero-initialised plain data, filled by the kernel.

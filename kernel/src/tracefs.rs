@@ -16,6 +16,32 @@ use std::path::{Path, PathBuf};
 /// Where tracefs is mounted on current kernels.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
+/// Names another tracefs root (a test points it at an empty directory to see a run go on
+/// without a trace).
+pub const TRACEFS_ENV: &str = "OSCIL_TRACEFS";
+
+/// The tracefs root to use: `$OSCIL_TRACEFS` as given, else [`TRACEFS`], mounted there
+/// first when it is not (`ip netns exec` gives a namespace a fresh `/sys` without it). A
+/// failed mount is left for [`Instance::create`] to report.
+pub fn root() -> PathBuf {
+    if let Some(dir) = std::env::var_os(TRACEFS_ENV) {
+        return PathBuf::from(dir);
+    }
+    let root = PathBuf::from(TRACEFS);
+    if !root.join("instances").is_dir() && root.is_dir() {
+        let _ = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    root
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock of an instance's events.
+pub fn monotonic_now_ns() -> u64 {
+    crate::sys::monotonic().as_nanos() as u64
+}
+
 /// Why tracing could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {

@@ -128,6 +128,11 @@ pub struct Cli {
     /// the same across the configurations it compares].
     #[arg(long, value_name = "RATE", help_heading = "Reading pattern")]
     pub slow_rate: Option<String>,
+    /// Trace every ACK of the sender's data sockets and the receiver's autotuning from the
+    /// kernel's tracepoints (trace-sender.csv, trace-reader.csv) and draw the report's
+    /// time-sequence pictures; costs CPU (docs/PERFORMANCE.md).
+    #[arg(long, help_heading = "Reading pattern")]
+    pub trace: bool,
 
     /// Runs per configuration [default: 1].
     #[arg(long, value_name = "N", help_heading = "Campaign")]
@@ -468,6 +473,7 @@ impl Cli {
             ("--write-size", self.write_size.is_some()),
             ("--marker-every", self.marker_every.is_some()),
             ("--slow-rate", self.slow_rate.is_some()),
+            ("--trace", self.trace),
             ("--repeat", self.repeat.is_some()),
             ("--order", self.order.is_some()),
             ("--seed", self.seed.is_some()),
@@ -599,6 +605,7 @@ impl Cli {
             marker_every_us,
             slow_rate_bps: opt("slow-rate", &self.slow_rate, parse_slow_rate)?,
             no_probe: self.no_probe,
+            trace: self.trace,
             pattern,
         };
         // Every run's session, by the rules the reader and the daemon will apply to it.

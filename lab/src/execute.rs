@@ -299,6 +299,7 @@ mod tests {
             marker_every_us: None,
             slow_rate_bps: None,
             no_probe: false,
+            trace: false,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);

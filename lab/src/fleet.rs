@@ -677,6 +677,7 @@ mod tests {
                 marker_every_us: None,
                 slow_rate_bps: None,
                 no_probe: false,
+                trace: false,
                 pattern: PatternConfig::CLOUDFLARE,
             },
             repeat: 2,

@@ -62,6 +62,8 @@ pub struct Matrix {
     pub slow_rate_bps: Option<u64>,
     /// The reader's `--no-probe`.
     pub no_probe: bool,
+    /// The reader's `--trace`.
+    pub trace: bool,
 }
 
 /// One combination of settings; its repetitions share the label.
@@ -89,6 +91,7 @@ pub fn unset_settings(flows: u32, interval_us: u64, pattern: PatternConfig) -> R
         marker_every_us: None,
         slow_rate_bps: None,
         no_probe: false,
+        trace: false,
         pattern,
     }
 }
@@ -102,6 +105,7 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
             marker_every_us: matrix.marker_every_us,
             slow_rate_bps: matrix.slow_rate_bps,
             no_probe: matrix.no_probe,
+            trace: matrix.trace,
             ..unset_settings(matrix.flows, matrix.interval_us, matrix.pattern)
         },
     };
@@ -268,6 +272,7 @@ mod tests {
             marker_every_us: None,
             slow_rate_bps: None,
             no_probe: false,
+            trace: false,
             interval_us: 100_000,
             pattern: PatternConfig::CLOUDFLARE,
         }

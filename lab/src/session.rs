@@ -131,6 +131,9 @@ pub fn reader_args(run: &CampaignRun, connect: &str, key: &str, files: &RunFiles
     if s.no_probe {
         args.push("--no-probe".into());
     }
+    if s.trace {
+        args.push("--trace".into());
+    }
     args
 }
 
@@ -288,6 +291,7 @@ mod tests {
             marker_every_us: Some(1_000_000),
             slow_rate_bps: None,
             no_probe: false,
+            trace: true,
             pattern: PatternConfig {
                 full_speed: true,
                 ..PatternConfig::CLOUDFLARE
@@ -318,6 +322,7 @@ mod tests {
             "--write-size 16384",
             "--marker-every 1000000us",
             "--full-speed",
+            "--trace",
         ] {
             assert!(args.contains(expected), "{expected} missing from {args}");
         }

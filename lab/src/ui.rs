@@ -227,6 +227,7 @@ mod tests {
             marker_every_us: None,
             slow_rate_bps: None,
             no_probe: false,
+            trace: false,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = &plan_runs(&configurations(&matrix), 1, Order::Grouped, 0)[0];

@@ -229,6 +229,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             probe: false,
+            trace: false,
         }
     }
 

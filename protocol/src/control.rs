@@ -25,6 +25,7 @@ use crate::markers::Marker;
 use crate::proof::{DataKey, HexBytes, Nonce, SessionId, Tag};
 use crate::records::{HostSample, SenderSample, WakeupFigures};
 use crate::text::escape_peer;
+use crate::trace::{SenderTrace, TraceRow, TraceSideFacts};
 
 /// Bumped on any incompatible change; both ends refuse a mismatch. Version 2: the
 /// challenge-response handshake, 128-bit session ids and signed data hellos. Version 3: the
@@ -67,6 +68,10 @@ pub struct Hello {
     /// The reader will open the idle probe connection (`crate::probe`) beside the flows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe: bool,
+    /// Trace the data sockets per ACK (`--trace`): the daemon then sends `trace` messages
+    /// and says what it traced in `Ended`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
 }
 
 /// The daemon's write size unless a session asks for another: 256 KiB, the fastest of 64,
@@ -123,6 +128,9 @@ pub struct Ended {
     /// `/proc` did not tell.
     #[serde(default)]
     pub cost: Option<ProcessCost>,
+    /// What the daemon traced, or why it could not; only when the hello asked for a trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSideFacts>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,6 +196,11 @@ pub enum DaemonMessage {
     /// Markers the writers set since the last such message (sessions with markers only).
     Markers {
         markers: Vec<Marker>,
+    },
+    /// Trace rows the daemon read since the last such message (sessions whose hello asked
+    /// for a trace only).
+    Trace {
+        rows: Vec<TraceRow<SenderTrace>>,
     },
     Ended(Ended),
 }
@@ -463,6 +476,7 @@ mod tests {
             write_size_bytes: None,
             marker_every_us: None,
             probe: false,
+            trace: false,
         };
         let (reader, first) = ReaderHandshake::new(None, hello);
         let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))

@@ -14,6 +14,7 @@ pub mod proof;
 pub mod records;
 pub mod request;
 pub mod text;
+pub mod trace;
 
 pub use pattern::{PatternConfig, PhaseSpan, SlowRate, SlowRule};
 pub use records::{HostSample, Phase, ReaderSample, SenderSample, Side};

@@ -40,6 +40,7 @@ fn hello() -> Hello {
         write_size_bytes: None,
         marker_every_us: None,
         probe: false,
+        trace: false,
     }
 }
 
@@ -115,6 +116,7 @@ fn corpus() -> Vec<Vec<u8>> {
             tcpext_delta: Default::default(),
             wakeups: vec![],
             cost: None,
+            trace: None,
         })),
     ]
 }

@@ -34,6 +34,8 @@ pub struct ReaderConfig {
     pub write_size_bytes: u32,
     /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
     pub marker_every: Option<Duration>,
+    /// Trace both sides' data sockets (`--trace`).
+    pub trace: bool,
     /// Open the idle probe connection beside the flows (`probe.csv`); off with `--no-probe`.
     pub probe: bool,
     /// How long to keep trying while the daemon says it is busy (zero: not at all).

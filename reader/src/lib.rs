@@ -18,6 +18,7 @@ mod recorder;
 mod sampler;
 mod session;
 pub mod summary;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -106,6 +107,7 @@ fn run_meta(
         clock: session.clock,
         markers: None,
         probe: None,
+        trace: None,
     }
 }
 
@@ -162,6 +164,9 @@ pub async fn run(
     let cost_before = ProcessCost::of_self();
 
     let (flows, mut readers) = spawn_readers(&config, data, start);
+    let tracing = config
+        .trace
+        .then(|| trace::Tracing::start(&config.out, &flows, start.into_std()));
     let (stop_sampling, sampler) = spawn_sampler(&config, &flows, &recorder, start, &schedule)?;
     // The daemon sends samples every interval: a long silence means the path or the daemon
     // is gone, even if no connection has said so yet.
@@ -202,7 +207,10 @@ pub async fn run(
         Some(ControlEnd::Ended(ended)) => Some(ended),
         _ => None,
     };
-    let recorder = recorder.close().expect("the recorder is closed only here");
+    let mut recorder = recorder.close().expect("the recorder is closed only here");
+    if let Some(tracing) = tracing {
+        finish_trace(&mut recorder, tracing, daemon_ended.as_ref()).await;
+    }
     finish(
         recorder,
         &flows,
@@ -228,7 +236,7 @@ fn open_recorder(
     schedule: &[oscil_protocol::PhaseSpan],
 ) -> Result<SharedRecorder, ReaderError> {
     let meta = run_meta(config, session, schedule);
-    Ok(SharedRecorder::new(Recorder::new(
+    let mut recorder = Recorder::new(
         RunWriter::create(&config.out, config.force, meta)?,
         SummaryBuilder::new(
             schedule.to_vec(),
@@ -237,7 +245,11 @@ fn open_recorder(
         ),
         config.flows,
         config.interval.as_secs_f64(),
-    )))
+    );
+    if config.trace {
+        recorder.trace_sender_into(&config.out);
+    }
+    Ok(SharedRecorder::new(recorder))
 }
 
 /// One flow per data connection, each reading by its own pacer from `start`.
@@ -362,6 +374,23 @@ async fn last_daemon_end(
     end
 }
 
+/// Stops the reader's trace and writes both sides' trace facts into `run.json`.
+async fn finish_trace(
+    recorder: &mut Recorder,
+    tracing: trace::Tracing,
+    daemon_ended: Option<&Ended>,
+) {
+    let reader = tokio::task::spawn_blocking(move || tracing.finish())
+        .await
+        .expect("joining the trace thread");
+    let sender = daemon_ended.and_then(|e| e.trace.clone());
+    let not_written = recorder.sender_trace.as_mut().map_or(0, |csv| {
+        let _ = csv.flush();
+        csv.not_written
+    });
+    recorder.writer.meta_mut().trace = Some(trace::facts(reader, sender, not_written));
+}
+
 /// What the end of a run leaves to write into `run.json`.
 struct RunEnd<'a> {
     start_unix_ns: u64,
@@ -451,6 +480,15 @@ async fn collect_daemon_samples(
                 }
                 if let Err(e) = recorder.record(|r| r.sender(&flows, &host)) {
                     return ControlEnd::Failed(format!("recording the daemon's samples: {e}"));
+                }
+            }
+            Ok(Some(DaemonMessage::Trace { rows })) => {
+                let (asked, elapsed_s) = (recorder.traces(), start.elapsed().as_secs_f64());
+                if let Err(e) = trace::check_rows(&rows, asked, flows.len(), elapsed_s) {
+                    return ControlEnd::Failed(format!("the daemon sent an impossible trace: {e}"));
+                }
+                if let Err(e) = recorder.record(|r| r.trace_sender(&rows)) {
+                    return ControlEnd::Failed(format!("recording the daemon's trace: {e}"));
                 }
             }
             Ok(Some(DaemonMessage::Markers { markers })) => {

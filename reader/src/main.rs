@@ -114,6 +114,12 @@ struct Args {
     /// SO_RCVBUF for the reader's own sockets (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     rcvbuf: Option<u32>,
+    /// Trace every ACK of the daemon's data sockets (snd_una, snd_nxt, windows, cwnd,
+    /// retransmits, congestion states) and this reader's receive-buffer autotuning, from the
+    /// kernel's tracepoints, into trace-sender.csv and trace-reader.csv. Needs root and
+    /// tracefs on each side; without them the run goes on and run.json says why.
+    #[arg(long)]
+    trace: bool,
 
     /// While the daemon answers that it is busy (at its sessions, flows or connection
     /// limits), keep trying, with backoff, for this long; 0 gives up at once.
@@ -249,6 +255,7 @@ impl Args {
             sender_request: request.sender,
             marker_every: request.marker_every,
             probe: !self.no_probe,
+            trace: self.trace,
             busy_retry: self.busy_retry,
             key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
             label: self.label,
@@ -374,6 +381,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
             "clock": meta.clock,
             "markers": meta.markers,
             "probe": meta.probe,
+            "trace": meta.trace,
             "safe_lowat_bytes": outcome.summary.safe_lowat_bytes,
         });
         println!(
@@ -391,6 +399,9 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
                 clock.offset_us / 1000.0,
                 clock.uncertainty_us / 1000.0,
             );
+        }
+        for line in meta.trace.iter().flat_map(|t| t.lines()) {
+            println!("{line}");
         }
     }
     match ending.status {

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use oscil_protocol::clock::ClockEstimate;
 use oscil_protocol::markers::{MarkerCounts, RunSpan};
+use oscil_protocol::trace::{SenderTrace, TraceRow};
 use oscil_protocol::{HostSample, ReaderSample, SenderSample};
+use oscil_rundir::trace::TraceCsv;
 use oscil_rundir::{RunDirError, RunWriter};
 use oscil_sampling::{Sampling, Tally};
 
@@ -19,6 +21,9 @@ const FLUSH_EVERY_S: f64 = 1.0;
 pub struct Recorder {
     pub writer: RunWriter,
     pub summary: SummaryBuilder,
+    /// The daemon's trace rows, when the run asked for them (`--trace`); no file until the
+    /// first row.
+    pub sender_trace: Option<TraceCsv<SenderTrace>>,
     reader_ticks: Tally,
     sender_ticks: Tally,
     flushed_at_s: f64,
@@ -27,6 +32,7 @@ pub struct Recorder {
 impl Recorder {
     pub fn new(writer: RunWriter, summary: SummaryBuilder, flows: u32, interval_s: f64) -> Self {
         Recorder {
+            sender_trace: None,
             writer,
             summary,
             reader_ticks: Tally::new(flows, interval_s),
@@ -55,6 +61,19 @@ impl Recorder {
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
         self.sender_ticks.tick(host.t_s, span_s, rows.len());
         self.host(host)
+    }
+
+    /// Takes the daemon's trace rows into `dir` (the run asked for them).
+    pub fn trace_sender_into(&mut self, dir: &std::path::Path) {
+        self.sender_trace = Some(TraceCsv::new(dir));
+    }
+
+    /// The daemon's trace rows, as they arrived over the control connection; none unless
+    /// the run asked for them.
+    pub fn trace_sender(&mut self, rows: &[TraceRow<SenderTrace>]) -> Result<(), RunDirError> {
+        self.sender_trace
+            .as_mut()
+            .map_or(Ok(()), |csv| csv.write(rows))
     }
 
     fn host(&mut self, host: &HostSample) -> Result<(), RunDirError> {
@@ -104,6 +123,12 @@ impl Recorder {
 pub struct SharedRecorder(Arc<Mutex<Option<Recorder>>>);
 
 impl SharedRecorder {
+    /// Whether the run takes the daemon's trace rows.
+    pub fn traces(&self) -> bool {
+        let guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.as_ref().is_some_and(|r| r.sender_trace.is_some())
+    }
+
     pub fn new(recorder: Recorder) -> Self {
         SharedRecorder(Arc::new(Mutex::new(Some(recorder))))
     }

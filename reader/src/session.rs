@@ -241,6 +241,7 @@ async fn authenticate(
         write_size_bytes: Some(config.write_size_bytes),
         marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
         probe: config.probe,
+        trace: config.trace,
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
     tx.write(&first).await?;

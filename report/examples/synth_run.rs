@@ -78,6 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         clock: None,
         markers: None,
         probe: None,
+        trace: None,
     };
     let schedule = meta.schedule.clone();
     let mut writer = RunWriter::create(&dir, true, meta)?;

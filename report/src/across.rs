@@ -24,6 +24,8 @@ pub(crate) struct Across<'a> {
     pub configs: &'a [Configuration],
     pub series: &'a [RunSeries],
     pub pngs: &'a [String],
+    /// Traced runs' time-sequence pictures, already drawn: listed with the charts.
+    pub time_sequences: &'a [String],
     pub inputs: &'a Inputs,
 }
 
@@ -65,6 +67,7 @@ impl Across<'_> {
             ));
             charts.push("mesh.png".into());
         }
+        charts.extend(self.time_sequences.iter().cloned());
         let mut texts = self.tables(&cells)?;
         if !mesh.is_empty() {
             texts.push(("mesh.csv".into(), mesh::mesh_csv(&mesh)));

@@ -40,6 +40,7 @@ pub mod summary;
 pub mod sys;
 pub mod table;
 pub mod text_layout;
+pub mod time_sequence;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -106,6 +107,9 @@ pub struct ReportConfig {
     pub recommend: Option<f64>,
     /// Write into a used `out_dir`, removing the files an earlier report wrote there.
     pub force: bool,
+    /// The span traced runs' time-sequence pictures show (`--zoom`); default: around each
+    /// fast phase's start.
+    pub zoom: Option<time_sequence::Span>,
 }
 
 /// The files written and the runs' figures.
@@ -172,12 +176,18 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
     let configs =
         configs::group(&summaries, config.baseline.as_deref()).map_err(ReportError::Baseline)?;
     let mut records = draw_runs(&figures, &pngs, out, &summaries, &configs)?;
+    let mut time_sequences = Vec::new();
+    for (file, record) in draw_time_sequences(&summaries, &pngs, out, config.zoom)? {
+        time_sequences.push(file);
+        records.push(record);
+    }
     let across = Across {
         config,
         summaries: &summaries,
         configs: &configs,
         series: &series,
         pngs: &pngs,
+        time_sequences: &time_sequences,
         inputs: &inputs,
     };
     let mut names: Vec<String> = pngs.clone();
@@ -294,6 +304,32 @@ fn draw_runs(
     })
     .into_iter()
     .collect()
+}
+
+/// Every traced run's time-sequence picture, in parallel; a run whose trace is damaged is
+/// drawn without it, and the report says so.
+fn draw_time_sequences(
+    summaries: &[RunSummary],
+    pngs: &[String],
+    out: &Path,
+    zoom: Option<time_sequence::Span>,
+) -> Result<Vec<(String, FigureRecord)>, ReportError> {
+    let jobs: Vec<usize> = (0..summaries.len()).collect();
+    let mut drawn = Vec::new();
+    for outcome in parallel_map(&jobs, |&i| {
+        let stem = pngs[i].trim_end_matches(".png");
+        let run = &summaries[i];
+        time_sequence::draw_run(&run.dir, &run.label, stem, out, zoom)
+    }) {
+        match outcome {
+            Ok(picture) => drawn.extend(picture),
+            Err(ReportError::Run(e)) if e.is_damaged() => {
+                eprintln!("oscil-report: warning: a trace is left out: {e}");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(drawn)
 }
 
 /// The run's name as `Run::label` gives it, from `run.json` alone.

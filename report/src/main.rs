@@ -6,6 +6,7 @@ use clap::Parser;
 use oscil_cli::placeholder;
 use oscil_cli::units::{parse_bytes, parse_percent, parse_positive_duration};
 use oscil_report::summary::Scope;
+use oscil_report::time_sequence::Span;
 use oscil_report::{input, report, ReportConfig, ReportError};
 use std::time::Duration;
 
@@ -50,6 +51,10 @@ struct Cli {
     /// The most memory (address space) the report may take; past it, it stops with an error.
     #[arg(long, default_value = "8G", value_parser = parse_bytes, value_name = "BYTES")]
     max_memory: u64,
+    /// The span of traced runs' (--trace) time-sequence pictures, as FROM..TO since the
+    /// run's start (20s..26s) [default: 2 s before to 3 s after each fast phase's start].
+    #[arg(long, value_name = "FROM..TO")]
+    zoom: Option<Span>,
 }
 
 /// Ends the process with one line once `limit` has passed.
@@ -82,6 +87,7 @@ fn main() -> ExitCode {
         },
         recommend: cli.recommend.then_some(cli.goodput_tolerance),
         force: cli.force,
+        zoom: cli.zoom,
     };
     match report(&config) {
         Ok(report) => {

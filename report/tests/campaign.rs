@@ -48,6 +48,7 @@ fn settings(lowat: Option<u32>) -> RunSettings {
         marker_every_us: None,
         slow_rate_bps: None,
         no_probe: false,
+        trace: false,
         pattern: PatternConfig {
             fast_ms: 1000,
             slow_ms: 1000,

@@ -2,7 +2,8 @@
 //! loopback (the kernel's default lowat and lowat 16 KiB, two repetitions each, two
 //! cycles, markers on), reported once; the answer on top with changes computed here from
 //! the CSV text, every configuration on each overlaid panel, one y-scale across the
-//! runs' pictures, no text cut, every file listed, and a run given twice counted once.
+//! runs' pictures, no text cut (the time-sequence picture of the one traced run too), every
+//! file listed, and a run given twice counted once.
 
 mod util;
 
@@ -28,6 +29,10 @@ fn runs() -> &'static (tempfile::TempDir, Vec<PathBuf>) {
                 args.extend(["--marker-every", "300ms"]);
                 if label == "lowat16k" {
                     args.extend(["--notsent-lowat", "16384"]);
+                }
+                // One traced run: its time-sequence picture is checked with the others.
+                if label == "default" && k == 1 {
+                    args.push("--trace");
                 }
                 runs.push((format!("{label}-{k}"), args));
             }

@@ -134,6 +134,9 @@ pub struct RunSettings {
     /// The reader's `--no-probe`: no idle probe connection beside the flows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_probe: bool,
+    /// The reader's `--trace`: trace every ACK on both sides.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
 }
 
 /// An emulated path, the same in both directions.
@@ -365,6 +368,7 @@ mod tests {
             marker_every_us: None,
             slow_rate_bps: None,
             no_probe: false,
+            trace: false,
             pattern: PatternConfig::CLOUDFLARE,
         };
         let run = |repetition, status| CampaignRun {

@@ -16,6 +16,7 @@
 pub mod campaign;
 pub mod safe_fs;
 mod sys;
+pub mod trace;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -246,6 +247,10 @@ pub struct RunMeta {
     /// Whether the idle probe ran (`probe.csv`) and what it counted; absent in runs before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<oscil_protocol::probe::ProbeFacts>,
+    /// What the per-ACK trace (`--trace`) recorded per side, or why it could not; only in
+    /// runs that asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<oscil_protocol::trace::TraceFacts>,
 }
 
 /// CPU and context switches of both ends over the session; a side is `None` where `/proc`
@@ -401,13 +406,14 @@ pub struct RunWriter {
     markers: Option<CsvFile>,
 }
 
-struct CsvFile {
+/// One CSV file being written, with its header; also for the trace files (`crate::trace`).
+pub(crate) struct CsvFile {
     path: PathBuf,
     writer: csv::Writer<BufWriter<File>>,
 }
 
 impl CsvFile {
-    fn create<R: Columns>(dir: &Path) -> Result<Self, RunDirError> {
+    pub(crate) fn create<R: Columns>(dir: &Path) -> Result<Self, RunDirError> {
         let path = dir.join(R::FILE);
         // Afresh, never through a link left in the directory (`force` reuses one).
         let file = match safe_fs::create_new(&path, 0o644) {
@@ -431,7 +437,7 @@ impl CsvFile {
         Ok(CsvFile { path, writer })
     }
 
-    fn row<R: Columns>(&mut self, row: &R) -> Result<(), RunDirError> {
+    pub(crate) fn row<R: Columns>(&mut self, row: &R) -> Result<(), RunDirError> {
         self.writer
             .serialize(row)
             .map_err(|source| RunDirError::BadCsv {
@@ -440,7 +446,7 @@ impl CsvFile {
             })
     }
 
-    fn flush(&mut self) -> Result<(), RunDirError> {
+    pub(crate) fn flush(&mut self) -> Result<(), RunDirError> {
         self.writer.flush().map_err(io_error(&self.path))
     }
 }
@@ -717,7 +723,7 @@ impl Limits {
         self.check_time("span_s", span_s)
     }
 
-    fn check_flow(&self, flow: u32) -> Result<(), String> {
+    pub(crate) fn check_flow(&self, flow: u32) -> Result<(), String> {
         match flow < self.flows {
             true => Ok(()),
             false => Err(format!(
@@ -739,7 +745,7 @@ impl Limits {
     }
 
     /// A time that may fall a little before the session's start.
-    fn check_signed_time(&self, column: &str, t_s: f64) -> Result<(), String> {
+    pub(crate) fn check_signed_time(&self, column: &str, t_s: f64) -> Result<(), String> {
         match t_s.is_finite() && (-SLACK_S..=self.end_s).contains(&t_s) {
             true => Ok(()),
             false => Err(format!(
@@ -993,6 +999,7 @@ mod tests {
             clock: None,
             markers: None,
             probe: None,
+            trace: None,
         }
     }
 

@@ -192,3 +192,67 @@ pub fn number(row: &HashMap<String, String>, name: &str) -> f64 {
     text.parse()
         .unwrap_or_else(|e| panic!("column {name:?} value {text:?}: {e}"))
 }
+
+/// A traced run (`--trace`) against its own record: how far the daemon's `snd_una`
+/// advanced over its `tcp_probe` rows (summing each step's difference modulo 2^32, as
+/// sequence numbers wrap), the bytes the reader's TCP received (reader.csv
+/// `delivered_bytes`), and the largest window the sender was offered.
+pub struct TraceAgainstRecord {
+    pub una_advance_bytes: f64,
+    pub delivered_bytes: f64,
+    pub window_bytes: f64,
+    pub acks: usize,
+}
+
+impl TraceAgainstRecord {
+    pub fn of(run: &Path) -> TraceAgainstRecord {
+        let trace = Csv::read(&run.join("trace-sender.csv"));
+        let acks: Vec<&HashMap<String, String>> =
+            trace.rows.iter().filter(|r| r["kind"] == "probe").collect();
+        let una: Vec<u32> = acks
+            .iter()
+            .map(|r| r["snd_una"].parse().expect("snd_una"))
+            .collect();
+        let una_advance_bytes = una
+            .windows(2)
+            .map(|w| f64::from(w[1].wrapping_sub(w[0])))
+            .sum();
+        let window_bytes = acks
+            .iter()
+            .map(|r| number(r, "snd_wnd"))
+            .fold(0.0, f64::max);
+        let delivered_bytes = Csv::read(&run.join("reader.csv"))
+            .column("delivered_bytes")
+            .iter()
+            .sum();
+        TraceAgainstRecord {
+            una_advance_bytes,
+            delivered_bytes,
+            window_bytes,
+            acks: acks.len(),
+        }
+    }
+
+    /// Whether `snd_una` advanced by the bytes delivered, within one window.
+    pub fn within_one_window(&self) -> bool {
+        (self.una_advance_bytes - self.delivered_bytes).abs() <= self.window_bytes
+    }
+}
+
+/// The first picture of `kind` that a report's `report.json` lists (in `report_dir`), with
+/// its file checked to exist.
+pub fn report_figure(report_dir: &Path, kind: &str) -> serde_json::Value {
+    let path = report_dir.join("report.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("report.json is JSON");
+    let picture = manifest["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .find(|f| f["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} picture in {}", path.display()))
+        .clone();
+    let file = picture["file"].as_str().expect("a file name");
+    assert!(report_dir.join(file).is_file(), "{file} listed but absent");
+    picture
+}

@@ -75,6 +75,7 @@ pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: D
         write_size_bytes: None,
         marker_every_us: None,
         probe: false,
+        trace: false,
     }
 }
 
