@@ -575,6 +575,17 @@ impl Session<'_> {
         }
     }
 
+    /// Stops the trace and sends the rows it still holds; what it traced.
+    async fn send_last_trace(&mut self, mut trace: SessionTrace) -> Option<TraceSideFacts> {
+        trace.stop();
+        while let Some(batch) = trace.remaining().await {
+            if send_batch(self.conn, self.config, &batch).await.is_err() {
+                break;
+            }
+        }
+        trace.facts().await
+    }
+
     /// Streams on every flow and samples them on absolute deadlines until the session ends;
     /// returns why it ended, the TcpExt counters that moved meanwhile, each flow's wake-ups
     /// and what was traced (when the hello asked).
@@ -643,13 +654,7 @@ impl Session<'_> {
         // the control connection is what failed.
         let _ = stop_sampling.send(reader_intervals);
         self.send_last_samples(&mut samples).await;
-        trace.stop();
-        while let Some(batch) = trace.remaining().await {
-            if send_batch(self.conn, self.config, &batch).await.is_err() {
-                break;
-            }
-        }
-        let trace = trace.facts().await;
+        let trace = self.send_last_trace(trace).await;
         // Dropping the receiver wakes a thread blocked on a full channel, so it lets go of
         // its handles on the sockets.
         drop(samples);

@@ -182,10 +182,7 @@ pub async fn run(
     let (cut_short, mut daemon_end) = first_end(&mut readers, &mut control, &mut stop).await;
     let elapsed = start.elapsed();
     readers.abort_all();
-    let probed = match probe {
-        Some(running) => Some(running.stop().await),
-        None => None,
-    };
+    let probed = probe::stop(probe).await;
     // Both sides' last samples end on the same interval.
     let intervals = intervals_by(elapsed, config.interval);
     let _ = stop_sampling.send(intervals);
@@ -193,14 +190,8 @@ pub async fn run(
     // ends, and a reset socket is gone from the kernel's tables (and from sock_diag).
     let sample_error = join_sampler(sampler).await;
     if daemon_end.is_none() {
-        let reason = cut_short
-            .clone()
-            .unwrap_or_else(|| "pattern complete".into());
-        let stop_message = ReaderMessage::Stop {
-            reason,
-            intervals: Some(intervals),
-        };
-        let _ = control_tx.write(&stop_message).await;
+        let reason = cut_short.as_deref().unwrap_or("pattern complete");
+        ask_daemon_to_end(&mut control_tx, reason, intervals).await;
         daemon_end = last_daemon_end(&mut control, &mut stop).await;
     }
     let daemon_ended = match daemon_end {
@@ -372,6 +363,20 @@ async fn last_daemon_end(
         let _ = (&mut *control).await;
     }
     end
+}
+
+/// Tells the daemon the run is over: why, and the intervals the reader sampled. Its end
+/// comes on the control task (`last_daemon_end`); a failed write shows there too.
+async fn ask_daemon_to_end(
+    control_tx: &mut oscil_protocol::control::Connection<tokio::net::tcp::OwnedWriteHalf>,
+    reason: &str,
+    intervals: u64,
+) {
+    let stop_message = ReaderMessage::Stop {
+        reason: reason.into(),
+        intervals: Some(intervals),
+    };
+    let _ = control_tx.write(&stop_message).await;
 }
 
 /// Stops the reader's trace and writes both sides' trace facts into `run.json`.

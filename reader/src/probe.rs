@@ -31,6 +31,14 @@ pub(crate) fn start(stream: Option<TcpStream>, start: Instant) -> Option<Running
     Some(Running { stop, task })
 }
 
+/// Stops the probe if it ran; what it found.
+pub(crate) async fn stop(running: Option<Running>) -> Option<Found> {
+    match running {
+        Some(running) => Some(running.stop().await),
+        None => None,
+    }
+}
+
 impl Running {
     /// Stops sending; probes still unanswered count as lost.
     pub(crate) async fn stop(self) -> Found {

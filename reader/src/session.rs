@@ -139,26 +139,7 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
     }
     crate::checks::check_welcome(&welcome).map_err(ReaderError::ImpossibleWelcome)?;
 
-    let mut data = Vec::with_capacity(config.flows as usize);
-    let mut reader_options = None;
-    for first in (0..config.flows).step_by(CONCURRENT_OPENS as usize) {
-        let mut opening = tokio::task::JoinSet::new();
-        for flow in first..config.flows.min(first + CONCURRENT_OPENS) {
-            let (bind, asked) = (config.bind, config.reader_request.clone());
-            let (key, session_id) = (data_key.clone(), welcome.session_id);
-            opening.spawn(async move {
-                let opened = open_flow(addr, bind, &asked, &key, session_id, flow).await;
-                (flow, opened)
-            });
-        }
-        let mut opened = opening.join_all().await;
-        opened.sort_by_key(|(flow, _)| *flow);
-        for (_, result) in opened {
-            let (stream, in_force) = result?;
-            reader_options.get_or_insert(in_force);
-            data.push(stream);
-        }
-    }
+    let (data, reader_options) = open_flows(config, addr, &data_key, welcome.session_id).await?;
     // An older daemon does not say it echoes the probe: then none is opened.
     let probe = match config.probe && welcome.probe {
         true => {
@@ -190,9 +171,40 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
         welcome,
         data,
         probe,
-        reader_options: reader_options.unwrap_or_default(),
+        reader_options,
         clock,
     })
+}
+
+/// The session's data connections, a few at a time, in flow order; the options in force
+/// on the reader's side (the first connection's, the same on all).
+async fn open_flows(
+    config: &ReaderConfig,
+    addr: SocketAddr,
+    data_key: &DataKey,
+    session_id: SessionId,
+) -> Result<(Vec<TcpStream>, OptionsInForce), ReaderError> {
+    let mut data = Vec::with_capacity(config.flows as usize);
+    let mut reader_options = None;
+    for first in (0..config.flows).step_by(CONCURRENT_OPENS as usize) {
+        let mut opening = tokio::task::JoinSet::new();
+        for flow in first..config.flows.min(first + CONCURRENT_OPENS) {
+            let (bind, asked) = (config.bind, config.reader_request.clone());
+            let (key, session_id) = (data_key.clone(), session_id);
+            opening.spawn(async move {
+                let opened = open_flow(addr, bind, &asked, &key, session_id, flow).await;
+                (flow, opened)
+            });
+        }
+        let mut opened = opening.join_all().await;
+        opened.sort_by_key(|(flow, _)| *flow);
+        for (_, result) in opened {
+            let (stream, in_force) = result?;
+            reader_options.get_or_insert(in_force);
+            data.push(stream);
+        }
+    }
+    Ok((data, reader_options.unwrap_or_default()))
 }
 
 /// The clock exchanges of `oscil_protocol::clock`, one after another while nothing streams
