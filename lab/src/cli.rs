@@ -15,7 +15,7 @@ use oscil_protocol::PatternConfig;
 use oscil_rundir::campaign::{Order, PathSettings};
 
 use crate::config::{BackendSpec, HostsSpec, Job, LinkKind, NewCampaign};
-use crate::host::{check_ssh_option, check_ssh_target};
+use crate::host::{check_ssh_option, check_ssh_target, HostArgError};
 use crate::plan::{AxisValue, Matrix, Setting};
 
 /// The lab's marker interval unless `--marker-every` says otherwise, µs.
@@ -217,7 +217,7 @@ pub enum CliError {
     #[error("--{option}: {detail}")]
     Ssh {
         option: &'static str,
-        detail: String,
+        detail: HostArgError,
     },
     #[error("--resume takes the plan from DIR/campaign.json; leave out {0}")]
     PlanWithResume(String),
@@ -263,8 +263,10 @@ pub enum ValueError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Pairs(String),
+    #[error(transparent)]
+    Pairs(#[from] crate::inventory::PairsError),
+    #[error(transparent)]
+    Fleet(#[from] crate::config::FleetError),
     #[error("pairs of what? give --inventory")]
     PairsWithoutInventory,
     #[error("names the hosts; leave out --sender and --receiver")]
@@ -536,7 +538,7 @@ impl Cli {
             })?;
         }
         if let Some(path) = &self.inventory {
-            return crate::fleet::fleet_spec(self, path);
+            return fleet_spec(self, path);
         }
         Ok(BackendSpec::Hosts(HostsSpec {
             sender: check_target("sender", &sender)?,
@@ -743,6 +745,43 @@ pub fn check_congestion_available(
             available: available.describe(),
         })),
     }
+}
+
+/// `--inventory FILE --pairs …` (with `--ssh-option`, `--remote-bin`, `--install`): the
+/// fleet, or why not in one line (the file and the line when the inventory is at fault).
+fn fleet_spec(cli: &Cli, path: &std::path::Path) -> Result<BackendSpec, CliError> {
+    let inventory = |detail: ValueError| CliError::Invalid {
+        option: "inventory",
+        detail,
+    };
+    let path_buf = path.to_path_buf();
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        inventory(ValueError::InventoryUnread {
+            path: path_buf.clone(),
+            source,
+        })
+    })?;
+    let hosts = crate::inventory::parse(&text).map_err(|source| {
+        inventory(ValueError::Inventory {
+            path: path_buf.clone(),
+            source,
+        })
+    })?;
+    let pairs = crate::inventory::parse_pairs(cli.pairs.as_deref().unwrap_or("all"), &hosts)
+        .map_err(|detail| CliError::Invalid {
+            option: "pairs",
+            detail: ValueError::Pairs(detail),
+        })?;
+    let spec = crate::config::FleetSpec {
+        hosts,
+        pairs,
+        ssh_options: cli.ssh_option.clone(),
+        remote_bin: cli.remote_bin.clone(),
+        install: cli.install,
+    };
+    spec.check()
+        .map_err(|detail| inventory(ValueError::Fleet(detail)))?;
+    Ok(BackendSpec::Fleet(spec))
 }
 
 /// `[USER@]HOST`, refusing what ssh would read as an option.
@@ -1010,5 +1049,50 @@ mod tests {
             job(&["restore", "d"]).unwrap(),
             Job::Restore { .. }
         ));
+    }
+
+    #[test]
+    fn the_command_line_reads_the_inventory_and_refuses_what_does_not_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let inventory = dir.path().join("hosts.ini");
+        std::fs::write(
+            &inventory,
+            "a ansible_host=10.0.0.1\nb ansible_host=10.0.0.2\n",
+        )
+        .unwrap();
+        let inv = inventory.to_str().unwrap();
+        let Ok(crate::config::Job::New(new)) = job(&["--inventory", inv, "--pairs", "b>a"]) else {
+            panic!("a fleet job")
+        };
+        let BackendSpec::Fleet(spec) = &new.backend else {
+            panic!("a fleet backend")
+        };
+        assert_eq!(spec.pairs.len(), 1);
+        assert_eq!(spec.hosts[1].address, "10.0.0.2");
+        let error = |args: &[&str]| job(args).unwrap_err().to_string();
+        assert!(error(&[
+            "--inventory",
+            inv,
+            "--sender",
+            "root@x",
+            "--receiver",
+            "local"
+        ])
+        .contains("leave out --sender"));
+        assert!(error(&["--pairs", "all"]).contains("give --inventory"));
+        assert!(
+            error(&["--inventory", inv, "--rtt", "40ms"]).contains("do not apply to real hosts")
+        );
+        assert_eq!(
+            error(&["--inventory", inv, "--pairs", "a>c"]),
+            "--pairs: \"c\" is not in the inventory (it has: a, b)"
+        );
+        std::fs::write(&inventory, "all:\n  hosts:\n    a: {ansible_port: x}\n").unwrap();
+        assert_eq!(
+            error(&["--inventory", inv]),
+            format!("--inventory: {inv}: line 3: ansible_port \"x\" is not a port (1-65535)")
+        );
+        assert!(error(&["--inventory", "/nonexistent/hosts.yml"])
+            .starts_with("--inventory: /nonexistent/hosts.yml: "));
     }
 }

@@ -9,6 +9,8 @@ use clap::ValueEnum;
 use oscil_rundir::campaign::Order;
 use serde::{Deserialize, Serialize};
 
+use crate::host::HostArgError;
+
 use crate::plan::Matrix;
 
 #[derive(Debug)]
@@ -91,7 +93,7 @@ pub struct HostsSpec {
 impl HostsSpec {
     /// Why these hosts, read back from `campaign.json`, are not what the command line could
     /// have given: a target ssh would take for an option, an ssh option not on the list.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), HostArgError> {
         std::iter::once(&self.sender)
             .chain(&self.receiver)
             .try_for_each(|t| crate::host::check_ssh_target(t))?;
@@ -99,6 +101,17 @@ impl HostsSpec {
             .iter()
             .try_for_each(|o| crate::host::check_ssh_option(o))
     }
+}
+
+/// Why a fleet read back from `campaign.json` is not one an inventory could have given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetError {
+    #[error(transparent)]
+    Host(#[from] HostArgError),
+    #[error("pair {0} names a host not in the inventory")]
+    UnknownHost(String),
+    #[error("pair {0} is not a plain name")]
+    NotPlain(String),
 }
 
 /// A many-host campaign: the inventory's hosts, the pairs measured, and how to reach them.
@@ -116,23 +129,24 @@ pub struct FleetSpec {
 impl FleetSpec {
     /// Why this fleet, read back from `campaign.json`, is not what an inventory and the
     /// command line could have given.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), FleetError> {
         for host in &self.hosts {
             crate::host::check_ssh_target(&host.target())?;
         }
         for pair in &self.pairs {
             for name in [&pair.sender, &pair.receiver] {
                 if !self.hosts.iter().any(|h| h.name == *name) {
-                    return Err(format!("pair {pair} names a host not in the inventory"));
+                    return Err(FleetError::UnknownHost(pair.to_string()));
                 }
             }
             if !oscil_rundir::campaign::is_plain_label(&pair.dir_name()) {
-                return Err(format!("pair {pair} is not a plain name"));
+                return Err(FleetError::NotPlain(pair.to_string()));
             }
         }
         self.ssh_options
             .iter()
-            .try_for_each(|o| crate::host::check_ssh_option(o))
+            .try_for_each(|o| crate::host::check_ssh_option(o))?;
+        Ok(())
     }
 
     pub fn host(&self, name: &str) -> Option<&crate::inventory::InventoryHost> {

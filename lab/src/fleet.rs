@@ -21,8 +21,7 @@ use std::time::{Duration, Instant};
 use oscil_rundir::campaign::{Campaign, CampaignRun, CampaignRunStatus};
 use oscil_rundir::safe_fs;
 
-use crate::cli::{CliError, ValueError};
-use crate::config::{BackendSpec, FleetSpec, NewCampaign};
+use crate::config::{FleetSpec, NewCampaign};
 use crate::execute::{outcome, set_aside, Backend, CampaignDir, LabError};
 use crate::fleet_ui::describe;
 use crate::host::Host;
@@ -141,43 +140,6 @@ fn endpoint(spec: &FleetSpec, host: &InventoryHost) -> Endpoint {
         ssh_options,
         remote_bin: host.bin_dir.clone().or_else(|| spec.remote_bin.clone()),
     }
-}
-
-/// `--inventory FILE --pairs …` (with `--ssh-option`, `--remote-bin`, `--install`): the
-/// fleet, or why not in one line (the file and the line when the inventory is at fault).
-pub fn fleet_spec(cli: &crate::cli::Cli, path: &Path) -> Result<BackendSpec, CliError> {
-    let inventory = |detail: ValueError| CliError::Invalid {
-        option: "inventory",
-        detail,
-    };
-    let path_buf = path.to_path_buf();
-    let text = std::fs::read_to_string(path).map_err(|source| {
-        inventory(ValueError::InventoryUnread {
-            path: path_buf.clone(),
-            source,
-        })
-    })?;
-    let hosts = crate::inventory::parse(&text).map_err(|source| {
-        inventory(ValueError::Inventory {
-            path: path_buf.clone(),
-            source,
-        })
-    })?;
-    let pairs = crate::inventory::parse_pairs(cli.pairs.as_deref().unwrap_or("all"), &hosts)
-        .map_err(|detail| CliError::Invalid {
-            option: "pairs",
-            detail: ValueError::Pairs(detail),
-        })?;
-    let spec = FleetSpec {
-        hosts,
-        pairs,
-        ssh_options: cli.ssh_option.clone(),
-        remote_bin: cli.remote_bin.clone(),
-        install: cli.install,
-    };
-    spec.check()
-        .map_err(|detail| inventory(ValueError::Pairs(detail)))?;
-    Ok(BackendSpec::Fleet(spec))
 }
 
 /// `oscil-lab restore DIR`: the campaign's own restore file and every pair's, the pairs in
@@ -686,7 +648,7 @@ mod tests {
             out: "out".into(),
             force: false,
             dry_run: true,
-            backend: BackendSpec::Fleet(spec.clone()),
+            backend: crate::config::BackendSpec::Fleet(spec.clone()),
         };
         (new, spec)
     }
@@ -735,59 +697,5 @@ mod tests {
         assert_eq!(receiver.target, "d");
         assert_eq!(receiver.remote_bin.as_deref(), Some("/opt/o"));
         spec.check().unwrap();
-    }
-
-    fn job(args: &[&str]) -> Result<crate::config::Job, CliError> {
-        use clap::Parser;
-        let cli = crate::cli::Cli::try_parse_from(
-            std::iter::once("oscil-lab").chain(args.iter().copied()),
-        )
-        .expect("clap accepts it");
-        cli.into_job(42, PathBuf::from("out"))
-    }
-
-    #[test]
-    fn the_command_line_reads_the_inventory_and_refuses_what_does_not_fit() {
-        let dir = tempfile::tempdir().unwrap();
-        let inventory = dir.path().join("hosts.ini");
-        std::fs::write(
-            &inventory,
-            "a ansible_host=10.0.0.1\nb ansible_host=10.0.0.2\n",
-        )
-        .unwrap();
-        let inv = inventory.to_str().unwrap();
-        let Ok(crate::config::Job::New(new)) = job(&["--inventory", inv, "--pairs", "b>a"]) else {
-            panic!("a fleet job")
-        };
-        let BackendSpec::Fleet(spec) = &new.backend else {
-            panic!("a fleet backend")
-        };
-        assert_eq!(spec.pairs.len(), 1);
-        assert_eq!(spec.hosts[1].address, "10.0.0.2");
-        let error = |args: &[&str]| job(args).unwrap_err().to_string();
-        assert!(error(&[
-            "--inventory",
-            inv,
-            "--sender",
-            "root@x",
-            "--receiver",
-            "local"
-        ])
-        .contains("leave out --sender"));
-        assert!(error(&["--pairs", "all"]).contains("give --inventory"));
-        assert!(
-            error(&["--inventory", inv, "--rtt", "40ms"]).contains("do not apply to real hosts")
-        );
-        assert_eq!(
-            error(&["--inventory", inv, "--pairs", "a>c"]),
-            "--pairs: \"c\" is not in the inventory (it has: a, b)"
-        );
-        std::fs::write(&inventory, "all:\n  hosts:\n    a: {ansible_port: x}\n").unwrap();
-        assert_eq!(
-            error(&["--inventory", inv]),
-            format!("--inventory: {inv}: line 3: ansible_port \"x\" is not a port (1-65535)")
-        );
-        assert!(error(&["--inventory", "/nonexistent/hosts.yml"])
-            .starts_with("--inventory: /nonexistent/hosts.yml: "));
     }
 }

@@ -87,30 +87,41 @@ pub const SSH_OPTIONS: [&str; 24] = [
     "UserKnownHostsFile",
 ];
 
+/// Why a host, an ssh target or an ssh option (given, or read back from a file) is not one
+/// the lab would use. Every name is escaped: it may come from a file anyone could shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostArgError {
+    #[error("{0:?} is not KEY=VALUE")]
+    NotKeyValue(String),
+    #[error("\"{key}\" is not an option the lab passes to ssh (it takes: {takes})", takes = SSH_OPTIONS.join(", "))]
+    NotPassed { key: String },
+    #[error("\"{0}\": its value is empty, too long or has control characters")]
+    BadValue(String),
+    #[error("\"{0}\" is not USER@HOST")]
+    NotTarget(String),
+    #[error("\"{0}\" is not a namespace name")]
+    NotNamespace(String),
+}
+
 /// Why `option` (`KEY=VALUE`) is not passed to ssh, if it is not.
-pub fn check_ssh_option(option: &str) -> Result<(), String> {
+pub fn check_ssh_option(option: &str) -> Result<(), HostArgError> {
     let Some((key, value)) = option.split_once('=') else {
-        return Err(format!("{option:?} is not KEY=VALUE"));
+        return Err(HostArgError::NotKeyValue(option.to_owned()));
     };
     if !SSH_OPTIONS.iter().any(|k| k.eq_ignore_ascii_case(key)) {
-        return Err(format!(
-            "\"{}\" is not an option the lab passes to ssh (it takes: {})",
-            escape_peer(key),
-            SSH_OPTIONS.join(", ")
-        ));
+        return Err(HostArgError::NotPassed {
+            key: escape_peer(key),
+        });
     }
     if value.is_empty() || value.len() > 1024 || value.chars().any(char::is_control) {
-        return Err(format!(
-            "\"{}\": its value is empty, too long or has control characters",
-            escape_peer(option)
-        ));
+        return Err(HostArgError::BadValue(escape_peer(option)));
     }
     Ok(())
 }
 
 /// Why `target` is not a `USER@HOST` ssh may be given, if it is not: it must not start
 /// with `-` (ssh would take it for an option) nor hold white space or quotes.
-pub fn check_ssh_target(target: &str) -> Result<(), String> {
+pub fn check_ssh_target(target: &str) -> Result<(), HostArgError> {
     let ok = !target.is_empty()
         && target.len() <= 255
         && !target.starts_with('-')
@@ -119,14 +130,14 @@ pub fn check_ssh_target(target: &str) -> Result<(), String> {
             .any(|c| c.is_whitespace() || c.is_control() || c == '\'' || c == '"');
     match ok {
         true => Ok(()),
-        false => Err(format!("\"{}\" is not USER@HOST", escape_peer(target))),
+        false => Err(HostArgError::NotTarget(escape_peer(target))),
     }
 }
 
 impl Host {
     /// Why this host, read back from a file, is not one the lab would have made: an ssh
     /// target or option outside the rules above, or a namespace name that is not plain.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), HostArgError> {
         match self {
             Host::Local => Ok(()),
             Host::Netns(name) => {
@@ -138,7 +149,7 @@ impl Host {
                         .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
                 match plain {
                     true => Ok(()),
-                    false => Err(format!("\"{}\" is not a namespace name", escape_peer(name))),
+                    false => Err(HostArgError::NotNamespace(escape_peer(name))),
                 }
             }
             Host::Ssh(ssh) => {

@@ -524,20 +524,35 @@ impl std::fmt::Display for Pair {
     }
 }
 
+/// Why `--pairs` names no pairs this inventory can measure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairsError {
+    #[error("{name:?} is not in the inventory (it has: {has})")]
+    NotInInventory { name: String, has: String },
+    #[error("{0:?} is not SENDER>RECEIVER (or all, hub:NAME)")]
+    NotPair(String),
+    #[error("{0:?}: a host paired with itself")]
+    WithItself(String),
+    #[error("{0} is listed twice")]
+    Twice(String),
+    #[error("{0:?} names no pair (the inventory needs two hosts)")]
+    None(String),
+}
+
 /// `--pairs`: `all` (every ordered pair), `hub:NAME` (NAME to and from each other host) or
 /// `A>B,C>D`; every name must be in the inventory, no pair twice, no host with itself.
-pub fn parse_pairs(text: &str, hosts: &[InventoryHost]) -> Result<Vec<Pair>, String> {
-    let known = |name: &str| -> Result<String, String> {
+pub fn parse_pairs(text: &str, hosts: &[InventoryHost]) -> Result<Vec<Pair>, PairsError> {
+    let known = |name: &str| -> Result<String, PairsError> {
         match hosts.iter().any(|h| h.name == name) {
             true => Ok(name.to_owned()),
-            false => Err(format!(
-                "{name:?} is not in the inventory (it has: {})",
-                hosts
+            false => Err(PairsError::NotInInventory {
+                name: name.to_owned(),
+                has: hosts
                     .iter()
                     .map(|h| h.name.as_str())
                     .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+                    .join(", "),
+            }),
         }
     };
     let pair = |s: &str, r: &str| Pair {
@@ -567,22 +582,20 @@ pub fn parse_pairs(text: &str, hosts: &[InventoryHost]) -> Result<Vec<Pair>, Str
         for item in text.split(',').map(str::trim) {
             let (s, r) = item
                 .split_once('>')
-                .ok_or_else(|| format!("{item:?} is not SENDER>RECEIVER (or all, hub:NAME)"))?;
+                .ok_or_else(|| PairsError::NotPair(item.to_owned()))?;
             let p = pair(&known(s.trim())?, &known(r.trim())?);
             if p.sender == p.receiver {
-                return Err(format!("{item:?}: a host paired with itself"));
+                return Err(PairsError::WithItself(item.to_owned()));
             }
             if list.contains(&p) {
-                return Err(format!("{p} is listed twice"));
+                return Err(PairsError::Twice(p.to_string()));
             }
             list.push(p);
         }
         list
     };
     if pairs.is_empty() {
-        return Err(format!(
-            "{text:?} names no pair (the inventory needs two hosts)"
-        ));
+        return Err(PairsError::None(text.to_owned()));
     }
     Ok(pairs)
 }
@@ -713,18 +726,25 @@ ansible_user=ops
         assert_eq!(shown("a>b, c>a"), ["a>b", "c>a"]);
         assert!(parse_pairs("a>d", &hosts)
             .unwrap_err()
+            .to_string()
             .contains("\"d\" is not in the inventory"));
-        assert!(parse_pairs("a>a", &hosts).unwrap_err().contains("itself"));
+        assert!(parse_pairs("a>a", &hosts)
+            .unwrap_err()
+            .to_string()
+            .contains("itself"));
         assert!(parse_pairs("a>b,a>b", &hosts)
             .unwrap_err()
+            .to_string()
             .contains("twice"));
         assert!(parse_pairs("a-b", &hosts)
             .unwrap_err()
+            .to_string()
             .contains("SENDER>RECEIVER"));
         assert!(parse_pairs("hub:z", &hosts).is_err());
         let one = parse("a\n").unwrap();
         assert!(parse_pairs("all", &one)
             .unwrap_err()
+            .to_string()
             .contains("names no pair"));
     }
 }

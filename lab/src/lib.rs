@@ -171,12 +171,13 @@ fn backend_spec(campaign: &Campaign) -> Result<BackendSpec, LabError> {
         .unwrap_or_default();
     let spec = serde_json::from_value(value)
         .map_err(|e| LabError::Setup(format!("campaign.json does not say how it ran ({e})")))?;
-    let checked = match &spec {
-        BackendSpec::Hosts(hosts) => hosts.check(),
-        BackendSpec::Fleet(fleet) => fleet.check(),
-        BackendSpec::Netns { .. } => Ok(()),
-    };
-    checked.map_err(|why| LabError::Setup(format!("campaign.json: {why}; refused")))?;
+    let refused =
+        |why: &dyn std::fmt::Display| LabError::Setup(format!("campaign.json: {why}; refused"));
+    match &spec {
+        BackendSpec::Hosts(hosts) => hosts.check().map_err(|why| refused(&why))?,
+        BackendSpec::Fleet(fleet) => fleet.check().map_err(|why| refused(&why))?,
+        BackendSpec::Netns { .. } => {}
+    }
     Ok(spec)
 }
 

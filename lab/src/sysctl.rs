@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use oscil_protocol::text::escape_peer;
 use oscil_rundir::safe_fs::{self, SafeFsError};
 
-use crate::host::{Host, HostError};
+use crate::host::{Host, HostArgError, HostError};
 
 pub const WMEM: &str = "net.ipv4.tcp_wmem";
 pub const LOWAT: &str = "net.ipv4.tcp_notsent_lowat";
@@ -106,6 +106,20 @@ pub struct RunningDaemon {
     pub pid: u32,
 }
 
+/// Something in a restore file the lab never records (the file may have been shaped by
+/// someone else): names are escaped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Host(#[from] HostArgError),
+    #[error("sysctl \"{0}\" is not one the lab sets")]
+    NotSysctl(String),
+    #[error("{key} = \"{value}\" is not a value")]
+    NotValue { key: String, value: String },
+    #[error("\"{0}\" is not a directory the lab makes ({WORK_DIR_TEMPLATE})")]
+    NotWorkDir(String),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
     #[error("{0}: no such directory")]
@@ -121,7 +135,7 @@ pub enum RestoreError {
     /// Something the lab never records: a sysctl not on its list, an ssh option that
     /// runs a command, a directory it did not make.
     #[error("{path}: {why}; refused, nothing was changed")]
-    Refused { path: PathBuf, why: String },
+    Refused { path: PathBuf, why: RecordError },
     #[error("{path}: not a valid restore.json: {source}")]
     Bad {
         path: PathBuf,
@@ -184,18 +198,18 @@ impl RestoreFile {
     }
 
     /// Why this file holds something the lab never records, if it does.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), RecordError> {
         for host in &self.hosts {
             host.host.check()?;
             for (key, value) in &host.sysctls {
                 if !is_restorable(key) {
-                    return Err(format!(
-                        "sysctl \"{}\" is not one the lab sets",
-                        escape_peer(key)
-                    ));
+                    return Err(RecordError::NotSysctl(escape_peer(key)));
                 }
                 if !is_sysctl_value(value) {
-                    return Err(format!("{key} = \"{}\" is not a value", escape_peer(value)));
+                    return Err(RecordError::NotValue {
+                        key: key.clone(),
+                        value: escape_peer(value),
+                    });
                 }
             }
         }
@@ -205,10 +219,7 @@ impl RestoreFile {
         for dir in &self.temp_dirs {
             dir.host.check()?;
             if !is_work_dir(&dir.path) {
-                return Err(format!(
-                    "\"{}\" is not a directory the lab makes ({WORK_DIR_TEMPLATE})",
-                    escape_peer(&dir.path)
-                ));
+                return Err(RecordError::NotWorkDir(escape_peer(&dir.path)));
             }
         }
         Ok(())

@@ -10,22 +10,8 @@ use crate::human::{MBIT, MIB};
 use crate::metrics::Metric;
 use crate::recommend::{self, PathChoice};
 use crate::stats::Estimate;
-use crate::summary::{RunSummary, Scope};
+use crate::summary::{pair_of, RunSummary, Scope};
 use crate::verdict;
-
-/// The pair a path key names, in a many-host campaign.
-pub fn pair_of(path_key: &str) -> Option<&str> {
-    path_key.strip_prefix("pair ")
-}
-
-/// How a recommendation names a many-host path: the pair and its measured RTT.
-pub fn pair_path_text(path_key: &str, rtt_ms: Option<f64>) -> Option<String> {
-    let pair = pair_of(path_key)?;
-    Some(match rtt_ms {
-        Some(ms) => format!("{pair} (measured, {ms:.1} ms min RTT)"),
-        None => format!("{pair} (measured)"),
-    })
-}
 
 /// One path of the mesh: where it sits and what its default and chosen settings did.
 #[derive(Debug, Clone, PartialEq)]
@@ -191,6 +177,7 @@ pub fn mesh_csv(paths: &[MeshPath]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::pair_path_text;
 
     fn path(pair: &str, rtt_ms: f64, chosen: Option<&str>) -> MeshPath {
         MeshPath {

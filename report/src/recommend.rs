@@ -201,7 +201,7 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
     let path_text = first
         .settings
         .path_text()
-        .or_else(|| crate::mesh::pair_path_text(path, first.rtt_min_ms()))
+        .or_else(|| crate::summary::pair_path_text(path, first.rtt_min_ms()))
         .unwrap_or_else(|| "measured path (no lab path recorded)".into());
     let mut choice = PathChoice {
         path: path_text,

@@ -123,7 +123,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         dir: run.dir.clone(),
         // A many-host campaign's pairs are its paths, whatever the hosts call themselves.
         path_key: match campaign.and_then(|c| c.pair.as_ref()) {
-            Some(pair) => format!("pair {pair}"),
+            Some(pair) => format!("{PAIR_PREFIX}{pair}"),
             None => path_key(&settings, meta),
         },
         settings,
@@ -196,4 +196,21 @@ fn lab_text(meta: &oscil_rundir::RunMeta, key: &str) -> Option<String> {
 
 fn lab_number(meta: &oscil_rundir::RunMeta, key: &str) -> Option<u32> {
     u32::try_from(meta.lab.as_ref()?.get(key)?.as_u64()?).ok()
+}
+
+/// A many-host campaign's path keys: `pair <sender>-to-<receiver>`.
+const PAIR_PREFIX: &str = "pair ";
+
+/// The pair a path key names, in a many-host campaign.
+pub fn pair_of(path_key: &str) -> Option<&str> {
+    path_key.strip_prefix(PAIR_PREFIX)
+}
+
+/// How a recommendation names a many-host path: the pair and its measured RTT.
+pub fn pair_path_text(path_key: &str, rtt_ms: Option<f64>) -> Option<String> {
+    let pair = pair_of(path_key)?;
+    Some(match rtt_ms {
+        Some(ms) => format!("{pair} (measured, {ms:.1} ms min RTT)"),
+        None => format!("{pair} (measured)"),
+    })
 }
