@@ -642,7 +642,7 @@ impl Session<'_> {
                         break e.to_string();
                     }
                 }
-                RunEvent::Sample(Err(e)) => break e,
+                RunEvent::Sample(Err(e)) => break e.to_string(),
                 RunEvent::Markers(first) => {
                     if let Err(e) = send_markers(self.conn, self.config, first, &mut markers).await
                     {
