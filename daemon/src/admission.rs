@@ -35,14 +35,23 @@ impl Default for StartupLimits {
     }
 }
 
+/// Why a `--max-startups` value is not [`StartupLimits`]; each quotes the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartupLimitsError {
+    #[error("expected START:RATE:FULL (10:30:100), found {0:?}")]
+    Form(String),
+    #[error("{0:?}: need 0 < FULL, START <= FULL and RATE <= 100")]
+    Range(String),
+}
+
 impl std::str::FromStr for StartupLimits {
-    type Err = String;
+    type Err = StartupLimitsError;
 
     /// `START:RATE:FULL` (`10:30:100`), or `FULL` alone (no early drop).
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, StartupLimitsError> {
         let number = |part: &str| {
             part.parse::<usize>()
-                .map_err(|_| format!("expected START:RATE:FULL (10:30:100), found {text:?}"))
+                .map_err(|_| StartupLimitsError::Form(text.to_owned()))
         };
         let parts: Vec<&str> = text.split(':').collect();
         let limits = match parts[..] {
@@ -56,16 +65,10 @@ impl std::str::FromStr for StartupLimits {
                 rate_percent: u32::try_from(number(rate)?).unwrap_or(u32::MAX),
                 full: number(full)?,
             },
-            _ => {
-                return Err(format!(
-                    "expected START:RATE:FULL (10:30:100), found {text:?}"
-                ))
-            }
+            _ => return Err(StartupLimitsError::Form(text.to_owned())),
         };
         if limits.full == 0 || limits.start > limits.full || limits.rate_percent > 100 {
-            return Err(format!(
-                "{text:?}: need 0 < FULL, START <= FULL and RATE <= 100"
-            ));
+            return Err(StartupLimitsError::Range(text.to_owned()));
         }
         Ok(limits)
     }
@@ -399,6 +402,14 @@ mod tests {
         for bad in ["", "10:30", "a:b:c", "70:30:60", "10:130:60", "0"] {
             assert!(bad.parse::<StartupLimits>().is_err(), "{bad}");
         }
+        assert_eq!(
+            "10:30".parse::<StartupLimits>().unwrap_err().to_string(),
+            "expected START:RATE:FULL (10:30:100), found \"10:30\""
+        );
+        assert_eq!(
+            "70:30:60".parse::<StartupLimits>().unwrap_err().to_string(),
+            "\"70:30:60\": need 0 < FULL, START <= FULL and RATE <= 100"
+        );
     }
 
     #[test]

@@ -33,9 +33,10 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
 
-pub use admission::StartupLimits;
+pub use admission::{StartupLimits, StartupLimitsError};
 pub use config::DaemonConfig;
 pub use gate::GENERIC_REFUSAL;
+pub use session::ScratchError;
 
 use crate::shared::Shared;
 
@@ -109,13 +110,23 @@ fn log_panic(done: Result<(), tokio::task::JoinError>) {
     }
 }
 
+/// Why the daemon's default options could serve no session ([`check_default_options`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DefaultOptionsError {
+    /// `--congestion` is not a name a congestion control can have.
+    #[error(transparent)]
+    Congestion(#[from] oscil_protocol::request::RequestError),
+    /// The kernel refuses them, or no socket could be opened to try them on.
+    #[error(transparent)]
+    Scratch(#[from] ScratchError),
+}
+
 /// Checks the daemon's default options on a scratch socket, so a bad `--congestion` fails
 /// at start rather than in every session.
-pub fn check_default_options(config: &DaemonConfig, ipv6: bool) -> Result<(), String> {
+pub fn check_default_options(config: &DaemonConfig, ipv6: bool) -> Result<(), DefaultOptionsError> {
     if let Some(name) = &config.default_options.congestion {
-        oscil_protocol::request::check_congestion_name(name).map_err(|e| e.to_string())?;
+        oscil_protocol::request::check_congestion_name(name)?;
     }
-    session::validate_options(&config.default_options, ipv6)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    session::validate_options(&config.default_options, ipv6)?;
+    Ok(())
 }

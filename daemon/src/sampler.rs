@@ -19,6 +19,22 @@ use tokio::sync::mpsc;
 use crate::flow::Flow;
 use crate::shared::ProcFiles;
 
+/// Why the sampler stopped sampling; the session ends with it as the reason.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SamplerError {
+    #[error("cannot identify a data socket (cookie, addresses): {0}")]
+    Identify(std::io::Error),
+    #[error("cannot open a sock_diag socket: {0}")]
+    Open(std::io::Error),
+    #[error("sock_diag: {0}")]
+    Snapshot(std::io::Error),
+    /// `/proc/net/sockstat` could not be read.
+    #[error(transparent)]
+    Sockstat(#[from] oscil_kernel::ReadError),
+    #[error("cannot start the sampler thread: {0}")]
+    Thread(std::io::Error),
+}
+
 /// What the sampler thread needs for a session.
 struct Sampler {
     flows: Vec<Flow>,
@@ -64,11 +80,10 @@ impl Sampler {
         proc: Arc<ProcFiles>,
         start: Instant,
         interval: Duration,
-    ) -> Result<Self, String> {
-        let watched = Watched::new(flows.iter().map(|f| &*f.stream))
-            .map_err(|e| format!("cannot identify a data socket (cookie, addresses): {e}"))?;
-        let probe =
-            Probe::new(watched).map_err(|e| format!("cannot open a sock_diag socket: {e}"))?;
+    ) -> Result<Self, SamplerError> {
+        let watched =
+            Watched::new(flows.iter().map(|f| &*f.stream)).map_err(SamplerError::Identify)?;
+        let probe = Probe::new(watched).map_err(SamplerError::Open)?;
         Ok(Sampler {
             queue: QueueEventsSince::new(proc.tcpext().ok().as_ref()),
             last: vec![FlowCounters::default(); flows.len()],
@@ -81,20 +96,20 @@ impl Sampler {
     }
 
     /// Every flow the kernel still lists and the host, at `now`, covering `intervals`.
-    fn sample(&mut self, now: Instant, intervals: Range<u64>) -> Result<DaemonMessage, String> {
+    fn sample(
+        &mut self,
+        now: Instant,
+        intervals: Range<u64>,
+    ) -> Result<DaemonMessage, SamplerError> {
         let t_s = now.duration_since(self.start).as_secs_f64();
         let span_s = covered_s(t_s, &intervals, self.interval.as_secs_f64());
-        let snapshot = self
-            .probe
-            .snapshot(now)
-            .map_err(|e| format!("sock_diag: {e}"))?;
+        let snapshot = self.probe.snapshot(now).map_err(SamplerError::Snapshot)?;
         let sockstat = self
             .proc
             .sockstat
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .read()
-            .map_err(|e| e.to_string())?;
+            .read()?;
         // A socket the kernel no longer has was closed: its writer reports why.
         let now_unix = Duration::from_nanos(realtime_unix_ns());
         let flows = self
@@ -163,7 +178,7 @@ fn queue_len(interval: Duration) -> usize {
 
 /// What the sampler thread hands the session task: samples to send in one write, or why
 /// sampling stopped.
-pub(crate) type Batch = Result<Vec<DaemonMessage>, String>;
+pub(crate) type Batch = Result<Vec<DaemonMessage>, SamplerError>;
 
 /// Samples waiting to go to the session task, a batch at a time.
 struct Outbox {
@@ -183,7 +198,7 @@ impl Outbox {
 
     /// Adds a sample and sends the batch once full; on an error sends what the batch holds,
     /// then the error. Breaks when sampling is over: an error, or the session gone.
-    fn push(&mut self, sampled: Result<DaemonMessage, String>) -> ControlFlow<()> {
+    fn push(&mut self, sampled: Result<DaemonMessage, SamplerError>) -> ControlFlow<()> {
         match sampled {
             Ok(message) => self.batch.push(message),
             Err(e) => {
@@ -258,7 +273,7 @@ pub(crate) fn spawn(
             outbox.flush();
         });
     if let Err(e) = spawned {
-        let _ = report.try_send(Err(format!("cannot start the sampler thread: {e}")));
+        let _ = report.try_send(Err(SamplerError::Thread(e)));
     }
     (stop_tx, rx)
 }

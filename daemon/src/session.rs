@@ -79,8 +79,8 @@ pub(crate) enum SessionError {
     NoSessionId(std::io::Error),
     #[error("cannot make a write buffer of {bytes} bytes: {source}")]
     WriteBuffer { bytes: u32, source: std::io::Error },
-    #[error("cannot open a socket to check options on: {0}")]
-    ScratchSocket(std::io::Error),
+    #[error(transparent)]
+    Scratch(#[from] ScratchError),
     #[error(transparent)]
     Options(#[from] SockoptError),
     #[error(transparent)]
@@ -102,6 +102,15 @@ pub(crate) enum SessionError {
     /// What came (or did not come) over the control connection ([`control_ending`]).
     #[error("{0}")]
     Control(String),
+}
+
+/// Why socket options cannot be set on a scratch socket ([`validate_options`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    #[error("cannot open a socket to check options on: {0}")]
+    Socket(std::io::Error),
+    #[error(transparent)]
+    Options(#[from] SockoptError),
 }
 
 /// Serves one authenticated control connection to its end; every way it ends is logged as
@@ -247,7 +256,7 @@ fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refus
                 config.max_total_flows
             ))
         })?;
-    let in_force = validate_options(&options, ipv6)?;
+    let in_force = validate_options(&options, ipv6).map_err(SessionError::from)?;
     Ok(Grant {
         options,
         in_force,
@@ -339,14 +348,14 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, Se
 pub(crate) fn validate_options(
     options: &SocketOptions,
     ipv6: bool,
-) -> Result<OptionsInForce, SessionError> {
+) -> Result<OptionsInForce, ScratchError> {
     let domain = if ipv6 {
         socket2::Domain::IPV6
     } else {
         socket2::Domain::IPV4
     };
-    let scratch = socket2::Socket::new(domain, socket2::Type::STREAM, None)
-        .map_err(SessionError::ScratchSocket)?;
+    let scratch =
+        socket2::Socket::new(domain, socket2::Type::STREAM, None).map_err(ScratchError::Socket)?;
     Ok(sockopt::apply(&scratch, options)?)
 }
 
@@ -633,7 +642,7 @@ impl Session<'_> {
                         break e.to_string();
                     }
                 }
-                RunEvent::Sample(Err(e)) => break e,
+                RunEvent::Sample(Err(e)) => break e.to_string(),
                 RunEvent::Markers(first) => {
                     if let Err(e) = send_markers(self.conn, self.config, first, &mut markers).await
                     {

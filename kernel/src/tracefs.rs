@@ -53,9 +53,25 @@ pub enum TraceError {
     NoEvent(String),
     /// A `format` file that does not say what the decoder needs.
     #[error("{path}: {what}")]
-    BadFormat { path: PathBuf, what: String },
+    BadFormat { path: PathBuf, what: FormatError },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+}
+
+/// Why a `format` file's text is not an event's layout ([`Format::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("ID: {0}")]
+    Id(std::num::ParseIntError),
+    #[error("no ID line")]
+    NoId,
+    /// A field's line without its `offset:` or `size:` (`key`) where expected.
+    #[error("field {name}: expected {key}N, found {found:?}")]
+    Field {
+        name: String,
+        key: &'static str,
+        found: String,
+    },
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> TraceError + '_ {
@@ -81,18 +97,18 @@ pub struct Format {
 
 impl Format {
     /// Parses the text of `events/<system>/<event>/format`.
-    pub fn parse(text: &str) -> Result<Format, String> {
+    pub fn parse(text: &str) -> Result<Format, FormatError> {
         let mut id = None;
         let mut fields = HashMap::new();
         for line in text.lines().map(str::trim) {
             if let Some(rest) = line.strip_prefix("ID:") {
-                id = Some(rest.trim().parse::<u16>().map_err(|e| format!("ID: {e}"))?);
+                id = Some(rest.trim().parse::<u16>().map_err(FormatError::Id)?);
             } else if let Some(rest) = line.strip_prefix("field:") {
                 let (name, field) = parse_field(rest)?;
                 fields.insert(name, field);
             }
         }
-        let id = id.ok_or("no ID line")?;
+        let id = id.ok_or(FormatError::NoId)?;
         Ok(Format { id, fields })
     }
 
@@ -109,7 +125,7 @@ impl Format {
 }
 
 /// `const void * skaddr; offset:128; size:8; signed:0;` (tab-separated) → ("skaddr", 128, 8).
-fn parse_field(rest: &str) -> Result<(String, Field), String> {
+fn parse_field(rest: &str) -> Result<(String, Field), FormatError> {
     let mut parts = rest.split(';').map(str::trim);
     let decl = parts.next().unwrap_or_default();
     let name = decl
@@ -117,11 +133,15 @@ fn parse_field(rest: &str) -> Result<(String, Field), String> {
         .next()
         .unwrap_or_default();
     let name = name.split('[').next().unwrap_or_default().to_string();
-    let mut number = |key: &str| -> Result<usize, String> {
+    let mut number = |key: &'static str| -> Result<usize, FormatError> {
         let part = parts.next().unwrap_or_default();
         part.strip_prefix(key)
             .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("field {name}: expected {key}N, found {part:?}"))
+            .ok_or_else(|| FormatError::Field {
+                name: name.clone(),
+                key,
+                found: part.to_owned(),
+            })
     };
     let offset = number("offset:")?;
     let size = number("size:")?;
@@ -430,7 +450,14 @@ print fmt: \"family=%s\"";
                 size: 8
             }
         );
-        assert!(Format::parse("format:\n").is_err(), "no ID");
+        assert_eq!(Format::parse("format:\n"), Err(FormatError::NoId), "no ID");
+        let err = Format::parse("ID: 1\n\tfield:u32 snd_una;\tsize:4;\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "field snd_una: expected offset:N, found \"size:4\""
+        );
+        let err = Format::parse("ID: x\n").unwrap_err();
+        assert!(err.to_string().starts_with("ID: invalid digit"), "{err}");
     }
 
     /// A page as the ring buffer lays it out: header, then events.

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use oscil_kernel::ProcessCost;
 use oscil_protocol::control::Ended;
 use oscil_protocol::{HostSample, SenderSample, Side};
 
@@ -20,12 +21,65 @@ const CLOCK_SLACK_S: f64 = 1.0;
 /// and would overflow the byte totals computed from it.
 const MAX_TCP_MEM_PAGES: u64 = 1 << 40;
 
+/// Why the daemon's welcome cannot be true ([`check_welcome`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WelcomeError {
+    /// Not a power of two from 1 KiB to 1 MiB.
+    #[error("a page size of {0} bytes")]
+    PageSize(u64),
+}
+
+/// Why one interval's samples cannot be the daemon's ([`SampleCheck::check`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SampleError {
+    #[error("a host row for the {0:?} side")]
+    HostSide(Side),
+    #[error("{0} pages of TCP memory")]
+    TcpMemPages(u64),
+    #[error("{0} bytes of namespace TCP memory")]
+    NamespaceTcpMem(u64),
+    #[error("t_s {t_s} is outside the session (0 to {elapsed_s:.3} s so far)")]
+    OutsideSession { t_s: f64, elapsed_s: f64 },
+    #[error("t_s {t_s} does not follow {last_t_s}")]
+    NotAfter { t_s: f64, last_t_s: f64 },
+    #[error("{messages} samples by t_s {t_s}, more than one per {interval_s} s interval")]
+    TooOften {
+        messages: u64,
+        t_s: f64,
+        interval_s: f64,
+    },
+    #[error("{rows} rows in one interval of a session of {flows} flows")]
+    TooManyRows { rows: usize, flows: u32 },
+    #[error("a row for flow {flow}; the session has flows 0 to {last_flow}")]
+    NoSuchFlow { flow: u32, last_flow: u32 },
+    #[error("two rows for flow {flow} at t_s {t_s}")]
+    TwoRows { flow: u32, t_s: f64 },
+    #[error("a row of flow {flow} covering {span_s} s at t_s {t_s}")]
+    Span { flow: u32, span_s: f64, t_s: f64 },
+    #[error("a row of flow {flow} at t_s {row_t_s} in the interval of t_s {t_s}")]
+    RowTime { flow: u32, row_t_s: f64, t_s: f64 },
+    #[error("flow {flow} waited {us} us for one write")]
+    Wait { flow: u32, us: u64 },
+    #[error("flow {flow}'s wake-ups with a median above their largest value")]
+    MedianAboveMax { flow: u32 },
+}
+
+/// Why the daemon's end of session cannot be true ([`SampleCheck::ended`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EndError {
+    /// Of a flow the session does not have, or of one flow twice.
+    #[error("wake-ups of flow {0} (or twice)")]
+    Wakeups(u32),
+    #[error("a CPU time of {0:?}")]
+    Cost(ProcessCost),
+}
+
 /// Refuses a welcome whose host facts cannot be true: today the page size, which turns
 /// `tcp_mem_pages` into bytes (a power of two from 1 KiB to 1 MiB).
-pub fn check_welcome(welcome: &oscil_protocol::control::Welcome) -> Result<(), String> {
+pub fn check_welcome(welcome: &oscil_protocol::control::Welcome) -> Result<(), WelcomeError> {
     let page = welcome.host.page_size_bytes;
     if !page.is_power_of_two() || !(1 << 10..=1 << 20).contains(&page) {
-        return Err(format!("a page size of {page} bytes"));
+        return Err(WelcomeError::PageSize(page));
     }
     Ok(())
 }
@@ -55,36 +109,38 @@ impl SampleCheck {
         host: &HostSample,
         rows: &[SenderSample],
         elapsed_s: f64,
-    ) -> Result<(), String> {
+    ) -> Result<(), SampleError> {
         let t_s = host.t_s;
         if host.side != Side::Sender {
-            return Err(format!("a host row for the {:?} side", host.side));
+            return Err(SampleError::HostSide(host.side));
         }
         if host.tcp_mem_pages > MAX_TCP_MEM_PAGES {
-            return Err(format!("{} pages of TCP memory", host.tcp_mem_pages));
+            return Err(SampleError::TcpMemPages(host.tcp_mem_pages));
         }
         if let Some(bytes) = host
             .tcp_mem_ns_bytes
             .filter(|&b| b > MAX_TCP_MEM_PAGES << 12)
         {
-            return Err(format!("{bytes} bytes of namespace TCP memory"));
+            return Err(SampleError::NamespaceTcpMem(bytes));
         }
         if !(0.0..=elapsed_s + CLOCK_SLACK_S).contains(&t_s) {
-            return Err(format!(
-                "t_s {t_s} is outside the session (0 to {elapsed_s:.3} s so far)"
-            ));
+            return Err(SampleError::OutsideSession { t_s, elapsed_s });
         }
         if t_s <= self.last_t_s {
-            return Err(format!("t_s {t_s} does not follow {}", self.last_t_s));
+            return Err(SampleError::NotAfter {
+                t_s,
+                last_t_s: self.last_t_s,
+            });
         }
         // A tick waits for its deadline (k intervals after the start), and one last sample
         // covers the partial interval: n messages need at least (n - 1) intervals.
         self.messages += 1;
         if (self.messages - 1) as f64 * self.interval_s > t_s + self.interval_s {
-            return Err(format!(
-                "{} samples by t_s {t_s}, more than one per {} s interval",
-                self.messages, self.interval_s
-            ));
+            return Err(SampleError::TooOften {
+                messages: self.messages,
+                t_s,
+                interval_s: self.interval_s,
+            });
         }
         self.check_rows(rows, t_s)?;
         self.last_t_s = t_s;
@@ -92,37 +148,32 @@ impl SampleCheck {
     }
 
     /// At most one row per flow, for a flow of the session, at the interval's time.
-    fn check_rows(&self, rows: &[SenderSample], t_s: f64) -> Result<(), String> {
+    fn check_rows(&self, rows: &[SenderSample], t_s: f64) -> Result<(), SampleError> {
         if rows.len() > self.flows as usize {
-            return Err(format!(
-                "{} rows in one interval of a session of {} flows",
-                rows.len(),
-                self.flows
-            ));
+            return Err(SampleError::TooManyRows {
+                rows: rows.len(),
+                flows: self.flows,
+            });
         }
         let mut seen = vec![false; self.flows as usize];
         for row in rows {
             let Some(slot) = seen.get_mut(row.flow as usize) else {
-                return Err(format!(
-                    "a row for flow {}; the session has flows 0 to {}",
-                    row.flow,
-                    self.flows - 1
-                ));
+                return Err(SampleError::NoSuchFlow {
+                    flow: row.flow,
+                    last_flow: self.flows - 1,
+                });
             };
+            let flow = row.flow;
             if std::mem::replace(slot, true) {
-                return Err(format!("two rows for flow {} at t_s {t_s}", row.flow));
+                return Err(SampleError::TwoRows { flow, t_s });
             }
             if !(0.0..=t_s).contains(&row.span_s) {
-                return Err(format!(
-                    "a row of flow {} covering {} s at t_s {t_s}",
-                    row.flow, row.span_s
-                ));
+                let span_s = row.span_s;
+                return Err(SampleError::Span { flow, span_s, t_s });
             }
             if row.t_s != t_s {
-                return Err(format!(
-                    "a row of flow {} at t_s {} in the interval of t_s {t_s}",
-                    row.flow, row.t_s
-                ));
+                let row_t_s = row.t_s;
+                return Err(SampleError::RowTime { flow, row_t_s, t_s });
             }
             let waits = [
                 row.residence_us,
@@ -130,17 +181,14 @@ impl SampleCheck {
                 row.wake_to_write_max_us,
             ];
             if let Some(us) = waits.into_iter().flatten().find(|&us| us > MAX_WAIT_US) {
-                return Err(format!("flow {} waited {us} us for one write", row.flow));
+                return Err(SampleError::Wait { flow, us });
             }
             let medians = [
                 (row.wake_notsent_p50_bytes, row.wake_notsent_max_bytes),
                 (row.wake_to_write_p50_us, row.wake_to_write_max_us),
             ];
             if medians.iter().any(|&(p50, max)| p50 > max) {
-                return Err(format!(
-                    "flow {}'s wake-ups with a median above their largest value",
-                    row.flow
-                ));
+                return Err(SampleError::MedianAboveMax { flow });
             }
         }
         Ok(())
@@ -148,14 +196,14 @@ impl SampleCheck {
 
     /// The end of the session: wake-up figures for flows of the session, once each, and a
     /// cost that is a number of seconds.
-    pub fn ended(&self, ended: &Ended) -> Result<(), String> {
+    pub fn ended(&self, ended: &Ended) -> Result<(), EndError> {
         let mut seen = vec![false; self.flows as usize];
         for w in &ended.wakeups {
             let first = seen
                 .get_mut(w.flow as usize)
                 .is_some_and(|slot| !std::mem::replace(slot, true));
             if !first {
-                return Err(format!("wake-ups of flow {} (or twice)", w.flow));
+                return Err(EndError::Wakeups(w.flow));
             }
         }
         if let Some(cost) = &ended.cost {
@@ -163,7 +211,7 @@ impl SampleCheck {
                 .iter()
                 .all(|s| s.is_finite() && *s >= 0.0)
             {
-                return Err(format!("a CPU time of {cost:?}"));
+                return Err(EndError::Cost(*cost));
             }
         }
         Ok(())
@@ -278,7 +326,7 @@ mod tests {
             ),
         ];
         for (h, rows, expected) in cases {
-            let reason = check().check(&h, &rows, 1.0).unwrap_err();
+            let reason = check().check(&h, &rows, 1.0).unwrap_err().to_string();
             assert!(reason.contains(expected), "{reason} lacks {expected}");
         }
     }
@@ -296,7 +344,9 @@ mod tests {
         assert!(check_welcome(&welcome).is_ok());
         for bad in [0, 3000, 1 << 40, u64::MAX] {
             welcome.host.page_size_bytes = bad;
-            assert!(check_welcome(&welcome).unwrap_err().contains("page size"));
+            let reason = check_welcome(&welcome).unwrap_err();
+            assert_eq!(reason, WelcomeError::PageSize(bad));
+            assert!(reason.to_string().contains("page size"));
         }
     }
 
@@ -304,7 +354,10 @@ mod tests {
     fn a_flood_of_samples_is_refused() {
         let mut c = check();
         c.check(&host(0.1, Side::Sender), &[], 0.2).unwrap();
-        let reason = c.check(&host(0.1, Side::Sender), &[], 0.2).unwrap_err();
+        let reason = c
+            .check(&host(0.1, Side::Sender), &[], 0.2)
+            .unwrap_err()
+            .to_string();
         assert!(reason.contains("does not follow"), "{reason}");
         // Times that creep forward by a microsecond: the count gives them away.
         let mut c = check();
@@ -313,7 +366,8 @@ mod tests {
                 let t = 0.1 + k as f64 * 1e-6;
                 c.check(&host(t, Side::Sender), &[], 0.2).err()
             })
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(reason.contains("more than one per"), "{reason}");
     }
 }

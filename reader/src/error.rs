@@ -53,7 +53,7 @@ pub enum ReaderError {
     Version { daemon: u32 },
     /// The daemon's welcome states host facts that cannot be true.
     #[error("the daemon's welcome is not believable: {0}")]
-    ImpossibleWelcome(String),
+    ImpossibleWelcome(#[from] crate::checks::WelcomeError),
     /// The daemon sent a message out of order.
     #[error("the daemon sent something other than {0}")]
     Unexpected(&'static str),

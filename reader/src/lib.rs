@@ -40,6 +40,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+pub use crate::checks::WelcomeError;
 pub use crate::config::{ReaderConfig, SOFTWARE};
 pub use crate::error::ReaderError;
 

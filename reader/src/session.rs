@@ -137,7 +137,7 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
             daemon: welcome.version,
         });
     }
-    crate::checks::check_welcome(&welcome).map_err(ReaderError::ImpossibleWelcome)?;
+    crate::checks::check_welcome(&welcome)?;
 
     let (data, reader_options) = open_flows(config, addr, &data_key, welcome.session_id).await?;
     // An older daemon does not say it echoes the probe: then none is opened.

@@ -55,7 +55,7 @@ pub trait Columns: Serialize + DeserializeOwned {
     fn declared_rows(limits: &Limits) -> u64;
     /// Why a row read back is out of range (a time not finite or outside the run, a flow
     /// the run does not have), naming the column; `Ok` for a sound row.
-    fn check(&self, limits: &Limits) -> Result<(), String>;
+    fn check(&self, limits: &Limits) -> Result<(), RowError>;
 }
 
 impl Columns for ReaderSample {
@@ -80,7 +80,7 @@ impl Columns for ReaderSample {
     fn declared_rows(limits: &Limits) -> u64 {
         limits.flow_intervals()
     }
-    fn check(&self, limits: &Limits) -> Result<(), String> {
+    fn check(&self, limits: &Limits) -> Result<(), RowError> {
         limits.check_sample(self.flow, self.t_s, self.span_s)
     }
 }
@@ -122,7 +122,7 @@ impl Columns for SenderSample {
     fn declared_rows(limits: &Limits) -> u64 {
         limits.flow_intervals()
     }
-    fn check(&self, limits: &Limits) -> Result<(), String> {
+    fn check(&self, limits: &Limits) -> Result<(), RowError> {
         limits.check_sample(self.flow, self.t_s, self.span_s)
     }
 }
@@ -151,7 +151,7 @@ impl Columns for HostSample {
     fn declared_rows(limits: &Limits) -> u64 {
         2 * limits.intervals
     }
-    fn check(&self, limits: &Limits) -> Result<(), String> {
+    fn check(&self, limits: &Limits) -> Result<(), RowError> {
         limits.check_time("t_s", self.t_s)
     }
 }
@@ -163,7 +163,7 @@ impl Columns for oscil_protocol::probe::ProbeRow {
     fn declared_rows(limits: &Limits) -> u64 {
         (limits.end_s / oscil_protocol::probe::PROBE_EVERY.as_secs_f64()).ceil() as u64 + 1
     }
-    fn check(&self, limits: &Limits) -> Result<(), String> {
+    fn check(&self, limits: &Limits) -> Result<(), RowError> {
         limits.check_time("t_s", self.t_s)?;
         match self.rtt_us {
             Some(us) => limits.check_time("rtt_us", us as f64 / 1e6),
@@ -189,7 +189,7 @@ impl Columns for MarkerRow {
     }
     /// Marker times are mapped through the clock offset and may sit slightly before the
     /// session's start, and a latency slightly below zero (within the clock's uncertainty).
-    fn check(&self, limits: &Limits) -> Result<(), String> {
+    fn check(&self, limits: &Limits) -> Result<(), RowError> {
         limits.check_flow(self.flow)?;
         limits.check_signed_time("sent_t_s", self.sent_t_s)?;
         if let Some(read) = self.read_t_s {
@@ -353,12 +353,58 @@ pub enum RunDirError {
     File(#[from] SafeFsError),
     /// A value out of range: a time not finite or outside the run, a flow it does not have.
     #[error("{path}: damaged: {why}")]
-    Damaged { path: PathBuf, why: String },
+    Damaged { path: PathBuf, why: Damage },
     #[error("{path}: more than {limit} rows, beyond what run.json declares ({flows} flow(s) over {end_s} s); refused")]
     TooManyRows {
         path: PathBuf,
         limit: u64,
         flows: u32,
+        end_s: f64,
+    },
+}
+
+/// What is out of range in a damaged run directory ([`RunDirError::Damaged`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Damage {
+    /// In `run.json`'s declarations.
+    #[error(transparent)]
+    Declaration(#[from] DeclarationError),
+    /// In a CSV's row, counted from 1 after the header.
+    #[error("row {row}: {source}")]
+    Row { row: u64, source: RowError },
+}
+
+/// Why what `run.json` declares cannot be a run's ([`Limits::of`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DeclarationError {
+    #[error("flows {0} is not within 1..={MAX_FLOWS}")]
+    Flows(u32),
+    #[error("interval_us {0} is not within 1..=60000000")]
+    IntervalUs(u64),
+    /// The name as given, escaped for showing.
+    #[error("congestion \"{0}\" is not a congestion control's name")]
+    Congestion(String),
+    #[error("pattern fraction {0} is not within 0..=1")]
+    Fraction(f64),
+    /// A time of the schedule or the ending not finite or outside a week.
+    #[error("{name} {t_s:?} is not within 0..={MAX_RUN_S} s")]
+    Time { name: &'static str, t_s: f64 },
+    #[error("the pattern lasts {end_s} s, more than {MAX_RUN_S} s")]
+    TooLong { end_s: f64 },
+}
+
+/// Why a row read back is out of range ([`Columns::check`]), naming the column.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum RowError {
+    #[error("flow {flow}, but the run has {flows} flow(s)")]
+    NoSuchFlow { flow: u32, flows: u32 },
+    /// A time not finite, or outside `start_s..=end_s` (`start_s` below zero for the
+    /// times that may fall before the session's start).
+    #[error("{column} {t_s:?} is not within {start_s}..={end_s} s")]
+    TimeOutOfRange {
+        column: &'static str,
+        t_s: f64,
+        start_s: f64,
         end_s: f64,
     },
 }
@@ -598,18 +644,15 @@ pub struct Limits {
 
 impl Limits {
     /// From `run.json`, after checking that what it declares is finite and in range.
-    pub fn of(meta: &RunMeta) -> Result<Limits, String> {
+    pub fn of(meta: &RunMeta) -> Result<Limits, DeclarationError> {
         let config = &meta.config;
         if !(1..=MAX_FLOWS).contains(&config.flows) {
-            return Err(format!(
-                "flows {} is not within 1..={MAX_FLOWS}",
-                config.flows
-            ));
+            return Err(DeclarationError::Flows(config.flows));
         }
         let interval_us = match config.interval_us {
             0 => 100_000,
             us @ 1..=60_000_000 => us,
-            us => return Err(format!("interval_us {us} is not within 1..=60000000")),
+            us => return Err(DeclarationError::IntervalUs(us)),
         };
         for cc in [
             &config.sender_request.congestion,
@@ -617,17 +660,12 @@ impl Limits {
         ] {
             if let Some(name) = cc.as_deref().filter(|name| !is_congestion_name(name)) {
                 let shown = oscil_protocol::text::escape_peer(name);
-                return Err(format!(
-                    "congestion \"{shown}\" is not a congestion control's name"
-                ));
+                return Err(DeclarationError::Congestion(shown));
             }
         }
         let pattern = &config.pattern;
         if !(0.0..=1.0).contains(&pattern.fraction) {
-            return Err(format!(
-                "pattern fraction {} is not within 0..=1",
-                pattern.fraction
-            ));
+            return Err(DeclarationError::Fraction(pattern.fraction));
         }
         let planned_ms = pattern
             .fast_ms
@@ -644,16 +682,14 @@ impl Limits {
                 ]
             })
             .chain([("ending duration_s", meta.ending.duration_s)]);
-        for (name, t) in times {
-            if !(t.is_finite() && (0.0..=MAX_RUN_S).contains(&t)) {
-                return Err(format!("{name} {t:?} is not within 0..={MAX_RUN_S} s"));
+        for (name, t_s) in times {
+            if !(t_s.is_finite() && (0.0..=MAX_RUN_S).contains(&t_s)) {
+                return Err(DeclarationError::Time { name, t_s });
             }
-            end_s = end_s.max(t);
+            end_s = end_s.max(t_s);
         }
         if end_s > MAX_RUN_S {
-            return Err(format!(
-                "the pattern lasts {end_s} s, more than {MAX_RUN_S} s"
-            ));
+            return Err(DeclarationError::TooLong { end_s });
         }
         Ok(Limits::declared(
             config.flows,
@@ -717,41 +753,47 @@ impl Limits {
     }
 
     /// A flow's sample: a flow the run has, a time and a span within the run.
-    fn check_sample(&self, flow: u32, t_s: f64, span_s: f64) -> Result<(), String> {
+    fn check_sample(&self, flow: u32, t_s: f64, span_s: f64) -> Result<(), RowError> {
         self.check_flow(flow)?;
         self.check_time("t_s", t_s)?;
         self.check_time("span_s", span_s)
     }
 
-    pub(crate) fn check_flow(&self, flow: u32) -> Result<(), String> {
+    pub(crate) fn check_flow(&self, flow: u32) -> Result<(), RowError> {
         match flow < self.flows {
             true => Ok(()),
-            false => Err(format!(
-                "flow {flow}, but the run has {} flow(s)",
-                self.flows
-            )),
+            false => Err(RowError::NoSuchFlow {
+                flow,
+                flows: self.flows,
+            }),
         }
     }
 
     /// A time since the session's start: finite, from 0 to the run's end.
-    pub(crate) fn check_time(&self, column: &str, t_s: f64) -> Result<(), String> {
-        match t_s.is_finite() && (0.0..=self.end_s).contains(&t_s) {
-            true => Ok(()),
-            false => Err(format!(
-                "{column} {t_s:?} is not within 0..={} s",
-                self.end_s
-            )),
-        }
+    pub(crate) fn check_time(&self, column: &'static str, t_s: f64) -> Result<(), RowError> {
+        self.check_time_from(column, 0.0, t_s)
     }
 
     /// A time that may fall a little before the session's start.
-    pub(crate) fn check_signed_time(&self, column: &str, t_s: f64) -> Result<(), String> {
-        match t_s.is_finite() && (-SLACK_S..=self.end_s).contains(&t_s) {
+    pub(crate) fn check_signed_time(&self, column: &'static str, t_s: f64) -> Result<(), RowError> {
+        self.check_time_from(column, -SLACK_S, t_s)
+    }
+
+    /// A time finite and from `start_s` to the run's end.
+    fn check_time_from(
+        &self,
+        column: &'static str,
+        start_s: f64,
+        t_s: f64,
+    ) -> Result<(), RowError> {
+        match t_s.is_finite() && (start_s..=self.end_s).contains(&t_s) {
             true => Ok(()),
-            false => Err(format!(
-                "{column} {t_s:?} is not within -{SLACK_S}..={} s",
-                self.end_s
-            )),
+            false => Err(RowError::TimeOutOfRange {
+                column,
+                t_s,
+                start_s,
+                end_s: self.end_s,
+            }),
         }
     }
 }
@@ -782,7 +824,10 @@ pub fn load_meta(dir: &Path) -> Result<RunMeta, RunDirError> {
         path: path.clone(),
         source,
     })?;
-    Limits::of(&meta).map_err(|why| RunDirError::Damaged { path, why })?;
+    Limits::of(&meta).map_err(|why| RunDirError::Damaged {
+        path,
+        why: why.into(),
+    })?;
     Ok(meta)
 }
 
@@ -900,9 +945,12 @@ fn read_rows<R: Columns>(
             });
         }
         let row = row.map_err(bad_csv)?;
-        row.check(limits).map_err(|why| RunDirError::Damaged {
+        row.check(limits).map_err(|source| RunDirError::Damaged {
             path: path.to_owned(),
-            why: format!("row {}: {why}", index + 1),
+            why: Damage::Row {
+                row: index as u64 + 1,
+                source,
+            },
         })?;
         rows.push(row);
     }
@@ -1318,6 +1366,42 @@ mod tests {
             1201,
             "0: the default 100 ms"
         );
+    }
+
+    #[test]
+    fn row_errors_name_the_column_and_the_range() {
+        let limits = Limits::of(&meta()).unwrap();
+        let end = limits.end_s;
+        let marker = MarkerRow {
+            flow: 0,
+            k: 1,
+            offset_bytes: 0,
+            sent_t_s: -61.0,
+            read_t_s: None,
+            latency_us: None,
+            censored: false,
+        };
+        let err = marker.check(&limits).unwrap_err();
+        assert_eq!(
+            err,
+            RowError::TimeOutOfRange {
+                column: "sent_t_s",
+                t_s: -61.0,
+                start_s: -SLACK_S,
+                end_s: end,
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("sent_t_s -61.0 is not within -60..={end} s")
+        );
+        let err = limits.check_time("t_s", f64::NAN).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("t_s NaN is not within 0..={end} s")
+        );
+        let err = limits.check_flow(3).unwrap_err();
+        assert_eq!(err, RowError::NoSuchFlow { flow: 3, flows: 1 });
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use oscil_protocol::trace::{TraceRow, TraceSide};
 
-use crate::{load_csv, Columns, CsvFile, Limits, RunDirError};
+use crate::{load_csv, Columns, CsvFile, Limits, RowError, RunDirError};
 
 /// Rows one side writes at most: about 40 s of 1 Gbit/s ACKs. Past it the run keeps going
 /// and `run.json` counts what was not written, so a long fast run cannot fill the disk.
@@ -40,7 +40,7 @@ impl<S: TraceSide> Columns for TraceRow<S> {
     fn declared_rows(_: &Limits) -> u64 {
         MAX_TRACE_ROWS
     }
-    fn check(&self, limits: &Limits) -> Result<(), String> {
+    fn check(&self, limits: &Limits) -> Result<(), RowError> {
         limits.check_flow(self.flow)?;
         limits.check_signed_time("t_s", self.t_s)
     }
