@@ -88,25 +88,36 @@ pub(crate) fn check_rows(
     asked: bool,
     flows: usize,
     elapsed_s: f64,
-) -> Result<(), String> {
+) -> Result<(), TraceRowError> {
     if !asked {
-        return Err("trace rows, but this reader asked for no trace".into());
+        return Err(TraceRowError::Unasked);
     }
     for row in rows {
         if row.flow as usize >= flows {
-            return Err(format!(
-                "a trace row for flow {}; the session has {flows}",
-                row.flow
-            ));
+            return Err(TraceRowError::NoSuchFlow {
+                flow: row.flow,
+                flows,
+            });
         }
         if !(row.t_s.is_finite() && (-1.0..=elapsed_s + 1.0).contains(&row.t_s)) {
-            return Err(format!(
-                "a trace row at t_s {}, outside the session (0 to {elapsed_s:.3} s so far)",
-                row.t_s
-            ));
+            return Err(TraceRowError::OutsideSession {
+                t_s: row.t_s,
+                elapsed_s,
+            });
         }
     }
     Ok(())
+}
+
+/// Why the daemon's trace rows cannot be believed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum TraceRowError {
+    #[error("trace rows, but this reader asked for no trace")]
+    Unasked,
+    #[error("a trace row for flow {flow}; the session has {flows}")]
+    NoSuchFlow { flow: u32, flows: usize },
+    #[error("a trace row at t_s {t_s}, outside the session (0 to {elapsed_s:.3} s so far)")]
+    OutsideSession { t_s: f64, elapsed_s: f64 },
 }
 
 /// `run.json`'s trace: the reader's side, and the daemon's as its `Ended` said (`None`
@@ -139,9 +150,13 @@ mod tests {
         let row = |t_s, flow| TraceRow::<SenderTrace>::new(t_s, TraceKind::Probe, flow);
         assert!(check_rows(&[row(1.0, 0)], true, 1, 2.0).is_ok());
         let unasked = check_rows(&[row(1.0, 0)], false, 1, 2.0).unwrap_err();
-        assert!(unasked.contains("asked for no trace"), "{unasked}");
+        assert!(
+            unasked.to_string().contains("asked for no trace"),
+            "{unasked}"
+        );
         assert!(check_rows(&[row(1.0, 1)], true, 1, 2.0)
             .unwrap_err()
+            .to_string()
             .contains("flow 1"));
         for t_s in [f64::NAN, 9.0, -5.0] {
             assert!(check_rows(&[row(t_s, 0)], true, 1, 2.0).is_err(), "{t_s}");

@@ -27,6 +27,15 @@ impl Configuration {
     }
 }
 
+/// `--baseline` names no configuration or run; the message lists what it could name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--baseline {name:?}: no configuration or run has that name (configurations: {configurations}; runs: {runs})")]
+pub struct BaselineError {
+    name: String,
+    configurations: String,
+    runs: String,
+}
+
 /// Groups the runs by `config_key`, in order of first appearance, names each group and
 /// gives it a baseline: with `baseline`, the configuration of that name (or holding the
 /// run of that label) for all; else the first configuration on the same path with the
@@ -34,7 +43,7 @@ impl Configuration {
 pub fn group(
     summaries: &[RunSummary],
     baseline: Option<&str>,
-) -> Result<Vec<Configuration>, String> {
+) -> Result<Vec<Configuration>, BaselineError> {
     let mut configs: Vec<Configuration> = Vec::new();
     for (i, s) in summaries.iter().enumerate() {
         match configs
@@ -90,7 +99,7 @@ fn baselines(
     summaries: &[RunSummary],
     configs: &[Configuration],
     name: Option<&str>,
-) -> Result<Vec<Option<usize>>, String> {
+) -> Result<Vec<Option<usize>>, BaselineError> {
     if let Some(name) = name {
         let found = configs
             .iter()
@@ -98,11 +107,11 @@ fn baselines(
         let Some(index) = found else {
             let runs: Vec<&str> = summaries.iter().map(|s| s.label.as_str()).collect();
             let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
-            return Err(format!(
-                "--baseline {name:?}: no configuration or run has that name (configurations: {}; runs: {})",
-                names.join(", "),
-                runs.join(", ")
-            ));
+            return Err(BaselineError {
+                name: name.to_owned(),
+                configurations: names.join(", "),
+                runs: runs.join(", "),
+            });
         };
         return Ok(vec![Some(index); configs.len()]);
     }
@@ -280,7 +289,7 @@ mod tests {
         let by_run = group(&runs, Some("a2")).unwrap();
         assert!(by_run.iter().all(|c| c.baseline == Some(0)));
         let err = group(&runs, Some("z")).unwrap_err();
-        assert!(err.contains("a, b, c, d, e, a2"), "{err}");
+        assert!(err.to_string().contains("a, b, c, d, e, a2"), "{err}");
         assert_eq!(group(&runs[..1], None).unwrap()[0].baseline, None);
         assert!(paths_differ(&runs));
         assert!(!paths_differ(&runs[..2]));

@@ -84,8 +84,8 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// `--baseline` names no configuration or run.
-    #[error("{0}")]
-    Baseline(String),
+    #[error(transparent)]
+    Baseline(#[from] configs::BaselineError),
     #[error("writing a table: {0}")]
     Csv(#[from] csv::Error),
     #[error(transparent)]
