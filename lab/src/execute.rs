@@ -250,7 +250,6 @@ pub fn execute(
 mod tests {
     use super::*;
     use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
-    use oscil_protocol::PatternConfig;
     use oscil_rundir::campaign::{Backend as BackendKind, Order};
 
     /// A backend on which no run can start: the loop's bookkeeping, without a kernel.
@@ -293,14 +292,7 @@ mod tests {
         };
         let matrix = Matrix {
             axes: vec![vec![lowat("a", None), lowat("b", Some(1))]],
-            flows: 1,
-            interval_us: 100_000,
-            write_size_bytes: None,
-            marker_every_us: None,
-            slow_rate_bps: None,
-            no_probe: false,
-            trace: false,
-            pattern: PatternConfig::CLOUDFLARE,
+            ..Matrix::default()
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);
         let campaign = Campaign {

@@ -610,7 +610,6 @@ mod tests {
     use super::*;
     use crate::inventory::{parse, parse_pairs};
     use crate::plan::{AxisValue, Matrix, Setting};
-    use oscil_protocol::PatternConfig;
     use oscil_rundir::campaign::Order;
 
     fn new_campaign(pairs: &str) -> (NewCampaign, FleetSpec) {
@@ -633,14 +632,7 @@ mod tests {
                     lowat("lowat-default", None),
                     lowat("lowat-131072", Some(131072)),
                 ]],
-                flows: 1,
-                interval_us: 100_000,
-                write_size_bytes: None,
-                marker_every_us: None,
-                slow_rate_bps: None,
-                no_probe: false,
-                trace: false,
-                pattern: PatternConfig::CLOUDFLARE,
+                ..Matrix::default()
             },
             repeat: 2,
             order: Order::Shuffled,

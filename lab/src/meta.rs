@@ -116,8 +116,6 @@ pub fn ignores_adv_win_scale(kernel: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::unset_settings;
-    use oscil_protocol::PatternConfig;
     use oscil_rundir::campaign::PathSettings;
 
     #[test]
@@ -130,7 +128,7 @@ mod tests {
                 loss_pct: 0.0,
                 queue_packets: None,
             }),
-            ..unset_settings(1, 100_000, PatternConfig::CLOUDFLARE)
+            ..RunSettings::default()
         };
         let rmem = |v: &str| Sysctls::from([(RMEM.to_string(), v.to_string())]);
         let small = run_warnings(&settings, &rmem("4096 131072 6291456"), "6.1.0");

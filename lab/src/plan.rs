@@ -66,34 +66,29 @@ pub struct Matrix {
     pub trace: bool,
 }
 
+/// The lab's defaults: one flow, the default sampling interval, the Cloudflare pattern,
+/// no axis and nothing else asked for.
+impl Default for Matrix {
+    fn default() -> Self {
+        Matrix {
+            axes: Vec::new(),
+            flows: 1,
+            interval_us: oscil_protocol::request::DEFAULT_INTERVAL.as_micros() as u64,
+            pattern: PatternConfig::CLOUDFLARE,
+            write_size_bytes: None,
+            marker_every_us: None,
+            slow_rate_bps: None,
+            no_probe: false,
+            trace: false,
+        }
+    }
+}
+
 /// One combination of settings; its repetitions share the label.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Configuration {
     pub label: String,
     pub settings: RunSettings,
-}
-
-/// Settings that leave every kernel and socket value alone.
-pub fn unset_settings(flows: u32, interval_us: u64, pattern: PatternConfig) -> RunSettings {
-    RunSettings {
-        path: None,
-        lowat_bytes: None,
-        wmem_bytes: None,
-        rmem_bytes: None,
-        adv_win_scale: None,
-        congestion: None,
-        sndbuf_bytes: None,
-        rcvbuf_bytes: None,
-        pacing_rate_bps: None,
-        flows,
-        interval_us,
-        write_size_bytes: None,
-        marker_every_us: None,
-        slow_rate_bps: None,
-        no_probe: false,
-        trace: false,
-        pattern,
-    }
 }
 
 /// Every combination, first axis outermost (as the old nested loops ran them).
@@ -106,7 +101,7 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
             slow_rate_bps: matrix.slow_rate_bps,
             no_probe: matrix.no_probe,
             trace: matrix.trace,
-            ..unset_settings(matrix.flows, matrix.interval_us, matrix.pattern)
+            ..RunSettings::unset(matrix.flows, matrix.interval_us, matrix.pattern)
         },
     };
     matrix.axes.iter().fold(vec![base], |configs, axis| {
@@ -267,14 +262,7 @@ mod tests {
                     value(Some("sndbuf-16k"), Setting::Sndbuf(Some(16384))),
                 ],
             ],
-            flows: 1,
-            write_size_bytes: None,
-            marker_every_us: None,
-            slow_rate_bps: None,
-            no_probe: false,
-            trace: false,
-            interval_us: 100_000,
-            pattern: PatternConfig::CLOUDFLARE,
+            ..Matrix::default()
         }
     }
 

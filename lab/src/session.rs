@@ -289,13 +289,12 @@ mod tests {
             interval_us: 50_000,
             write_size_bytes: Some(16384),
             marker_every_us: Some(1_000_000),
-            slow_rate_bps: None,
-            no_probe: false,
             trace: true,
             pattern: PatternConfig {
                 full_speed: true,
                 ..PatternConfig::CLOUDFLARE
             },
+            ..Matrix::default()
         };
         let runs = plan_runs(&configurations(&matrix), 1, Order::Grouped, 0);
         let log = Path::new("/dev/null");

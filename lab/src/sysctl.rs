@@ -295,15 +295,13 @@ pub fn restore_dir(dir: &Path) -> Result<bool, RestoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::unset_settings;
-    use oscil_protocol::PatternConfig;
 
     #[test]
     fn defaults_take_the_recorded_values() {
         let settings = RunSettings {
             lowat_bytes: Some(131072),
             rmem_bytes: Some([4096, 131072, 6291456]),
-            ..unset_settings(1, 100_000, PatternConfig::CLOUDFLARE)
+            ..RunSettings::default()
         };
         let original: Sysctls = [
             (WMEM, "4096 16384 4194304"),

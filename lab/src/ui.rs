@@ -211,7 +211,6 @@ pub fn table(campaign: &Campaign, dir: &Path) -> String {
 mod tests {
     use super::*;
     use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
-    use oscil_protocol::PatternConfig;
     use oscil_rundir::campaign::Order;
 
     #[test]
@@ -221,14 +220,7 @@ mod tests {
                 label: Some("a".into()),
                 set: Setting::Lowat(None),
             }]],
-            flows: 1,
-            interval_us: 100_000,
-            write_size_bytes: None,
-            marker_every_us: None,
-            slow_rate_bps: None,
-            no_probe: false,
-            trace: false,
-            pattern: PatternConfig::CLOUDFLARE,
+            ..Matrix::default()
         };
         let run = &plan_runs(&configurations(&matrix), 1, Order::Grouped, 0)[0];
         assert_eq!(phase_at(run, Duration::from_secs(1)), "fast 1/3");

@@ -35,20 +35,6 @@ fn settings(lowat: Option<u32>) -> RunSettings {
             queue_packets: None,
         }),
         lowat_bytes: lowat.map(u64::from),
-        wmem_bytes: None,
-        rmem_bytes: None,
-        adv_win_scale: None,
-        congestion: None,
-        sndbuf_bytes: None,
-        rcvbuf_bytes: None,
-        pacing_rate_bps: None,
-        flows: 1,
-        interval_us: 100_000,
-        write_size_bytes: None,
-        marker_every_us: None,
-        slow_rate_bps: None,
-        no_probe: false,
-        trace: false,
         pattern: PatternConfig {
             fast_ms: 1000,
             slow_ms: 1000,
@@ -56,6 +42,7 @@ fn settings(lowat: Option<u32>) -> RunSettings {
             cycles: 2,
             full_speed: false,
         },
+        ..RunSettings::default()
     }
 }
 

@@ -175,7 +175,38 @@ pub enum CampaignError {
     Unsafe { path: PathBuf, why: String },
 }
 
+/// One flow, the default sampling interval, the Cloudflare pattern, nothing set.
+impl Default for RunSettings {
+    fn default() -> Self {
+        let interval_us = oscil_protocol::request::DEFAULT_INTERVAL.as_micros() as u64;
+        RunSettings::unset(1, interval_us, PatternConfig::CLOUDFLARE)
+    }
+}
+
 impl RunSettings {
+    /// Settings that leave every kernel and socket value alone.
+    pub fn unset(flows: u32, interval_us: u64, pattern: PatternConfig) -> RunSettings {
+        RunSettings {
+            path: None,
+            lowat_bytes: None,
+            wmem_bytes: None,
+            rmem_bytes: None,
+            adv_win_scale: None,
+            congestion: None,
+            sndbuf_bytes: None,
+            rcvbuf_bytes: None,
+            pacing_rate_bps: None,
+            flows,
+            interval_us,
+            write_size_bytes: None,
+            marker_every_us: None,
+            slow_rate_bps: None,
+            no_probe: false,
+            trace: false,
+            pattern,
+        }
+    }
+
     /// What this run asks of its reader and daemon, for the rules every session keeps (the
     /// lab sets the lowat and the buffers as sysctls, not on the sockets).
     pub fn session_request(&self) -> SessionRequest {
@@ -359,17 +390,7 @@ mod tests {
             rmem_bytes: None,
             adv_win_scale: None,
             congestion: Some("cubic".into()),
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
-            pacing_rate_bps: None,
-            flows: 1,
-            interval_us: 100_000,
-            write_size_bytes: None,
-            marker_every_us: None,
-            slow_rate_bps: None,
-            no_probe: false,
-            trace: false,
-            pattern: PatternConfig::CLOUDFLARE,
+            ..RunSettings::default()
         };
         let run = |repetition, status| CampaignRun {
             label: "1gbit_466ms_cubic_lowat-131072".into(),
