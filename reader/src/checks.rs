@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use oscil_kernel::ProcessCost;
 use oscil_protocol::control::Ended;
+use oscil_protocol::trace::{SenderTrace, TraceRow};
 use oscil_protocol::{HostSample, SenderSample, Side};
 
 /// Longer than any write waits in a session (the daemon's limit is far shorter): a figure
@@ -218,6 +219,47 @@ impl SampleCheck {
     }
 }
 
+/// Why the daemon's trace rows cannot be recorded: not asked for, or of a flow the session
+/// lacks, or at a time outside it (`elapsed_s` on the reader's clock, give or take
+/// [`CLOCK_SLACK_S`]: the tracer starts with the flows, a moment before the start).
+pub(crate) fn check_trace_rows(
+    rows: &[TraceRow<SenderTrace>],
+    asked: bool,
+    flows: usize,
+    elapsed_s: f64,
+) -> Result<(), TraceRowError> {
+    if !asked {
+        return Err(TraceRowError::Unasked);
+    }
+    for row in rows {
+        if row.flow as usize >= flows {
+            return Err(TraceRowError::NoSuchFlow {
+                flow: row.flow,
+                flows,
+            });
+        }
+        if !(row.t_s.is_finite() && (-CLOCK_SLACK_S..=elapsed_s + CLOCK_SLACK_S).contains(&row.t_s))
+        {
+            return Err(TraceRowError::OutsideSession {
+                t_s: row.t_s,
+                elapsed_s,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Why the daemon's trace rows cannot be believed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum TraceRowError {
+    #[error("trace rows, but this reader asked for no trace")]
+    Unasked,
+    #[error("a trace row for flow {flow}; the session has {flows}")]
+    NoSuchFlow { flow: u32, flows: usize },
+    #[error("a trace row at t_s {t_s}, outside the session (0 to {elapsed_s:.3} s so far)")]
+    OutsideSession { t_s: f64, elapsed_s: f64 },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,5 +411,28 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(reason.contains("more than one per"), "{reason}");
+    }
+
+    #[test]
+    fn trace_rows_are_refused_unasked_for_another_flow_or_outside_the_session() {
+        let row = |t_s, flow| {
+            TraceRow::<SenderTrace>::new(t_s, oscil_protocol::trace::TraceKind::Probe, flow)
+        };
+        assert!(check_trace_rows(&[row(1.0, 0)], true, 1, 2.0).is_ok());
+        let unasked = check_trace_rows(&[row(1.0, 0)], false, 1, 2.0).unwrap_err();
+        assert!(
+            unasked.to_string().contains("asked for no trace"),
+            "{unasked}"
+        );
+        assert!(check_trace_rows(&[row(1.0, 1)], true, 1, 2.0)
+            .unwrap_err()
+            .to_string()
+            .contains("flow 1"));
+        for t_s in [f64::NAN, 9.0, -5.0] {
+            assert!(
+                check_trace_rows(&[row(t_s, 0)], true, 1, 2.0).is_err(),
+                "{t_s}"
+            );
+        }
     }
 }

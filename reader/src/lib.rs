@@ -490,7 +490,7 @@ async fn collect_daemon_samples(
             }
             Ok(Some(DaemonMessage::Trace { rows })) => {
                 let (asked, elapsed_s) = (recorder.traces(), start.elapsed().as_secs_f64());
-                if let Err(e) = trace::check_rows(&rows, asked, flows.len(), elapsed_s) {
+                if let Err(e) = checks::check_trace_rows(&rows, asked, flows.len(), elapsed_s) {
                     return ControlEnd::Failed(format!("the daemon sent an impossible trace: {e}"));
                 }
                 if let Err(e) = recorder.record(|r| r.trace_sender(&rows)) {

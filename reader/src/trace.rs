@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use oscil_protocol::trace::{ReaderTrace, SenderTrace, TraceFacts, TraceRow, TraceSideFacts};
+use oscil_protocol::trace::{ReaderTrace, TraceFacts, TraceRow, TraceSideFacts};
 use oscil_rundir::trace::TraceCsv;
 use oscil_tracer::{cookies, TraceRequest, Tracer, READER_KINDS};
 
@@ -80,46 +80,6 @@ fn request(flows: &[Arc<Flow>], start: std::time::Instant) -> std::io::Result<Tr
     })
 }
 
-/// Why the daemon's trace rows cannot be recorded: not asked for, or of a flow the session
-/// lacks, or at a time outside it (`elapsed_s` on the reader's clock, give or take a second
-/// for the clocks' start).
-pub(crate) fn check_rows(
-    rows: &[TraceRow<SenderTrace>],
-    asked: bool,
-    flows: usize,
-    elapsed_s: f64,
-) -> Result<(), TraceRowError> {
-    if !asked {
-        return Err(TraceRowError::Unasked);
-    }
-    for row in rows {
-        if row.flow as usize >= flows {
-            return Err(TraceRowError::NoSuchFlow {
-                flow: row.flow,
-                flows,
-            });
-        }
-        if !(row.t_s.is_finite() && (-1.0..=elapsed_s + 1.0).contains(&row.t_s)) {
-            return Err(TraceRowError::OutsideSession {
-                t_s: row.t_s,
-                elapsed_s,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Why the daemon's trace rows cannot be believed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub(crate) enum TraceRowError {
-    #[error("trace rows, but this reader asked for no trace")]
-    Unasked,
-    #[error("a trace row for flow {flow}; the session has {flows}")]
-    NoSuchFlow { flow: u32, flows: usize },
-    #[error("a trace row at t_s {t_s}, outside the session (0 to {elapsed_s:.3} s so far)")]
-    OutsideSession { t_s: f64, elapsed_s: f64 },
-}
-
 /// `run.json`'s trace: the reader's side, and the daemon's as its `Ended` said (`None`
 /// when it did not end the session properly), with the rows past the cap.
 pub(crate) fn facts(
@@ -137,29 +97,5 @@ pub(crate) fn facts(
     TraceFacts {
         sender: Some(sender),
         reader: Some(reader),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use oscil_protocol::trace::TraceKind;
-
-    #[test]
-    fn trace_rows_are_refused_unasked_for_another_flow_or_outside_the_session() {
-        let row = |t_s, flow| TraceRow::<SenderTrace>::new(t_s, TraceKind::Probe, flow);
-        assert!(check_rows(&[row(1.0, 0)], true, 1, 2.0).is_ok());
-        let unasked = check_rows(&[row(1.0, 0)], false, 1, 2.0).unwrap_err();
-        assert!(
-            unasked.to_string().contains("asked for no trace"),
-            "{unasked}"
-        );
-        assert!(check_rows(&[row(1.0, 1)], true, 1, 2.0)
-            .unwrap_err()
-            .to_string()
-            .contains("flow 1"));
-        for t_s in [f64::NAN, 9.0, -5.0] {
-            assert!(check_rows(&[row(t_s, 0)], true, 1, 2.0).is_err(), "{t_s}");
-        }
     }
 }
