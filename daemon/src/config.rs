@@ -49,6 +49,22 @@ pub struct DaemonConfig {
     pub overrun_grace: Duration,
     /// Tag one write per flow per interval with TX timestamps (send-queue residence).
     pub tx_timestamps: bool,
+    /// Which sessions' sockets may be traced (`--trace`).
+    pub trace: TracePolicy,
+    /// The ring buffers of every session's trace together, bytes (`--trace-budget`).
+    pub trace_budget_bytes: u64,
+}
+
+/// Which sessions may have their sockets traced: a trace pins ring buffers on every CPU for
+/// the whole session, so by default only a reader that proved it holds the key gets one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TracePolicy {
+    /// Any session that asks.
+    Allow,
+    /// Sessions of a daemon with a key (so the reader proved it holds it); none without.
+    Keyed,
+    /// None.
+    Off,
 }
 
 impl Default for DaemonConfig {
@@ -70,6 +86,8 @@ impl Default for DaemonConfig {
             write_chunk_bytes: DEFAULT_WRITE_BYTES as usize,
             overrun_grace: Duration::from_secs(5),
             tx_timestamps: true,
+            trace: TracePolicy::Keyed,
+            trace_budget_bytes: 64 << 20,
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use oscil_protocol::control::WriteMode;
 use tokio::net::TcpStream;
 
 use crate::latency::{MarkerTap, TxProbe, Writer};
@@ -41,10 +42,9 @@ impl Flow {
     }
 }
 
-/// Offers `payload` again and again for as long as the kernel accepts it. It writes only
-/// when the socket polls writable, which is when `TCP_NOTSENT_LOWAT` (if set) lets it, and
-/// queues nothing in user space; with `markers`, notes the marker writes. Returns only on
-/// error.
+/// Offers `payload` again and again for as long as the kernel accepts it, in `mode`: until
+/// `EAGAIN` after each POLLOUT, or one write per POLLOUT. It queues nothing in user space;
+/// with `markers`, notes the marker writes. Returns only on error.
 ///
 /// Speed: the payload is 256 KiB unless the session asks for another write size
 /// (`DaemonConfig::write_chunk_bytes`), so one system call fills a fair part of the send
@@ -55,9 +55,10 @@ pub(crate) async fn write_forever(
     flow: Flow,
     payload: Payload,
     zerocopy: bool,
+    mode: WriteMode,
     markers: Option<MarkerTap>,
 ) -> io::Error {
-    let mut writer = match Writer::new(&flow.probe, &flow.stream, markers) {
+    let mut writer = match Writer::new(&flow.probe, &flow.stream, mode, markers) {
         Ok(writer) => writer,
         Err(e) => return e,
     };

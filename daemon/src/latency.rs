@@ -14,6 +14,7 @@ use hdrhistogram::Histogram;
 use oscil_kernel::tcp_info;
 use oscil_kernel::timestamping::{self, TxPoint, TxStamp};
 use oscil_protocol::clock::realtime_unix_ns;
+use oscil_protocol::control::WriteMode;
 use oscil_protocol::markers::{Marker, MarkerSchedule};
 use oscil_protocol::records::WakeupFigures;
 use std::os::fd::{AsFd, OwnedFd};
@@ -242,8 +243,10 @@ pub(crate) struct Writer<'a> {
     fd: Option<AsyncFd<OwnedFd>>,
     /// Bytes written so far: the key of a tagged write's last byte follows from it.
     offset_bytes: u64,
-    /// The last write found the socket full, so the next readiness is a POLLOUT wake-up.
+    /// The next readiness is a POLLOUT wake-up: the last write found the socket full, or
+    /// (per wake-up) `poll` was asked after it.
     blocked: bool,
+    mode: WriteMode,
     markers: Option<MarkerTap>,
 }
 
@@ -251,6 +254,7 @@ impl<'a> Writer<'a> {
     pub(crate) fn new(
         probe: &'a TxProbe,
         stream: &TcpStream,
+        mode: WriteMode,
         markers: Option<MarkerTap>,
     ) -> io::Result<Self> {
         Ok(Writer {
@@ -260,13 +264,16 @@ impl<'a> Writer<'a> {
             )?),
             offset_bytes: 0,
             blocked: false,
+            mode,
             markers,
         })
     }
 
     /// Waits until the socket is writable and offers `payload` once (by `sendfile` when
     /// `zerocopy`, except the tagged write, which needs `sendmsg`): the bytes the kernel took
-    /// (0 when it was full after all, or the wake-up brought only TX timestamps).
+    /// (0 when it was full after all, or the wake-up brought only TX timestamps). Until
+    /// `EAGAIN`, the next call writes at once unless this one found the socket full; per
+    /// wake-up, only when `poll` now says writable, else at the next POLLOUT.
     pub(crate) async fn write(&mut self, payload: &Payload, zerocopy: bool) -> io::Result<usize> {
         let fd = self.fd.as_ref().expect("registered between writes");
         let mut guard = fd.writable().await?;
@@ -282,7 +289,7 @@ impl<'a> Writer<'a> {
         }
         let socket = guard.get_inner();
         let woke = self.blocked.then(Instant::now);
-        let notsent_bytes = woke.and_then(|_| tcp_info::read(socket).ok()?.notsent_bytes.into());
+        let notsent_bytes = woke.and_then(|_| tcp_info::read(socket).ok()?.notsent_bytes);
         let tagged = self.probe.tag_due.swap(false, Ordering::Relaxed);
         let written_at = Duration::from_nanos(realtime_unix_ns());
         let result = if tagged {
@@ -292,6 +299,11 @@ impl<'a> Writer<'a> {
         };
         match result {
             Ok(n) => {
+                let per_wake = self.mode == WriteMode::PerWake;
+                if per_wake && !oscil_kernel::polls_writable(socket)? {
+                    guard.clear_ready();
+                }
+                drop(guard);
                 if tagged && n > 0 {
                     self.remember_tag(n, written_at);
                 }
@@ -302,7 +314,7 @@ impl<'a> Writer<'a> {
                     self.mark(written_at);
                 }
                 self.offset_bytes += n as u64;
-                self.blocked = false;
+                self.blocked = per_wake;
                 Ok(n)
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

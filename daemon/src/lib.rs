@@ -34,7 +34,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
 
 pub use admission::{StartupLimits, StartupLimitsError};
-pub use config::DaemonConfig;
+pub use config::{DaemonConfig, TracePolicy};
 pub use gate::GENERIC_REFUSAL;
 pub use session::ScratchError;
 
@@ -48,6 +48,8 @@ pub async fn run(
     shutdown: impl Future,
 ) -> std::io::Result<()> {
     let shared = Arc::new(Shared::new(config)?);
+    eprintln!("oscil-daemon: {}", shared.trace.describe());
+    trace::remove_leftovers();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let every = shared.config.refusal_summary_every;
@@ -122,11 +124,14 @@ pub enum DefaultOptionsError {
 }
 
 /// Checks the daemon's default options on a scratch socket, so a bad `--congestion` fails
-/// at start rather than in every session.
-pub fn check_default_options(config: &DaemonConfig, ipv6: bool) -> Result<(), DefaultOptionsError> {
+/// at start rather than in every session; returns, in words, what the kernel changed of
+/// them (`SO_SNDBUF 0 requested, kernel set 4608`), to be said at start.
+pub fn check_default_options(
+    config: &DaemonConfig,
+    ipv6: bool,
+) -> Result<Vec<String>, DefaultOptionsError> {
     if let Some(name) = &config.default_options.congestion {
         oscil_protocol::request::check_congestion_name(name)?;
     }
-    session::validate_options(&config.default_options, ipv6)?;
-    Ok(())
+    Ok(session::validate_options(&config.default_options, ipv6)?.notes)
 }

@@ -2,7 +2,7 @@
 //! library does the rest.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -10,10 +10,11 @@ use anyhow::Context;
 use clap::Parser;
 use oscil_cli::address::{self, Endpoint, IpFamily};
 use oscil_cli::placeholder;
-use oscil_cli::units::{parse_bytes_u32, parse_positive_duration};
+use oscil_cli::units::{parse_bytes, parse_bytes_u32, parse_positive_duration, whole};
 use oscil_daemon::budget::{self, Budget, Demand};
-use oscil_daemon::{DaemonConfig, StartupLimits};
+use oscil_daemon::{DaemonConfig, StartupLimits, TracePolicy};
 use oscil_kernel::SocketOptions;
+use oscil_protocol::key::{load_key, KeySource};
 
 /// Serve oscil test sessions: stream at full speed on every data connection, with the socket
 /// options each session asks for, and send samples of the sender's side to the reader.
@@ -29,16 +30,20 @@ struct Cli {
     /// address), HOST, HOST:PORT, [IPV6]:PORT. Port 5250 unless given.
     #[arg(long, short = 'l', default_value = "127.0.0.1:5250", value_parser = address::parse_listen, value_name = placeholder::ADDR)]
     listen: Endpoint,
+    /// Once listening, write the port listened on to FILE, one line (for a program that
+    /// starts the daemon on port 0): the file appears whole, by a rename.
+    #[arg(long, value_name = placeholder::FILE)]
+    port_file: Option<PathBuf>,
     #[command(flatten)]
     address: oscil_cli::AddressFlags,
     /// TCP_NOTSENT_LOWAT for sessions that do not ask (e.g. 128k); unset: the sysctl applies.
-    #[arg(long, value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
+    #[arg(long, visible_alias = "lowat", value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
     notsent_lowat: Option<u32>,
     /// SO_SNDBUF for sessions that do not ask (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
     sndbuf: Option<u32>,
     /// Congestion control for sessions that do not ask (e.g. cubic, bbr, reno).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, visible_alias = "cc", value_name = "NAME")]
     congestion: Option<String>,
     /// File holding the pre-shared key readers must prove they hold (else $OSCIL_KEY; never
     /// on the command line).
@@ -55,15 +60,15 @@ struct Cli {
     #[arg(long)]
     gen_key: bool,
     /// Sessions served at once; more are refused as busy.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..), value_name = placeholder::N)]
+    #[arg(long, default_value_t = 16, value_parser = whole("count", 1, u16::MAX), value_name = placeholder::N)]
     max_sessions: u16,
     /// Data connections one session may open.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..), value_name = placeholder::N)]
+    #[arg(long, default_value_t = 256, value_parser = whole("count", 1, u32::MAX), value_name = placeholder::N)]
     max_flows: u32,
     /// Data connections of all sessions together. Unset: as many as the open files limit
     /// allows beside the sessions and unauthenticated connections, at most 1024; given: it
     /// must fit in that limit. Each flow holds 2 descriptors, each session 4 more.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = placeholder::N)]
+    #[arg(long, value_parser = whole("count", 1, u32::MAX), value_name = placeholder::N)]
     max_total_flows: Option<u32>,
     /// A session's total pacing rate (100mbit, 1gbit), split evenly over its flows and set
     /// as each flow's SO_MAX_PACING_RATE; a reader may ask for less, never more.
@@ -84,11 +89,19 @@ struct Cli {
     #[arg(long, default_value = "10:30:100", value_name = "START:RATE:FULL")]
     max_startups: StartupLimits,
     /// Unauthenticated connections held at once from one address (IPv6: one /64).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..), value_name = placeholder::N)]
+    #[arg(long, default_value_t = 10, value_parser = whole("count", 1, u16::MAX), value_name = placeholder::N)]
     per_source_max_startups: u16,
     /// Time a connection has to authenticate (or, for a data connection, to name its session).
     #[arg(long, default_value = "3s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
     preauth_timeout: Duration,
+    /// Which sessions' sockets a reader's --trace may trace: a trace pins ring buffers on
+    /// every CPU for the session, so by default only sessions of a daemon with a key.
+    #[arg(long, value_enum, default_value_t = TracePolicy::Keyed, value_name = "WHO")]
+    trace: TracePolicy,
+    /// The ring buffers of all sessions' traces together (4 MiB per CPU each, less where
+    /// that would not fit); a trace past it is refused, and the reader says why.
+    #[arg(long, default_value = "64M", value_parser = parse_bytes, value_name = placeholder::BYTES)]
+    trace_budget: u64,
     /// Time allowed after authentication for the data connections and start, and for each
     /// control write.
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
@@ -118,12 +131,17 @@ impl Cli {
             .with_context(|| format!("cannot resolve --listen {endpoint}"))?
             .find(family_ok)
             .with_context(|| {
-                format!("--listen {endpoint} has no address of the family asked (-4/-6)")
+                let (version, flag) = match family {
+                    IpFamily::V4 => ("IPv4", "-4"),
+                    _ => ("IPv6", "-6"),
+                };
+                format!("--listen {endpoint} has no {version} address ({flag} asks it): leave out {flag}")
             })
     }
 
-    fn config(&self, listen: SocketAddr) -> anyhow::Result<DaemonConfig> {
-        let key = oscil_protocol::key::load_key(self.key_file.as_deref())?;
+    /// The daemon's settings, and where its key came from.
+    fn config(&self, listen: SocketAddr) -> anyhow::Result<(DaemonConfig, Option<KeySource>)> {
+        let (key, key_source) = load_key(self.key_file.as_deref())?.unzip();
         if key.is_none() && !listen.ip().is_loopback() && !self.insecure_no_auth {
             anyhow::bail!(
                 "refusing to listen on {listen} without a key: give --key-file or $OSCIL_KEY \
@@ -151,11 +169,16 @@ impl Cli {
             preauth_timeout: self.preauth_timeout,
             handshake_timeout: self.handshake_timeout,
             tx_timestamps: !self.no_tx_timestamps,
+            trace: self.trace,
+            trace_budget_bytes: self.trace_budget,
             ..Default::default()
         };
-        oscil_daemon::check_default_options(&config, listen.is_ipv6())
+        let notes = oscil_daemon::check_default_options(&config, listen.is_ipv6())
             .map_err(|e| anyhow::anyhow!("default socket options: {e}"))?;
-        Ok(config)
+        for note in notes {
+            eprintln!("oscil-daemon: default socket options: {note}");
+        }
+        Ok((config, key_source))
     }
 }
 
@@ -176,8 +199,8 @@ async fn main() -> ExitCode {
                         oscil_protocol::error_text::os_error(&e)
                     );
                 }
-                println!("{key}");
-                ExitCode::SUCCESS
+                oscil_cli::outln!("{key}");
+                oscil_cli::stdout::finish("oscil-daemon", oscil_cli::exit::OK)
             }
             Err(e) => fail(
                 oscil_cli::exit::FAILED_START,
@@ -189,7 +212,7 @@ async fn main() -> ExitCode {
         };
     }
     // Flags that cannot work are usage errors: nothing has started yet.
-    let (listen, config) = match cli
+    let (listen, (config, key_source)) = match cli
         .listen_addr()
         .and_then(|listen| Ok((listen, cli.config(listen)?)))
     {
@@ -201,7 +224,19 @@ async fn main() -> ExitCode {
             )
         }
     };
-    match serve(listen, config, cli.max_total_flows).await {
+    let key_words = match key_source {
+        Some(source) => format!("sessions prove the key from {source}"),
+        None => "no key".to_owned(),
+    };
+    match serve(
+        listen,
+        config,
+        cli.max_total_flows,
+        &key_words,
+        cli.port_file.as_deref(),
+    )
+    .await
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(
             oscil_cli::exit::FAILED_START,
@@ -219,6 +254,8 @@ async fn serve(
     listen: SocketAddr,
     mut config: DaemonConfig,
     flows_asked: Option<u32>,
+    key_words: &str,
+    port_file: Option<&Path>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
         anyhow::anyhow!(
@@ -228,13 +265,34 @@ async fn serve(
     })?;
     let budget = fit_to_open_files(&config, flows_asked)?;
     config.max_total_flows = budget.max_total_flows;
-    eprintln!(
-        "oscil-daemon: listening on {} ({budget})",
-        listener.local_addr()?
-    );
+    let local = listener.local_addr()?;
+    if let Some(path) = port_file {
+        write_port_file(path, local.port())
+            .with_context(|| format!("cannot write --port-file {}", path.display()))?;
+    }
+    eprintln!("oscil-daemon: listening on {local} ({budget}); {key_words}");
     oscil_daemon::run(listener, config, shutdown_signal()).await?;
     eprintln!("oscil-daemon: stopped");
     Ok(())
+}
+
+/// `PORT\n` into `path` through a new file beside it (never one already there, nor a link)
+/// and a rename: a reader of `path` sees nothing or the whole line.
+fn write_port_file(path: &Path, port: u16) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.tmp", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)?;
+    let written = file
+        .write_all(format!("{port}\n").as_bytes())
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }
 
 /// Raises the soft open-files limit to the hard one (a flood then meets the caps, not the
@@ -266,5 +324,28 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What another program asks for in one typed value reads back the same here.
+    #[test]
+    fn an_invocation_parses_back() {
+        let invocation = oscil_cli::invocation::DaemonInvocation {
+            listen: "[::]:0".into(),
+            key_file: "/tmp/oscil-lab.x/key".into(),
+            port_file: Some("/tmp/oscil-lab.x/daemon.port".into()),
+        };
+        let argv = std::iter::once("oscil-daemon".to_string()).chain(invocation.argv());
+        let cli = Cli::try_parse_from(argv).unwrap();
+        assert_eq!(
+            cli.listen,
+            address::parse_listen(&invocation.listen).unwrap()
+        );
+        assert_eq!(cli.key_file, Some(PathBuf::from(&invocation.key_file)));
+        assert_eq!(cli.port_file, invocation.port_file.map(PathBuf::from));
     }
 }

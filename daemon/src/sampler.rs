@@ -7,14 +7,14 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use oscil_kernel::diag::{Probe, Watched};
+use oscil_kernel::diag::{Probe, Source, Watched};
 use oscil_kernel::netstat::QueueEventsSince;
 use oscil_kernel::tcp_info::{Chrono, TcpInfo};
 use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::{HostSample, SenderSample, Side};
 use oscil_sampling::ticker::{covered_s, intervals_by, Ticker};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::flow::Flow;
 use crate::shared::ProcFiles;
@@ -49,12 +49,12 @@ struct Sampler {
 }
 
 /// A flow's cumulative `tcp_info` counters, kept between samples to give each row its
-/// interval's share.
+/// interval's share; `None` where the kernel lacks them.
 #[derive(Debug, Clone, Copy, Default)]
 struct FlowCounters {
     /// `tcpi_bytes_acked` counts the SYN; one byte in a first row is not worth a rule.
-    bytes_acked: u64,
-    chrono: Chrono,
+    bytes_acked: Option<u64>,
+    chrono: Option<Chrono>,
 }
 
 impl FlowCounters {
@@ -65,11 +65,14 @@ impl FlowCounters {
         }
     }
 
-    /// Time spent and bytes acknowledged between `before` and `self`.
-    fn since(self, before: FlowCounters) -> (Chrono, u64) {
+    /// Time spent and bytes acknowledged between `before` and `self` (a first sample
+    /// counts from zero).
+    fn since(self, before: FlowCounters) -> (Option<Chrono>, Option<u64>) {
         (
-            self.chrono.since(before.chrono),
-            self.bytes_acked.saturating_sub(before.bytes_acked),
+            self.chrono
+                .map(|now| now.since(before.chrono.unwrap_or_default())),
+            self.bytes_acked
+                .map(|now| now.saturating_sub(before.bytes_acked.unwrap_or(0))),
         )
     }
 }
@@ -103,7 +106,11 @@ impl Sampler {
     ) -> Result<DaemonMessage, SamplerError> {
         let t_s = now.duration_since(self.start).as_secs_f64();
         let span_s = covered_s(t_s, &intervals, self.interval.as_secs_f64());
-        let snapshot = self.probe.snapshot(now).map_err(SamplerError::Snapshot)?;
+        let fds = self.flows.iter().map(|f| &*f.stream);
+        let snapshot = self
+            .probe
+            .snapshot(now, fds)
+            .map_err(SamplerError::Snapshot)?;
         let sockstat = self
             .proc
             .sockstat
@@ -130,7 +137,7 @@ impl Sampler {
                         residence_us: completed.residence_us,
                         write_to_ack_us: completed.write_to_ack_us,
                         pending_write_age_us: completed.pending_write_age_us,
-                        acked_bytes: Some(acked_bytes),
+                        acked_bytes,
                         ..SenderSample::from_kernel(t_s, flow.index, (bytes, span_s), info, mem)
                     }
                     .with_wakeups(&wakeups)
@@ -236,9 +243,10 @@ pub(crate) fn spawn(
     proc: Arc<ProcFiles>,
     start: Instant,
     interval: Duration,
-) -> (std::sync::mpsc::Sender<Option<u64>>, mpsc::Receiver<Batch>) {
+) -> Spawned {
     let (stop_tx, stop_rx) = std::sync::mpsc::channel::<Option<u64>>();
     let (tx, rx) = mpsc::channel(queue_len(interval));
+    let (source_tx, source) = oneshot::channel();
     let report = tx.clone();
     let spawned = std::thread::Builder::new()
         .name("sampler".into())
@@ -249,6 +257,7 @@ pub(crate) fn spawn(
                 Ok(sampler) => sampler,
                 Err(e) => return drop(tx.blocking_send(Err(e))),
             };
+            let _ = source_tx.send(sampler.probe.source().clone());
             let mut outbox = Outbox::new(tx, batch_len(interval));
             let mut ticker = Ticker::new(start, interval);
             let end = loop {
@@ -275,5 +284,17 @@ pub(crate) fn spawn(
     if let Err(e) = spawned {
         let _ = report.try_send(Err(SamplerError::Thread(e)));
     }
-    (stop_tx, rx)
+    Spawned {
+        stop: stop_tx,
+        samples: rx,
+        source,
+    }
+}
+
+/// A running sampler: where to tell it to stop (with the intervals the reader sampled),
+/// its samples, and how it reads the sockets once it has opened them.
+pub(crate) struct Spawned {
+    pub stop: std::sync::mpsc::Sender<Option<u64>>,
+    pub samples: mpsc::Receiver<Batch>,
+    pub source: oneshot::Receiver<Source>,
 }

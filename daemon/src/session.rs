@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use oscil_kernel::diag::Source;
 use oscil_kernel::{
     host, netstat, sockopt, timestamping, OptionsInForce, ProcessCost, SocketOptions, SockoptError,
 };
@@ -135,15 +136,7 @@ pub(crate) async fn serve(
         Ok(opened) => opened,
         Err(reason) => return refuse(&mut conn, peer, config, reason).await,
     };
-    let welcome = DaemonMessage::Welcome(Welcome {
-        version: PROTOCOL_VERSION,
-        software: software(),
-        session_id,
-        host: host::collect(),
-        options_in_force: grant.in_force.clone(),
-        probe: hello.probe,
-    });
-    if let Err(e) = send(&mut conn, config, &welcome).await {
+    if let Err(e) = send(&mut conn, config, &welcome(session_id, &hello, &grant)).await {
         return eprintln!("oscil-daemon: session {session_id} from {peer}: welcome: {e}");
     }
     log_start(session_id, peer, &hello, &grant);
@@ -155,6 +148,7 @@ pub(crate) async fn serve(
         options: &grant.options,
         stop,
         echo: Default::default(),
+        trace: &shared.trace,
     };
     let started = Instant::now();
     let cost_before = ProcessCost::of_self();
@@ -162,25 +156,33 @@ pub(crate) async fn serve(
     let connected = session.connect_flows(data_rx).await;
     drop(expected);
     let connected = connected.and_then(|flows| Ok((flows, payload_for(&hello, &shared.payload)?)));
-    let (reason, tcpext_delta, wakeups, trace) = match connected {
+    let streamed = match connected {
         Ok((flows, payload)) => {
             drop(route);
             session.stream(flows, &payload, &shared.proc).await
         }
-        Err(reason) => (reason.to_string(), Default::default(), Vec::new(), None),
+        Err(reason) => Streamed {
+            reason: reason.to_string(),
+            ..Streamed::default()
+        },
     };
+    if let Some(Source::Getsockopt { why }) = &streamed.sampled_by {
+        eprintln!("oscil-daemon: session {session_id}: sampled by getsockopt: {why}");
+    }
     let cost = cost_before
         .zip(ProcessCost::of_self())
         .map(|(b, a)| a.since(&b));
     // Free the slot before saying so, so a reader that starts its next session at once is
     // not refused as busy.
     drop(grant);
+    let reason = streamed.reason.clone();
     let ended = DaemonMessage::Ended(Ended {
-        reason: reason.clone(),
-        tcpext_delta,
-        wakeups,
+        reason: streamed.reason,
+        tcpext_delta: streamed.tcpext_delta,
+        wakeups: streamed.wakeups,
         cost,
-        trace,
+        trace: streamed.trace,
+        sampled_by: streamed.sampled_by,
     });
     let told = send(&mut conn, config, &ended).await;
     eprintln!(
@@ -265,14 +267,29 @@ fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refus
     })
 }
 
+/// The daemon's answer to a granted hello: this host, the options in force, and what it
+/// will run of what was asked.
+fn welcome(session_id: SessionId, hello: &Hello, grant: &Grant) -> DaemonMessage {
+    DaemonMessage::Welcome(Welcome {
+        version: PROTOCOL_VERSION,
+        software: software(),
+        session_id,
+        host: host::collect(),
+        options_in_force: grant.in_force.clone(),
+        probe: hello.probe,
+        write_mode: hello.write_mode,
+    })
+}
+
 fn log_start(session_id: SessionId, peer: SocketAddr, hello: &Hello, grant: &Grant) {
     let notes = &grant.in_force.notes;
     eprintln!(
-        "oscil-daemon: session {session_id} from {peer} ({:?}): start, {} flows every {:?} for {:?}, options: {}{}",
+        "oscil-daemon: session {session_id} from {peer} ({:?}): start, {} flows every {:?} for {:?}, writes {}, options: {}{}",
         escape_peer(&hello.software),
         hello.flows,
         Duration::from_micros(hello.interval_us),
         Duration::from_micros(hello.duration_us),
+        hello.write_mode,
         grant.options,
         if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) },
     );
@@ -436,6 +453,7 @@ struct Session<'a> {
     stop: watch::Receiver<bool>,
     /// The idle probe's echo, when the hello asked for one; stops with the session.
     echo: crate::probe::Echo,
+    trace: &'a crate::trace::TraceBudget,
 }
 
 /// Data connections a session opens: its flows and, when asked, the idle probe.
@@ -562,11 +580,11 @@ impl Session<'_> {
                 tx: marker_tx.clone(),
             });
             let (flow, payload) = (flow.clone(), payload.clone());
-            let zerocopy = self.options.zerocopy;
+            let (zerocopy, mode) = (self.options.zerocopy, self.hello.write_mode);
             writers.spawn(async move {
                 (
                     flow.index,
-                    write_forever(flow, payload, zerocopy, tap).await,
+                    write_forever(flow, payload, zerocopy, mode, tap).await,
                 )
             });
         }
@@ -595,20 +613,13 @@ impl Session<'_> {
         trace.facts().await
     }
 
-    /// Streams on every flow and samples them on absolute deadlines until the session ends;
-    /// returns why it ended, the TcpExt counters that moved meanwhile, each flow's wake-ups
-    /// and what was traced (when the hello asked).
+    /// Streams on every flow and samples them on absolute deadlines until the session ends.
     async fn stream(
         &mut self,
         flows: Vec<Flow>,
         payload: &Payload,
         proc: &Arc<ProcFiles>,
-    ) -> (
-        String,
-        std::collections::BTreeMap<String, u64>,
-        Vec<WakeupFigures>,
-        Option<TraceSideFacts>,
-    ) {
+    ) -> Streamed {
         let start = Instant::now();
         let start_unix_ns = realtime_unix_ns();
         let tcpext_before = proc.tcpext().ok();
@@ -617,9 +628,12 @@ impl Session<'_> {
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)
             .min(self.config.max_session);
         let end_at = start + length;
-        let (stop_sampling, mut samples) =
-            crate::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
-        let mut trace = SessionTrace::start(self.hello.trace, &flows, start.into_std());
+        let crate::sampler::Spawned {
+            stop: stop_sampling,
+            mut samples,
+            source: mut sampled_by,
+        } = crate::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
+        let mut trace = SessionTrace::start(self.hello.trace, self.trace, &flows, start.into_std());
         let mut reader_intervals = None;
         let reason = loop {
             let event = tokio::select! {
@@ -671,9 +685,27 @@ impl Session<'_> {
         if let Ok(first) = markers.try_recv() {
             let _ = send_markers(self.conn, self.config, first, &mut markers).await;
         }
-        let (delta, wakeups) = close_flows(flows, tcpext_before, proc);
-        (reason, delta, wakeups, trace)
+        let (tcpext_delta, wakeups) = close_flows(flows, tcpext_before, proc);
+        Streamed {
+            reason,
+            tcpext_delta,
+            wakeups,
+            trace,
+            sampled_by: sampled_by.try_recv().ok(),
+        }
     }
+}
+
+/// What a session's streaming leaves for its `Ended`: why it ended, the TcpExt counters
+/// that moved meanwhile, each flow's wake-ups, what was traced (when the hello asked) and
+/// how the sampler read the sockets.
+#[derive(Default)]
+struct Streamed {
+    reason: String,
+    tcpext_delta: std::collections::BTreeMap<String, u64>,
+    wakeups: Vec<WakeupFigures>,
+    trace: Option<TraceSideFacts>,
+    sampled_by: Option<Source>,
 }
 
 /// Resets the session's flows once their writers have stopped; returns the TcpExt
@@ -741,6 +773,7 @@ mod tests {
             interval_us: 100_000,
             duration_us: 60_000_000,
             write_size_bytes: None,
+            write_mode: Default::default(),
             marker_every_us: None,
             probe: false,
             trace: false,

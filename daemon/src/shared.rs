@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     pub(crate) proc: Arc<ProcFiles>,
     /// The bytes every write offers; their content does not matter.
     pub(crate) payload: Payload,
+    /// Who may trace, and the room the traces share.
+    pub(crate) trace: crate::trace::TraceBudget,
 }
 
 impl Shared {
@@ -92,6 +94,7 @@ impl Shared {
                 netstat: Mutex::new(oscil_kernel::netstat::open().map_err(proc_error)?),
             }),
             payload,
+            trace: crate::trace::TraceBudget::new(&config, oscil_kernel::online_cpus()),
             config,
         })
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
 use oscil_kernel::SocketOptions;
-use oscil_protocol::control::Ended;
+use oscil_protocol::control::{Ended, WriteMode};
 use oscil_protocol::SenderSample;
 use util::{drain, hello, Client, Daemon};
 
@@ -21,17 +21,26 @@ const RATE_BPS: u64 = 8_000_000;
 /// A paced session with `lowat` and 16 KiB writes: the sender rows over two seconds and
 /// the daemon's end message.
 async fn paced_session(lowat: u32) -> (Vec<SenderSample>, Ended) {
-    let daemon = Daemon::start(DaemonConfig::default()).await;
-    let mut client = Client::connect(daemon.addr).await;
     let options = SocketOptions {
         notsent_lowat_bytes: Some(lowat),
-        max_pacing_rate_bps: Some(RATE_BPS),
         // Paced, cwnd never grows, and autotuning would keep the buffer below the lowat.
         sndbuf_bytes: Some(1 << 20),
         ..Default::default()
     };
+    paced_session_with(options, WriteMode::UntilEagain).await
+}
+
+/// A session paced at [`RATE_BPS`] with `options` and 16 KiB writes in `mode`.
+async fn paced_session_with(options: SocketOptions, mode: WriteMode) -> (Vec<SenderSample>, Ended) {
+    let daemon = Daemon::start(DaemonConfig::default()).await;
+    let mut client = Client::connect(daemon.addr).await;
+    let options = SocketOptions {
+        max_pacing_rate_bps: Some(RATE_BPS),
+        ..options
+    };
     let mut h = hello(1, options, INTERVAL, Duration::from_secs(30));
     h.write_size_bytes = Some(WRITE_BYTES);
+    h.write_mode = mode;
     let (_, flows) = client
         .start_session_with(h, |socket| {
             socket2::SockRef::from(socket).set_mss(MSS).unwrap();
@@ -53,7 +62,7 @@ async fn pollout_wakes_the_writer_below_half_the_lowat() {
         assert!(w.wakeups > 10, "lowat {lowat}: {w:?}");
         // Between wake-ups the queue grows past half the threshold (a write may go in
         // while it is below the whole threshold)...
-        let queued_max = rows.iter().map(|r| r.notsent_bytes).max().unwrap();
+        let queued_max = rows.iter().filter_map(|r| r.notsent_bytes).max().unwrap();
         assert!(
             queued_max > lowat / 2,
             "lowat {lowat}: {queued_max} at most"
@@ -107,5 +116,42 @@ async fn a_tagged_write_waits_for_the_bytes_queued_ahead_of_it() {
     assert!(
         (fewest_us / 2..most_us * 2).contains(&median_us),
         "median residence {median_us} us, expected {fewest_us} to {most_us}: {residence:?}"
+    );
+}
+
+/// The seed's writer: one write per POLLOUT. Every write is then a wake-up, each found the
+/// unsent bytes under half the lowat, and with a small SO_SNDBUF the queue stays under the
+/// buffer: `poll` says writable only at two thirds of it, and one 16 KiB write fits in the
+/// last third (where writing until EAGAIN appends to an unsent skb past the buffer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_wake_writer_writes_once_per_pollout() {
+    let lowat = 16384;
+    let options = SocketOptions {
+        notsent_lowat_bytes: Some(lowat),
+        sndbuf_bytes: Some(1 << 20),
+        ..Default::default()
+    };
+    let (rows, ended) = paced_session_with(options, WriteMode::PerWake).await;
+    let w = &ended.wakeups[0];
+    let written: u64 = rows.iter().map(|r| r.bytes).sum();
+    assert!(written > 100_000, "{written} bytes written");
+    assert!(
+        w.wakeups * u64::from(WRITE_BYTES) >= written,
+        "{written}: {w:?}"
+    );
+    assert!(w.notsent_max_bytes.unwrap() < u64::from(lowat) / 2, "{w:?}");
+
+    let sndbuf = SocketOptions {
+        sndbuf_bytes: Some(64 << 10),
+        ..Default::default()
+    };
+    let (rows, _) = paced_session_with(sndbuf, WriteMode::PerWake).await;
+    let in_force = rows.iter().map(|r| r.sndbuf).max().unwrap();
+    assert_eq!(in_force, 128 << 10, "the kernel doubles SO_SNDBUF");
+    let queued_max = rows.iter().map(|r| r.wmem_queued).max().unwrap();
+    assert!(queued_max < in_force, "{queued_max} queued in {in_force}");
+    assert!(
+        queued_max > in_force / 2,
+        "{queued_max}: the writer kept it full"
     );
 }

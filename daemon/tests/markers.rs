@@ -47,9 +47,15 @@ fn marked_hello(lowat: Option<u32>) -> Hello {
     h
 }
 
-/// Checks one clock exchange, then streams for `how_long`: each marker's latency in µs on
-/// the shared clock, in order.
-async fn marker_latencies_us(lowat: Option<u32>, how_long: Duration) -> Vec<i128> {
+/// What one streamed session showed: each marker's latency in µs on the shared clock, in
+/// order, and the kernel's not-sent bytes (`tcpi_notsent_bytes`) of every sample.
+struct Streamed {
+    latencies_us: Vec<i128>,
+    notsent_bytes: Vec<i128>,
+}
+
+/// Checks one clock exchange, then streams for `how_long`.
+async fn stream_with_markers(lowat: Option<u32>, how_long: Duration) -> Streamed {
     let daemon = Daemon::start(DaemonConfig::default()).await;
     let mut client = Client::connect(daemon.addr).await;
     let (_, mut flows) = client
@@ -60,11 +66,14 @@ async fn marker_latencies_us(lowat: Option<u32>, how_long: Duration) -> Vec<i128
     let book = Arc::new(Mutex::new(FlowMarkers::new(1 << 16, 1000)));
     let reader = read_into(flows.remove(0), book.clone());
     let mut markers: Vec<Marker> = Vec::new();
+    let mut notsent_bytes = Vec::new();
     let until = tokio::time::Instant::now() + how_long;
     while tokio::time::Instant::now() < until {
         match client.next().await {
             Some(DaemonMessage::Markers { markers: m }) => markers.extend(m),
-            Some(DaemonMessage::Samples { .. }) => {}
+            Some(DaemonMessage::Samples { flows, .. }) => {
+                notsent_bytes.extend(flows.iter().filter_map(|f| f.notsent_bytes.map(i128::from)));
+            }
             other => panic!("expected samples or markers, got {other:?}"),
         }
     }
@@ -80,13 +89,17 @@ async fn marker_latencies_us(lowat: Option<u32>, how_long: Duration) -> Vec<i128
     let mut book = book.lock().unwrap().clone();
     markers.iter().for_each(|m| book.announce(*m));
     let (resolved, _) = book.into_resolved();
-    resolved
+    let latencies_us = resolved
         .iter()
         .filter_map(|r| {
             let read = i128::from(r.read_unix_ns?);
             Some((read - i128::from(r.marker.sent_unix_ns)) / 1000)
         })
-        .collect()
+        .collect();
+    Streamed {
+        latencies_us,
+        notsent_bytes,
+    }
 }
 
 fn median(mut values: Vec<i128>) -> i128 {
@@ -123,21 +136,38 @@ async fn the_clock_echo_is_stamped_inside_the_probe_s_round_trip() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_marker_waits_behind_the_queue_and_a_small_lowat_shortens_it() {
-    let default = marker_latencies_us(None, Duration::from_millis(1500)).await;
-    let small = marker_latencies_us(Some(16384), Duration::from_millis(1500)).await;
-    for latencies in [&default, &small] {
-        // With the default lowat the writer wakes only once a third of the full buffer has
-        // drained (~170 ms here), so it sets fewer markers.
+    let default = stream_with_markers(None, Duration::from_millis(1500)).await;
+    let small = stream_with_markers(Some(16384), Duration::from_millis(1500)).await;
+    for run in [&default, &small] {
+        let latencies = &run.latencies_us;
+        // Markers come with the writer's wake-ups, which the kernel's pacing sets, not the
+        // CPU: with the default lowat the writer wakes only once a third of the full buffer
+        // has drained (~170 ms at 1 byte a microsecond), so 1.5 s hold about 8, of which
+        // those older than the ~0.4 s queue are read.
         assert!(latencies.len() >= 4, "{latencies:?}");
         // One clock: a byte is read after it was written.
         assert!(latencies.iter().all(|&us| us >= 0), "{latencies:?}");
     }
-    // Ahead of a marker sit the bytes the kernel holds, which leave at 1 byte a
-    // microsecond: at most lowat/2 plus a write not sent (and what is in flight) with the
-    // small lowat, up to what the 512 KiB send buffer holds with the default.
-    let (default_us, small_us) = (median(default.clone()), median(small.clone()));
+    // Ahead of a marker sit the bytes the kernel holds: at most lowat/2 plus a write not
+    // sent with the small lowat, up to what the 512 KiB send buffer holds with the default.
+    // The kernel's own count of them says by how much; the markers' waits, which a loaded
+    // machine lengthens for both, keep their order.
+    let (default_notsent, small_notsent) = (
+        median(default.notsent_bytes.clone()),
+        median(small.notsent_bytes.clone()),
+    );
     assert!(
-        default_us > 3 * small_us,
-        "default {default_us} us against 16384 {small_us} us: {default:?} {small:?}"
+        default_notsent > 3 * small_notsent,
+        "not sent: default {default_notsent} bytes against 16384 {small_notsent} bytes"
+    );
+    let (default_us, small_us) = (
+        median(default.latencies_us.clone()),
+        median(small.latencies_us.clone()),
+    );
+    assert!(
+        default_us > small_us,
+        "default {default_us} us against 16384 {small_us} us: {:?} {:?}",
+        default.latencies_us,
+        small.latencies_us
     );
 }

@@ -117,7 +117,7 @@ async fn notsent_of_a_stalled_reader(daemon: &Daemon, options: SocketOptions) ->
     let samples = client.samples_for(Duration::from_millis(600)).await;
     client.stop().await;
     let flows = samples.iter().flat_map(|(_, f)| f);
-    let max = flows.clone().map(|f| f.notsent_bytes).max().unwrap();
+    let max = flows.clone().filter_map(|f| f.notsent_bytes).max().unwrap();
     let mss = flows.map(|f| f.snd_mss_bytes).max().unwrap();
     (max, mss)
 }
@@ -139,8 +139,9 @@ async fn notsent_lowat_bounds_the_unsent_queue_of_a_stalled_reader() {
     );
     assert!(with_lowat > 0, "the queue should hold something");
 
-    let sysctl: u64 = oscil_kernel::host::read_sysctl("net.ipv4.tcp_notsent_lowat")
-        .and_then(|v| v.parse().ok())
+    let sysctl = oscil_kernel::sysctl::Sysctl::TcpNotsentLowat
+        .read()
+        .and_then(|v| v.integer())
         .unwrap_or(0);
     if sysctl < 4 << 20 {
         eprintln!("skipped the default half: net.ipv4.tcp_notsent_lowat is {sysctl} here");

@@ -2,8 +2,12 @@
 //! remote host or another user shaped), bounded in time and memory: whatever slips past
 //! the readers' checks, the lab goes on and says what happened.
 
+use std::io::{Read, Seek};
+use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use oscil_kernel::rlimit::{self, Bound};
 
 use crate::sys;
 
@@ -13,6 +17,46 @@ pub const REPORT_TIME: Duration = Duration::from_secs(20 * 60);
 /// The report's address space: ample for the largest campaign it reads (its inputs are
 /// bounded by what each run.json declares), far below what would starve the machine.
 pub const REPORT_MEMORY_BYTES: u64 = 8 << 30;
+/// How long the report may take for the lab's words on one run or the end table: it loads
+/// the runs and draws nothing, a fraction of the report's own time.
+pub const WORDS_TIME: Duration = Duration::from_secs(5 * 60);
+/// The most of the report's words the lab reads: an end table of 10,000 configurations.
+const MAX_WORDS_BYTES: u64 = 4 << 20;
+
+/// A child's bounds: what the lab asks, or the lower limits the lab itself was started
+/// with (which the child inherits, and which the lab cannot raise).
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub time: Bound<Duration>,
+    pub memory: Bound<u64>,
+}
+
+impl Bounds {
+    pub fn lower_of(time: Duration, memory_bytes: u64) -> std::io::Result<Bounds> {
+        Ok(Bounds {
+            time: rlimit::time_bound(time)?,
+            memory: rlimit::memory_bound(memory_bytes)?,
+        })
+    }
+
+    /// The bounds taken instead of those asked (`time`, `memory_bytes`), in words.
+    pub fn notes(&self, time: Duration, memory_bytes: u64) -> Vec<String> {
+        let memory = format!("the lab's {}", rlimit::bytes_text(memory_bytes));
+        let time = format!("the lab's {} s", time.as_secs());
+        [self.memory.memory_note(&memory), self.time.time_note(&time)]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// Gives the report `command` these bounds as its own too, so it says nothing of them
+    /// a second time.
+    pub fn apply_to_report(&self, command: &mut Command) {
+        command
+            .arg(format!("--max-memory={}", self.memory.value))
+            .arg(format!("--max-time={}s", self.time.value.as_secs().max(1)));
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum BoundedError {
@@ -32,17 +76,56 @@ pub enum BoundedError {
 }
 
 /// Runs `command` to its end with at most `memory_bytes` of address space and `time` of
-/// wall-clock time (then SIGKILL), its output discarded.
+/// wall-clock time (then SIGKILL), its output discarded. Take both from [`Bounds`]: a
+/// child cannot be given more than the lab has.
 pub fn run_bounded(
+    command: Command,
+    time: Duration,
+    memory_bytes: u64,
+) -> Result<(), BoundedError> {
+    run_with_stdout(command, time, memory_bytes, Stdio::null())
+}
+
+/// The lab's words from the report, written by the report itself in a bounded child
+/// (`oscil-report --end-table DIR`): the end table of the campaign in `dir`, or one line
+/// of a run's figures. The lab parses no run directory's figures itself.
+pub fn report_words(bin: &Path, dir: &Path) -> Result<String, BoundedError> {
+    let program = bin.join("oscil-report");
+    let spawn_error = |source| BoundedError::Spawn {
+        program: program.display().to_string(),
+        source,
+    };
+    // Unnamed: nothing to clean up, no path another user could plant.
+    let mut out = tempfile::tempfile().map_err(spawn_error)?;
+    let stdout = out.try_clone().map_err(spawn_error)?;
+    let bounds = Bounds::lower_of(WORDS_TIME, REPORT_MEMORY_BYTES).map_err(spawn_error)?;
+    let mut command = Command::new(&program);
+    command.arg("--end-table").arg(dir);
+    bounds.apply_to_report(&mut command);
+    run_with_stdout(
+        command,
+        bounds.time.value,
+        bounds.memory.value,
+        Stdio::from(stdout),
+    )?;
+    let mut words = Vec::new();
+    out.rewind()
+        .and_then(|()| out.take(MAX_WORDS_BYTES).read_to_end(&mut words))
+        .map_err(spawn_error)?;
+    Ok(String::from_utf8_lossy(&words).into_owned())
+}
+
+fn run_with_stdout(
     mut command: Command,
     time: Duration,
     memory_bytes: u64,
+    stdout: Stdio,
 ) -> Result<(), BoundedError> {
     let program = command.get_program().to_string_lossy().into_owned();
     sys::limit_address_space(&mut command, memory_bytes);
     let mut child = command
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .spawn()
         .map_err(|source| BoundedError::Spawn {
             program: program.clone(),

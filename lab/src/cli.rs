@@ -4,19 +4,24 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use oscil_cli::request_args::{parse_pacing_rate, parse_slow_rate, parse_write_size, ArgError};
+use oscil_cli::request_args::{
+    parse_pacing_rate, parse_slow_rate_arg, parse_write_size, ArgError, SlowRateArg,
+};
 use oscil_cli::units::{
     parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_percent,
     parse_positive_duration, parse_rate_bps, UnitError,
 };
 use oscil_kernel::congestion::CongestionControls;
+use oscil_kernel::sysctl::{Sysctl, NOTSENT_LOWAT_UNLIMITED};
+use oscil_protocol::control::{UnknownWriteMode, WriteMode};
 use oscil_protocol::request::{self, RequestError, MAX_CYCLES, MAX_FLOWS};
 use oscil_protocol::PatternConfig;
 use oscil_rundir::campaign::{Order, PathSettings};
 
-use crate::config::{BackendSpec, HostsSpec, Job, LinkKind, NewCampaign};
-use crate::host::{check_ssh_option, check_ssh_target, HostArgError};
+use crate::config::{BackendSpec, HostsSpec, Job, NewCampaign};
+use crate::host::{check_bin_dir, check_ssh_option, check_ssh_target, HostArgError};
 use crate::plan::{AxisValue, Matrix, Setting};
+use oscil_rundir::lab::LinkKind;
 
 /// The lab's marker interval unless `--marker-every` says otherwise, µs.
 const DEFAULT_MARKER_EVERY_US: u64 = 1_000_000;
@@ -58,11 +63,16 @@ pub struct Cli {
     #[arg(long, value_name = "PCT", help_heading = "Emulated path")]
     pub loss: Option<String>,
     /// oscil-link over TUN, or veth + netem where the kernel has sch_netem [default: tun].
-    #[arg(long, value_enum, help_heading = "Emulated path")]
+    #[arg(long, value_parser = link_kind(), help_heading = "Emulated path")]
     pub link: Option<LinkKind>,
 
     /// net.ipv4.tcp_notsent_lowat on the sender (bytes: 131072, 128k) [default: default,131072].
-    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    #[arg(
+        long,
+        visible_alias = "notsent-lowat",
+        value_name = "LIST",
+        help_heading = "Settings (axes)"
+    )]
     pub lowat: Option<String>,
     /// net.ipv4.tcp_wmem on the sender, MIN:DEF:MAX [lab: 4096:16384:536870912; hosts: default].
     #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
@@ -74,7 +84,12 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
     pub adv_win_scale: Option<String>,
     /// Congestion control, set per socket by the daemon [default: cubic].
-    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    #[arg(
+        long,
+        visible_alias = "congestion",
+        value_name = "LIST",
+        help_heading = "Settings (axes)"
+    )]
     pub cc: Option<String>,
     /// SO_SNDBUF on the daemon's sockets (16k; disables send autotuning) [default: default].
     #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
@@ -85,6 +100,11 @@ pub struct Cli {
     /// SO_MAX_PACING_RATE on the daemon's sockets (100mbit) [default: default].
     #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
     pub pacing_rate: Option<String>,
+    /// How the daemon writes: until-eagain (write until the kernel refuses), per-wake (one
+    /// --write-size write each time poll says writable: an event loop's writer, the seed's)
+    /// [default: until-eagain].
+    #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
+    pub write_mode: Option<String>,
     /// Reading patterns: oscillating, full-speed (the iperf3-like control) [default: oscillating].
     #[arg(long, value_name = "LIST", help_heading = "Settings (axes)")]
     pub pattern: Option<String>,
@@ -98,7 +118,8 @@ pub struct Cli {
     /// Length of each slow phase [default: 15s].
     #[arg(long, value_name = "DUR", help_heading = "Reading pattern")]
     pub slow: Option<String>,
-    /// Share of the best second that each slow second reads [default: 0.05].
+    /// Share of the path's rate that each slow second reads (of the calibration's peak on
+    /// real hosts, of each run's own with --slow-rate auto-per-run) [default: 0.05].
     #[arg(long, value_name = "F", help_heading = "Reading pattern")]
     pub fraction: Option<String>,
     /// Fast+slow cycles [default: 3].
@@ -123,10 +144,16 @@ pub struct Cli {
     /// 100 ms: the path's round trip without the send queue, probe.csv).
     #[arg(long, help_heading = "Reading pattern")]
     pub no_probe: bool,
-    /// Read the slow phases at this absolute rate, all flows together (5mbit) [default:
-    /// --fraction of the most TCP delivered in one fast second, which the report checks is
-    /// the same across the configurations it compares].
-    #[arg(long, value_name = "RATE", help_heading = "Reading pattern")]
+    /// Read the slow phases at this absolute rate, all flows together (5mbit), or at
+    /// --fraction of each run's own peak (auto-per-run: configurations may then read
+    /// different workloads, which the report says) [default: one rate per path, --fraction
+    /// of the emulated path's rate; on real hosts of the peak of a calibration run at full
+    /// speed, one per pair before its first run].
+    #[arg(
+        long,
+        value_name = "RATE|auto-per-run",
+        help_heading = "Reading pattern"
+    )]
     pub slow_rate: Option<String>,
     /// Trace every ACK of the sender's data sockets and the receiver's autotuning from the
     /// kernel's tracepoints (trace-sender.csv, trace-reader.csv) and draw the report's
@@ -144,7 +171,7 @@ pub struct Cli {
     #[arg(long, value_name = "N", help_heading = "Campaign")]
     pub seed: Option<String>,
     /// The campaign directory [default: lab-<date>-<time>].
-    #[arg(long, value_name = "DIR", help_heading = "Campaign")]
+    #[arg(long, short = 'o', value_name = "DIR", help_heading = "Campaign")]
     pub out: Option<PathBuf>,
     /// Start afresh in a non-empty --out, deleting its campaign.json, runs/ and report/.
     #[arg(long, help_heading = "Campaign")]
@@ -174,9 +201,12 @@ pub struct Cli {
     #[arg(long, help_heading = "Two real hosts")]
     pub install: bool,
 
-    /// Many hosts: an Ansible inventory (YAML or INI) naming them; pairs of them are
-    /// measured in rounds, no host in two runs at once.
-    #[arg(long, value_name = "FILE", help_heading = "Many hosts")]
+    /// Many hosts: an Ansible inventory naming them, read through ansible-inventory where it
+    /// is installed (group_vars, host_vars, ranges, plugins), or the JSON
+    /// `ansible-inventory --list` prints (FILE, or - for standard input); without Ansible,
+    /// INI and YAML inventories are read by the lab itself. Pairs of hosts are measured in
+    /// rounds, no host in two runs at once.
+    #[arg(long, value_name = "FILE|DIR|-", help_heading = "Many hosts")]
     pub inventory: Option<PathBuf>,
     /// The ordered pairs of --inventory to measure: all, hub:NAME (NAME to and from each
     /// other host) or SENDER>RECEIVER,... [default: all].
@@ -239,12 +269,16 @@ pub enum ValueError {
     EmptyEntry { index: usize, list: String },
     #[error("{0:?} is listed twice")]
     Twice(String),
+    #[error("{first:?} and {again:?} are one value: list it once")]
+    SameValue { first: String, again: String },
     #[error("{0:?} is not MIN:DEFAULT:MAX (e.g. 4096:16384:536870912)")]
     NotTriple(String),
     #[error("{0:?}: MIN <= DEFAULT <= MAX is needed")]
     TripleOrder(String),
     #[error("{input:?} is not a whole number from {min} to {max}")]
     OutOfRange { input: String, min: i64, max: i64 },
+    #[error(transparent)]
+    WriteMode(#[from] UnknownWriteMode),
     #[error("{0:?} is not a pattern (oscillating or full-speed)")]
     Pattern(String),
     #[error("{0:?} is not a seed (a whole number from 0 to 2^64-1)")]
@@ -258,20 +292,15 @@ pub enum ValueError {
         path: std::path::PathBuf,
         source: crate::inventory::InventoryError,
     },
-    #[error("{path}: {source}")]
-    InventoryUnread {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
     #[error(transparent)]
-    Pairs(#[from] crate::inventory::PairsError),
+    Pairs(#[from] crate::pairs::PairsError),
     #[error(transparent)]
     Fleet(#[from] crate::config::FleetError),
     #[error("pairs of what? give --inventory")]
     PairsWithoutInventory,
     #[error("names the hosts; leave out --sender and --receiver")]
     InventoryWithHosts,
-    #[error("0 would stall every write: a socket without its own TCP_NOTSENT_LOWAT may write only while its unsent bytes are below net.ipv4.tcp_notsent_lowat, and none are below 0 (`default` leaves the kernel's)")]
+    #[error("0 would stall every write: a socket without its own TCP_NOTSENT_LOWAT may write only while its unsent bytes are below {lowat}, and none are below 0 (`default` leaves the kernel's)", lowat = Sysctl::TcpNotsentLowat)]
     ZeroLowat,
 }
 
@@ -280,6 +309,15 @@ fn invalid<E: Into<ValueError>>(option: &'static str) -> impl Fn(E) -> CliError 
         option,
         detail: detail.into(),
     }
+}
+
+/// `--link`: one of the kinds the record names.
+fn link_kind() -> impl clap::builder::TypedValueParser<Value = LinkKind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(LinkKind::ALL.map(LinkKind::name)).map(|name| {
+        let found = LinkKind::ALL.into_iter().find(|k| k.name() == name);
+        found.expect("clap checked it is one of them")
+    })
 }
 
 /// Splits a LIST, refusing empty and repeated entries.
@@ -299,13 +337,34 @@ fn entries(option: &'static str, text: &str) -> Result<Vec<String>, CliError> {
     Ok(items)
 }
 
+/// A LIST's entries, each with its value: two spellings of one value (`128k,131072`,
+/// `100ms,0.1s`) would run one configuration twice under two labels, so they are refused.
+fn values_of<T: PartialEq>(
+    option: &'static str,
+    text: &str,
+    parse: impl Fn(&str) -> Result<T, ValueError>,
+) -> Result<Vec<(String, T)>, CliError> {
+    let mut values: Vec<(String, T)> = Vec::new();
+    for entry in entries(option, text)? {
+        let value = parse(&entry).map_err(invalid(option))?;
+        if let Some((first, _)) = values.iter().find(|(_, v)| *v == value) {
+            return Err(invalid(option)(ValueError::SameValue {
+                first: first.clone(),
+                again: entry,
+            }));
+        }
+        values.push((entry, value));
+    }
+    Ok(values)
+}
+
 /// One axis: each entry parsed, `default` meaning "leave it alone".
 struct Axis<'a> {
     option: &'static str,
     text: &'a str,
     /// The label names an entry as `<prefix><entry>` ...
     prefix: &'static str,
-    /// ... unless it is this one (the backend's default, left out of labels).
+    /// ... unless it has this one's value (the backend's default, left out of labels).
     omit: Option<&'a str>,
 }
 
@@ -327,20 +386,26 @@ impl<'a> Axis<'a> {
         }
     }
 
-    fn values<T>(
+    fn values<T: PartialEq>(
         &self,
         parse: impl Fn(&str) -> Result<T, ValueError>,
         set: impl Fn(Option<T>) -> Setting,
     ) -> Result<Vec<AxisValue>, CliError> {
-        entries(self.option, self.text)?
-            .iter()
-            .map(|entry| {
-                let value = match entry.as_str() {
-                    "default" => None,
-                    text => Some(parse(text).map_err(invalid(self.option))?),
-                };
+        let parse = |text: &str| match text {
+            "default" => Ok(None),
+            text => parse(text).map(Some),
+        };
+        let omitted = self
+            .omit
+            .map(&parse)
+            .transpose()
+            .map_err(invalid(self.option))?;
+        values_of(self.option, self.text, parse)?
+            .into_iter()
+            .map(|(entry, value)| {
                 Ok(AxisValue {
-                    label: (self.omit != Some(entry)).then(|| format!("{}{entry}", self.prefix)),
+                    label: (omitted.as_ref() != Some(&value))
+                        .then(|| format!("{}{entry}", self.prefix)),
                     set: set(value),
                 })
             })
@@ -372,23 +437,22 @@ fn parse_congestion(input: &str) -> Result<String, ValueError> {
 }
 
 /// `net.ipv4.tcp_notsent_lowat`: unlike the socket option, where 0 means "use the
-/// sysctl", the sysctl's 0 is taken as the limit itself.
+/// sysctl", the sysctl's 0 is taken as the limit itself; the kernel holds it in 32 bits.
 fn parse_lowat(input: &str) -> Result<u64, ValueError> {
     match parse_bytes(input)? {
         0 => Err(ValueError::ZeroLowat),
+        bytes if bytes > NOTSENT_LOWAT_UNLIMITED => Err(ValueError::OutOfRange {
+            input: input.to_owned(),
+            min: 1,
+            max: NOTSENT_LOWAT_UNLIMITED as i64,
+        }),
         bytes => Ok(bytes),
     }
 }
 
-fn parse_count(input: &str, max: u32) -> Result<u32, ValueError> {
-    match input.trim().parse::<u32>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(ValueError::OutOfRange {
-            input: input.to_owned(),
-            min: 1,
-            max: i64::from(max),
-        }),
-    }
+/// A count, as the binaries read theirs (`--flows`, `--cycles`).
+fn parse_count(input: &str, max: u32) -> Result<u32, UnitError> {
+    oscil_cli::units::whole("count", 1, max)(input)
 }
 
 fn parse_pattern(input: &str) -> Result<bool, ValueError> {
@@ -464,6 +528,7 @@ impl Cli {
             ("--sndbuf", self.sndbuf.is_some()),
             ("--rcvbuf", self.rcvbuf.is_some()),
             ("--pacing-rate", self.pacing_rate.is_some()),
+            ("--write-mode", self.write_mode.is_some()),
             ("--pattern", self.pattern.is_some()),
             ("--flows", self.flows.is_some()),
             ("--fast", self.fast.is_some()),
@@ -537,6 +602,12 @@ impl Cli {
                 detail: e,
             })?;
         }
+        if let Some(dir) = &self.remote_bin {
+            check_bin_dir(dir).map_err(|detail| CliError::Ssh {
+                option: "remote-bin",
+                detail,
+            })?;
+        }
         if let Some(path) = &self.inventory {
             return fleet_spec(self, path);
         }
@@ -605,7 +676,11 @@ impl Cli {
             interval_us,
             write_size_bytes: opt("write-size", &self.write_size, parse_write_size)?,
             marker_every_us,
-            slow_rate_bps: opt("slow-rate", &self.slow_rate, parse_slow_rate)?,
+            slow_rate: match opt("slow-rate", &self.slow_rate, parse_slow_rate_arg)? {
+                None => crate::plan::SlowRateChoice::PerPath,
+                Some(SlowRateArg::Bps(bps)) => crate::plan::SlowRateChoice::Given(bps),
+                Some(SlowRateArg::AutoPerRun) => crate::plan::SlowRateChoice::PerRun,
+            },
             no_probe: self.no_probe,
             trace: self.trace,
             pattern,
@@ -651,6 +726,7 @@ impl Cli {
                 .values(bytes_u32, Setting::Rcvbuf)?,
             Axis::new("pacing-rate", &self.pacing_rate, "default", "pacing-", d)
                 .values(|v| Ok(parse_pacing_rate(v)?), Setting::PacingRate)?,
+            self.write_modes()?,
         ])
     }
 
@@ -658,20 +734,20 @@ impl Cli {
     fn paths(&self) -> Result<Vec<AxisValue>, CliError> {
         let loss_pct = opt("loss", &self.loss, parse_percent)?.map_or(0.0, |p| p * 100.0);
         let queue_packets = opt("queue", &self.queue, |v| parse_count(v, 1_000_000))?;
-        let rates = entries("rate", self.rate.as_deref().unwrap_or("1gbit"))?;
-        let rtts = entries("rtt", self.rtt.as_deref().unwrap_or("466ms"))?;
+        let rates = values_of("rate", self.rate.as_deref().unwrap_or("1gbit"), |v| {
+            Ok(parse_rate_bps(v)?)
+        })?;
+        let rtts = values_of("rtt", self.rtt.as_deref().unwrap_or("466ms"), |v| {
+            Ok(parse_positive_duration(v)?)
+        })?;
         let mut paths = Vec::new();
-        for rate in &rates {
-            let rate_bps = parse_rate_bps(rate).map_err(invalid("rate"))?;
-            for rtt in &rtts {
-                let rtt = parse_positive_duration(rtt)
-                    .map_err(invalid("rtt"))
-                    .map(|d| (rtt, d))?;
+        for (rate, rate_bps) in &rates {
+            for (rtt, duration) in &rtts {
                 paths.push(AxisValue {
-                    label: Some(format!("{rate}_{}", rtt.0)),
+                    label: Some(format!("{rate}_{rtt}")),
                     set: Setting::Path(Some(PathSettings {
-                        rate_bps,
-                        rtt_us: rtt.1.as_micros() as u64,
+                        rate_bps: *rate_bps,
+                        rtt_us: duration.as_micros() as u64,
                         loss_pct,
                         queue_packets,
                     })),
@@ -681,12 +757,28 @@ impl Cli {
         Ok(paths)
     }
 
-    fn patterns(&self, pattern: PatternConfig) -> Result<Vec<AxisValue>, CliError> {
-        let text = self.pattern.as_deref().unwrap_or("oscillating");
-        entries("pattern", text)?
+    /// The writer axis: labelled only where it is not the daemon's default.
+    fn write_modes(&self) -> Result<Vec<AxisValue>, CliError> {
+        let text = self.write_mode.as_deref().unwrap_or("until-eagain");
+        entries("write-mode", text)?
             .iter()
             .map(|entry| {
-                let full_speed = parse_pattern(entry).map_err(invalid("pattern"))?;
+                let mode: WriteMode = entry
+                    .parse()
+                    .map_err(|e| invalid("write-mode")(ValueError::WriteMode(e)))?;
+                Ok(AxisValue {
+                    label: (!mode.is_until_eagain()).then(|| mode.to_string()),
+                    set: Setting::WriteMode(mode),
+                })
+            })
+            .collect()
+    }
+
+    fn patterns(&self, pattern: PatternConfig) -> Result<Vec<AxisValue>, CliError> {
+        let text = self.pattern.as_deref().unwrap_or("oscillating");
+        values_of("pattern", text, parse_pattern)?
+            .into_iter()
+            .map(|(_, full_speed)| {
                 Ok(AxisValue {
                     label: full_speed.then(|| "full-speed".to_owned()),
                     set: Setting::Pattern(PatternConfig {
@@ -754,24 +846,24 @@ fn fleet_spec(cli: &Cli, path: &std::path::Path) -> Result<BackendSpec, CliError
         option: "inventory",
         detail,
     };
-    let path_buf = path.to_path_buf();
-    let text = std::fs::read_to_string(path).map_err(|source| {
-        inventory(ValueError::InventoryUnread {
-            path: path_buf.clone(),
-            source,
-        })
-    })?;
-    let hosts = crate::inventory::parse(&text).map_err(|source| {
+    let (hosts, reader) = crate::inventory::load(path).map_err(|source| {
         inventory(ValueError::Inventory {
-            path: path_buf.clone(),
+            path: path.to_path_buf(),
             source,
         })
     })?;
-    let pairs = crate::inventory::parse_pairs(cli.pairs.as_deref().unwrap_or("all"), &hosts)
-        .map_err(|detail| CliError::Invalid {
+    crate::ui::say(&format!(
+        "oscil-lab: {} host(s) read from {} {}",
+        hosts.len(),
+        crate::inventory::source_name(path),
+        reader.text()
+    ));
+    let pairs = crate::pairs::parse_pairs(cli.pairs.as_deref().unwrap_or("all"), &hosts).map_err(
+        |detail| CliError::Invalid {
             option: "pairs",
             detail: ValueError::Pairs(detail),
-        })?;
+        },
+    )?;
     let spec = crate::config::FleetSpec {
         hosts,
         pairs,
@@ -794,6 +886,7 @@ fn check_target(option: &'static str, target: &str) -> Result<String, CliError> 
 mod tests {
     use super::*;
     use crate::plan::configurations;
+    use oscil_rundir::campaign::SlowRateBasis;
 
     fn job(args: &[&str]) -> Result<Job, CliError> {
         let cli = Cli::try_parse_from(std::iter::once("oscil-lab").chain(args.iter().copied()))
@@ -833,6 +926,37 @@ mod tests {
         assert_eq!((campaign.seed, campaign.repeat), (42, 1));
         assert_eq!(campaign.order, Order::Shuffled);
         assert_eq!(campaign.out, PathBuf::from("lab-default"));
+    }
+
+    #[test]
+    fn the_slow_rate_is_one_per_path_unless_asked_otherwise() {
+        let settings = |args: &[&str]| {
+            let s = &configurations(&new(args).matrix)[0].settings;
+            (s.slow_rate_bps, s.slow_rate_basis)
+        };
+        // 5% of the default path's 1 Gbit/s.
+        assert_eq!(
+            settings(&[]),
+            (Some(50_000_000), Some(SlowRateBasis::PathRate))
+        );
+        assert_eq!(
+            settings(&["--rate", "100mbit", "--fraction", "10%"]),
+            (Some(10_000_000), Some(SlowRateBasis::PathRate))
+        );
+        let hosts = ["--sender", "root@a", "--receiver", "local"];
+        assert_eq!(
+            settings(&hosts),
+            (None, Some(SlowRateBasis::Calibration { peak_bps: None }))
+        );
+        assert_eq!(
+            settings(&["--slow-rate", "5mbit"]),
+            (Some(5_000_000), Some(SlowRateBasis::Given))
+        );
+        assert_eq!(
+            settings(&["--slow-rate", "auto-per-run"]),
+            (None, Some(SlowRateBasis::PerRun))
+        );
+        assert!(error(&["--slow-rate", "fast"]).starts_with("--slow-rate: \"fast\" is neither"));
     }
 
     #[test]
@@ -893,6 +1017,22 @@ mod tests {
     }
 
     #[test]
+    fn the_writer_is_an_axis_labelled_where_it_is_not_the_daemons_default() {
+        let matrix = new(&["--write-mode", "until-eagain,per-wake"]).matrix;
+        let modes: Vec<_> = configurations(&matrix)
+            .into_iter()
+            .map(|c| (c.label.ends_with("_per-wake"), c.settings.write_mode))
+            .collect();
+        use WriteMode::{PerWake, UntilEagain};
+        let expected = [(false, UntilEagain), (true, PerWake)];
+        assert_eq!(modes, [expected, expected].concat(), "for each lowat");
+        assert_eq!(
+            error(&["--write-mode", "eager"]),
+            "--write-mode: \"eager\" is not a write mode (until-eagain or per-wake)"
+        );
+    }
+
+    #[test]
     fn bad_values_name_the_option() {
         assert!(error(&["--cycles", "0"]).starts_with("--cycles: "));
         assert!(
@@ -901,6 +1041,8 @@ mod tests {
         );
         assert!(error(&["--lowat", "default,,1"]).contains("empty"));
         assert!(error(&["--lowat", "1,1"]).contains("twice"));
+        assert!(error(&["--lowat", "8G"])
+            .starts_with("--lowat: \"8G\" is not a whole number from 1 to 4294967295"));
         assert!(error(&["--lowat", "default,0"]).starts_with("--lowat: 0 would stall every write"));
         assert!(error(&["--rate", "fast"]).starts_with("--rate: "));
         assert!(error(&["--wmem", "1:2"]).contains("MIN:DEFAULT:MAX"));
@@ -909,6 +1051,28 @@ mod tests {
         assert!(error(&["--cc", "Cubic;"]).starts_with("--cc: "));
         assert!(error(&["--repeat", "0"]).starts_with("--repeat: "));
         assert!(error(&["--adv-win-scale", "99"]).starts_with("--adv-win-scale: "));
+    }
+
+    /// Two spellings of one value would run one configuration twice under two labels.
+    #[test]
+    fn a_value_is_listed_once_however_it_is_spelt() {
+        assert_eq!(
+            error(&["--lowat", "128k,128KiB,131072"]),
+            "--lowat: \"128k\" and \"128KiB\" are one value: list it once"
+        );
+        assert_eq!(
+            error(&["--rtt", "100ms,0.1s"]),
+            "--rtt: \"100ms\" and \"0.1s\" are one value: list it once"
+        );
+        assert!(
+            error(&["--rate", "1gbit,1000mbit"]).starts_with("--rate: \"1gbit\" and \"1000mbit\"")
+        );
+        assert!(error(&["--wmem", "4096:16384:4M,4k:16k:4194304"]).contains("one value"));
+        assert!(error(&["--sndbuf", "default,16k,16384"]).contains("one value"));
+        // The backend's default is left out of labels by value, too.
+        let campaign = new(&["--wmem", "4k:16k:512M", "--lowat", "default"]);
+        let configs = configurations(&campaign.matrix);
+        assert_eq!(configs[0].label, "1gbit_466ms_cubic_lowat-default");
     }
 
     #[test]
@@ -1054,10 +1218,14 @@ mod tests {
     #[test]
     fn the_command_line_reads_the_inventory_and_refuses_what_does_not_fit() {
         let dir = tempfile::tempdir().unwrap();
-        let inventory = dir.path().join("hosts.ini");
+        // JSON as ansible-inventory prints it: read by the lab, whether Ansible is here or not.
+        let inventory = dir.path().join("hosts.json");
+        let hostvars = r#""a": {"ansible_host": "10.0.0.1"}, "b": {"ansible_host": "10.0.0.2"}"#;
         std::fs::write(
             &inventory,
-            "a ansible_host=10.0.0.1\nb ansible_host=10.0.0.2\n",
+            format!(
+                r#"{{"all": {{"hosts": ["a", "b"]}}, "_meta": {{"hostvars": {{{hostvars}}}}}}}"#
+            ),
         )
         .unwrap();
         let inv = inventory.to_str().unwrap();
@@ -1087,10 +1255,23 @@ mod tests {
             error(&["--inventory", inv, "--pairs", "a>c"]),
             "--pairs: \"c\" is not in the inventory (it has: a, b)"
         );
-        std::fs::write(&inventory, "all:\n  hosts:\n    a: {ansible_port: x}\n").unwrap();
+        std::fs::write(
+            &inventory,
+            r#"{"all": {"hosts": {"a": {"ansible_port": "x"}}}}"#,
+        )
+        .unwrap();
         assert_eq!(
             error(&["--inventory", inv]),
-            format!("--inventory: {inv}: line 3: ansible_port \"x\" is not a port (1-65535)")
+            format!("--inventory: {inv}: group \"all\": its hosts are a list of names")
+        );
+        std::fs::write(
+            &inventory,
+            r#"{"_meta": {"hostvars": {"a": {"ansible_port": "x"}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            error(&["--inventory", inv]),
+            format!("--inventory: {inv}: host \"a\": ansible_port \"x\" is not a port (1-65535)")
         );
         assert!(error(&["--inventory", "/nonexistent/hosts.yml"])
             .starts_with("--inventory: /nonexistent/hosts.yml: "));

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use oscil_rundir::campaign::Order;
+use oscil_rundir::lab::LinkKind;
 use serde::{Deserialize, Serialize};
 
 use crate::host::HostArgError;
@@ -66,16 +66,6 @@ impl BackendSpec {
     }
 }
 
-/// The emulated link of the namespace lab.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LinkKind {
-    /// oscil-link over TUN: works without netem.
-    Tun,
-    /// veth + netem, where the kernel has sch_netem.
-    Netem,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostsSpec {
     /// `user@host` as ssh takes it: runs oscil-daemon.
@@ -97,6 +87,9 @@ impl HostsSpec {
         std::iter::once(&self.sender)
             .chain(&self.receiver)
             .try_for_each(|t| crate::host::check_ssh_target(t))?;
+        if let Some(dir) = &self.remote_bin {
+            crate::host::check_bin_dir(dir)?;
+        }
         self.ssh_options
             .iter()
             .try_for_each(|o| crate::host::check_ssh_option(o))
@@ -118,7 +111,7 @@ pub enum FleetError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetSpec {
     pub hosts: Vec<crate::inventory::InventoryHost>,
-    pub pairs: Vec<crate::inventory::Pair>,
+    pub pairs: Vec<crate::pairs::Pair>,
     /// Each passed to ssh as `-o KEY=VALUE`, for every host.
     pub ssh_options: Vec<String>,
     /// Where the binaries are on hosts whose inventory entry has no `oscil_bin`.
@@ -132,6 +125,12 @@ impl FleetSpec {
     pub fn check(&self) -> Result<(), FleetError> {
         for host in &self.hosts {
             crate::host::check_ssh_target(&host.target())?;
+        }
+        for dir in self.hosts.iter().filter_map(|h| h.bin_dir.as_ref()) {
+            crate::host::check_bin_dir(dir)?;
+        }
+        if let Some(dir) = &self.remote_bin {
+            crate::host::check_bin_dir(dir)?;
         }
         for pair in &self.pairs {
             for name in [&pair.sender, &pair.receiver] {

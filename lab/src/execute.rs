@@ -8,12 +8,13 @@ use std::time::Duration;
 use oscil_rundir::campaign::{self, Campaign, CampaignError, CampaignRun, CampaignRunStatus};
 use oscil_rundir::safe_fs::{self, SafeFsError};
 
+use crate::calibrate;
 use crate::host::HostError;
-use crate::meta::Sides;
 use crate::session::{last_line, Ends, ReaderEnd, RunFiles, SessionError};
 use crate::sys;
 use crate::sysctl::RestoreError;
 use crate::ui::Ui;
+use oscil_rundir::lab::Sides;
 
 /// Everything that can stop the lab, each said in one line.
 #[derive(Debug, thiserror::Error)]
@@ -36,27 +37,49 @@ pub enum LabError {
     File(#[from] SafeFsError),
     #[error(transparent)]
     Unpack(#[from] crate::unpack::UnpackError),
+    /// A host another campaign holds, or whose lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
     #[error("{0}")]
     Setup(String),
     /// A new campaign's `--out` holds something: a bad value, exit 2 as in the reader.
     #[error("{shown} is not empty: --resume {shown} continues its campaign, --force starts afresh there", shown = .0.display())]
     OutInUse(PathBuf),
+    /// `--out` cannot be made a directory (a file is there): a bad value, exit 2.
+    #[error(transparent)]
+    Out(oscil_rundir::RunDirError),
+    /// `--resume DIR`'s campaign.json does not say how it ran: another program made it.
+    #[error("campaign.json does not say how it ran (no hosts.lab_backend): not a campaign this oscil-lab made, so it cannot be resumed")]
+    NotResumable,
 }
 
 impl LabError {
     pub fn io(what: &'static str, path: PathBuf, source: std::io::Error) -> LabError {
         LabError::Io { what, path, source }
     }
+
+    /// True when the command line names what cannot work (a used or unmakeable `--out`,
+    /// no campaign in `--resume DIR`, no `restore DIR`): exit 2, as in every binary.
+    pub fn is_bad_path(&self) -> bool {
+        match self {
+            LabError::OutInUse(_) | LabError::Out(_) | LabError::NotResumable => true,
+            LabError::Campaign(e) => e.is_bad_path(),
+            LabError::Restore(e) => matches!(e, crate::sysctl::RestoreError::NoDir(_)),
+            _ => false,
+        }
+    }
 }
 
 /// Where runs happen: the namespace lab or two real hosts.
 pub trait Backend {
     /// The two ends, as `campaign.json` names them.
-    fn ends(&self) -> Sides;
+    fn ends(&self) -> Sides<String>;
     /// What the backend recorded about its hosts.
     fn facts(&self) -> serde_json::Value;
     /// Time a run takes beyond its pattern, for estimates.
     fn per_run_overhead(&self) -> Duration;
+    /// The receiver's kernel release (`uname -r`): what the plan's axes are checked against.
+    fn receiver_kernel(&self) -> &str;
     /// One run, leaving its run directory at `run_dir` on this machine.
     fn run(
         &mut self,
@@ -93,12 +116,11 @@ pub fn write_key(dir: &Path) -> Result<PathBuf, LabError> {
 pub fn run_session(
     ends: &Ends,
     run: &CampaignRun,
-    port: u16,
     files: &RunFiles,
     tick: &mut dyn FnMut(Duration),
     on_daemon: Option<&mut dyn FnMut(Option<u32>) -> Result<(), LabError>>,
 ) -> Result<ReaderEnd, LabError> {
-    let mut daemon = ends.start_daemon(port, files.daemon_log)?;
+    let (mut daemon, port) = ends.start_daemon(files.daemon_log)?;
     let mut on_daemon = on_daemon;
     if let Some(record) = on_daemon.as_mut() {
         record(Some(daemon.pid))?;
@@ -174,6 +196,12 @@ impl CampaignDir {
         let run = &mut self.campaign.runs[index];
         run.status = status;
         run.reason = reason;
+        run.link_spoiled = match status {
+            CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
+                oscil_rundir::link_health::read(&self.dir.join(&run.dir)).spoiled
+            }
+            _ => None,
+        };
         self.save()
     }
 }
@@ -197,6 +225,16 @@ pub fn set_aside(run_dir: &Path) -> Result<(), LabError> {
         .map_err(|source| LabError::io("cannot move aside", run_dir.to_owned(), source))
 }
 
+/// How a job ended, for the exit code.
+pub enum Finished {
+    /// Every run complete (or nothing to do).
+    Complete,
+    /// Some run is not complete: failed or partial.
+    Incomplete,
+    /// A signal stopped the campaign; it can be resumed.
+    Interrupted(i32),
+}
+
 /// How a campaign's loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
@@ -216,9 +254,23 @@ pub fn execute(
         if let Some(signal) = sys::stop_signal() {
             return Ok(Ended::Interrupted(signal));
         }
-        let run = cdir.campaign.runs[index].clone();
+        let mut run = cdir.campaign.runs[index].clone();
         if run.status == CampaignRunStatus::Complete {
             continue;
+        }
+        let calibrated = calibrate::before(backend, &cdir.dir, &mut run, &mut |line| ui.line(line));
+        match calibrated {
+            Ok(Some(calibration)) => {
+                calibrate::apply(&mut cdir.campaign, calibration);
+                cdir.save()?;
+            }
+            Ok(None) => {}
+            Err(reason) => {
+                let run_dir = cdir.dir.join(&run.dir);
+                ui.finish_run(&run, CampaignRunStatus::Failed, Some(&reason), &run_dir);
+                cdir.set(index, CampaignRunStatus::Failed, Some(reason))?;
+                continue;
+            }
         }
         let run_dir = cdir.dir.join(&run.dir);
         set_aside(&run_dir)?;
@@ -249,7 +301,7 @@ pub fn execute(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
+    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting, SlowRateChoice};
     use oscil_rundir::campaign::{Backend as BackendKind, Order};
 
     /// A backend on which no run can start: the loop's bookkeeping, without a kernel.
@@ -258,7 +310,7 @@ mod tests {
     }
 
     impl Backend for Refusing {
-        fn ends(&self) -> Sides {
+        fn ends(&self) -> Sides<String> {
             Sides {
                 sender: "s".into(),
                 receiver: "r".into(),
@@ -269,6 +321,9 @@ mod tests {
         }
         fn per_run_overhead(&self) -> Duration {
             Duration::ZERO
+        }
+        fn receiver_kernel(&self) -> &str {
+            "6.18.0"
         }
         fn run(
             &mut self,
@@ -285,13 +340,16 @@ mod tests {
         }
     }
 
-    fn campaign_dir(dir: &Path) -> CampaignDir {
+    /// Two configurations of two runs each on real hosts (no path), the slow rate
+    /// `slow_rate`.
+    fn campaign_dir(dir: &Path, slow_rate: SlowRateChoice) -> CampaignDir {
         let lowat = |label: &str, bytes| AxisValue {
             label: Some(label.into()),
             set: Setting::Lowat(bytes),
         };
         let matrix = Matrix {
             axes: vec![vec![lowat("a", None), lowat("b", Some(1))]],
+            slow_rate,
             ..Matrix::default()
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);
@@ -307,6 +365,7 @@ mod tests {
             repeat: 2,
             runs,
             hosts: None,
+            calibrations: Vec::new(),
         };
         CampaignDir {
             dir: dir.to_owned(),
@@ -317,10 +376,10 @@ mod tests {
     #[test]
     fn every_run_not_complete_is_tried_in_order_and_each_outcome_is_saved() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cdir = campaign_dir(dir.path());
+        let mut cdir = campaign_dir(dir.path(), SlowRateChoice::Given(1_000_000));
         cdir.campaign.runs[1].status = CampaignRunStatus::Complete;
         let mut backend = Refusing { tried: Vec::new() };
-        let mut ui = Ui::new(3, Duration::ZERO, Duration::ZERO);
+        let mut ui = Ui::new(3, Duration::ZERO, Duration::ZERO, Path::new("/nonexistent"));
         let ended = execute(&mut cdir, &mut backend, &mut ui).unwrap();
         assert_eq!(ended, Ended::Done);
         let tried: Vec<(&str, u32)> = backend
@@ -339,6 +398,30 @@ mod tests {
         assert_eq!(statuses, [Failed, Complete, Failed, Failed]);
         assert_eq!(saved.runs[3].reason.as_deref(), Some("no room for b"));
         assert!(dir.path().join("logs/004_b_rep-2").is_dir());
+    }
+
+    #[test]
+    fn a_run_waiting_for_a_calibration_that_fails_fails_saying_so_and_the_next_tries_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cdir = campaign_dir(dir.path(), SlowRateChoice::PerPath);
+        let mut backend = Refusing { tried: Vec::new() };
+        let mut ui = Ui::new(4, Duration::ZERO, Duration::ZERO, Path::new("/nonexistent"));
+        execute(&mut cdir, &mut backend, &mut ui).unwrap();
+        let tried: Vec<&str> = backend.tried.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            tried, ["calibration"; 4],
+            "no run went without its slow rate"
+        );
+        let saved = campaign::load(dir.path()).unwrap();
+        assert!(saved.calibrations.is_empty());
+        for run in &saved.runs {
+            assert_eq!(run.status, CampaignRunStatus::Failed);
+            assert_eq!(
+                run.reason.as_deref(),
+                Some("no slow rate: the calibration run failed (failed: no room for calibration)")
+            );
+        }
+        assert!(dir.path().join("logs/calibration").is_dir());
     }
 
     #[test]

@@ -18,21 +18,27 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use oscil_rundir::campaign::{Campaign, CampaignRun, CampaignRunStatus};
+use oscil_rundir::campaign::{Calibration, Campaign, CampaignRun, CampaignRunStatus};
 use oscil_rundir::safe_fs;
 
 use crate::config::{FleetSpec, NewCampaign};
-use crate::execute::{outcome, set_aside, Backend, CampaignDir, LabError};
+use crate::execute::{outcome, set_aside, Backend, CampaignDir, Finished, LabError};
+use crate::finish::finish_campaign;
 use crate::fleet_ui::describe;
 use crate::host::Host;
 use crate::hosts::{close_connection, preflight, Endpoint, Hosts, PairSpec};
-use crate::inventory::{InventoryHost, Pair};
+use crate::inventory::InventoryHost;
+use crate::lock::{self, HostLock, LockError};
+use crate::pairs::Pair;
 use crate::plan::{configurations, plan_runs, planned_duration};
 use crate::sysctl::RestoreFile;
-use crate::{schedule, sysctl, ui, Finished};
+use crate::{calibrate, schedule, sysctl, ui};
 
 /// Where each pair keeps its restore file and its measured path.
 pub const PAIRS_DIR: &str = "pairs";
+/// How long a restore waits for a held host: long enough for a lab killed just before to
+/// let its hosts go, short enough that a restore under a running campaign is soon refused.
+const RESTORE_PATIENCE: Duration = Duration::from_secs(5);
 /// Time a run takes beyond its pattern on real hosts, for estimates.
 const OVERHEAD: Duration = Duration::from_secs(5);
 
@@ -87,6 +93,7 @@ fn pending(run: &CampaignRun) -> bool {
 
 /// `--dry-run`: the rounds still to run, each with its runs, and the wall time.
 pub fn print_plan(campaign: &Campaign, spec: &FleetSpec) {
+    print!("{}", crate::fleet_ui::hosts_table(spec));
     let rounds = rounds_of(&campaign.runs, spec, pending);
     let duration = |i: usize| planned_duration([&campaign.runs[i]], OVERHEAD);
     for (k, round) in rounds.iter().enumerate() {
@@ -94,7 +101,7 @@ pub fn print_plan(campaign: &Campaign, spec: &FleetSpec) {
             .iter()
             .map(|&i| describe(&campaign.runs[i], spec))
             .collect();
-        println!("round {:>3}: {}", k + 1, runs.join(", "));
+        oscil_cli::outln!("round {:>3}: {}", k + 1, runs.join(", "));
     }
     let todo: Vec<(usize, &Pair)> = campaign
         .runs
@@ -103,7 +110,7 @@ pub fn print_plan(campaign: &Campaign, spec: &FleetSpec) {
         .filter(|(_, r)| pending(r))
         .filter_map(|(i, r)| Some((i, pair_of(spec, r)?)))
         .collect();
-    println!(
+    oscil_cli::outln!(
         "{} run(s) of {} pair(s) in {} round(s) (the busiest host is in {} runs); about {} in all ({} per run beyond the pattern)",
         todo.len(),
         spec.pairs.len(),
@@ -146,20 +153,34 @@ fn endpoint(spec: &FleetSpec, host: &InventoryHost) -> Endpoint {
 /// parallel and every host's commands through one shared ssh connection (a restore after a
 /// crash connects afresh; a connection per command costs seconds on a long path).
 pub fn restore_all(dir: &Path) -> Result<bool, LabError> {
-    let mut restored = sysctl::restore_dir(dir)?;
+    if !dir.is_dir() {
+        return Err(sysctl::RestoreError::NoDir(dir.to_owned()).into());
+    }
     let control = safe_fs::private_temp_dir("oscil-ssh-")?;
     let control_path = control.path().join("%C").display().to_string();
     let mut files = Vec::new();
-    for pair_dir in pair_dirs(dir)? {
-        if let Some(mut file) = RestoreFile::load(&pair_dir)? {
+    for file_dir in std::iter::once(dir.to_owned()).chain(pair_dirs(dir)?) {
+        if let Some(mut file) = RestoreFile::load(&file_dir)? {
             for host in restore_hosts(&mut file) {
                 if let Host::Ssh(ssh) = host {
                     ssh.control_path = Some(control_path.clone());
                 }
             }
-            files.push((pair_dir, file));
+            files.push((file_dir, file));
         }
     }
+    // Not under a campaign that holds these hosts now (the one that left the files, still
+    // running, or another).
+    let mut held: Vec<Host> = Vec::new();
+    for (_, file) in &mut files {
+        for host in restore_hosts(file) {
+            if !matches!(host, Host::Netns(_)) && !held.contains(host) {
+                held.push(host.clone());
+            }
+        }
+    }
+    let _locks = lock::take_all_within(&held, &lock::holder(dir), RESTORE_PATIENCE)?;
+    let mut restored = false;
     let results: Vec<Result<(), sysctl::RestoreError>> = std::thread::scope(|s| {
         let handles: Vec<_> = files
             .iter()
@@ -231,11 +252,15 @@ pub fn run(mut cdir: CampaignDir, spec: &FleetSpec, bin: &Path) -> Result<Finish
     std::fs::create_dir_all(cdir.dir.join(PAIRS_DIR))
         .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
     safe_fs::check_trusted(&cdir.dir)?;
+    // Saved first: a campaign refused for a held host is resumed once the host is free.
+    cdir.save()?;
     let control = safe_fs::private_temp_dir("oscil-ssh-")?;
-    let mut backends = set_up(&mut cdir, spec, bin, control.path())?;
+    let (mut backends, locks) = set_up(&mut cdir, spec, bin, control.path())?;
     let interrupted = run_rounds(&mut cdir, spec, &mut backends);
-    // Whatever happened, every pair puts its hosts back before anything else.
+    // Whatever happened, every pair puts its hosts back before anything else; only then
+    // are the hosts let go.
     let closed = close_all(&mut backends);
+    drop(locks);
     for host in &spec.hosts {
         close_connection(&Host::Ssh(crate::host::SshHost {
             target: host.target(),
@@ -261,14 +286,16 @@ pub fn run(mut cdir: CampaignDir, spec: &FleetSpec, bin: &Path) -> Result<Finish
     })
 }
 
-/// Reaches every host once, then sets up each pair with runs to do (in parallel); records
-/// each pair's facts, and fails the runs of pairs that could not be set up.
+/// Reaches every host once and takes its lock (a host another campaign holds refuses the
+/// whole campaign, before anything is changed), then sets up each pair with runs to do (in
+/// parallel); records each pair's facts, and fails the runs of pairs that could not be set
+/// up. The locks are held until they are dropped.
 fn set_up(
     cdir: &mut CampaignDir,
     spec: &FleetSpec,
     bin: &Path,
     control: &Path,
-) -> Result<BTreeMap<String, PairBackend>, LabError> {
+) -> Result<(BTreeMap<String, PairBackend>, Vec<HostLock>), LabError> {
     let todo: Vec<&Pair> = spec
         .pairs
         .iter()
@@ -290,8 +317,8 @@ fn set_up(
         names.len(),
         todo.len()
     ));
-    let reached = reach_hosts(spec, &names, control);
-    let seed = cdir.campaign.seed;
+    let mut reached = reach_hosts(spec, &names, control);
+    let locks = lock_hosts(&mut reached, &cdir.dir)?;
     let dir = cdir.dir.clone();
     let backends: BTreeMap<String, PairBackend> = std::thread::scope(|s| {
         let handles: Vec<_> = todo
@@ -311,7 +338,7 @@ fn set_up(
                         None => std::fs::create_dir_all(&pair_dir)
                             .map_err(|e| format!("{}: {e}", pair_dir.display()))
                             .and_then(|()| {
-                                Hosts::for_pair(&ends, &pair_dir, bin, seed, control)
+                                Hosts::for_pair(&ends, &pair_dir, bin, control)
                                     .map_err(|e| e.to_string())
                             }),
                     };
@@ -325,7 +352,31 @@ fn set_up(
             .collect()
     });
     record_pairs(cdir, spec, &backends)?;
-    Ok(backends)
+    Ok((backends, locks))
+}
+
+/// The lock of every host reached; a host whose lock could not be taken is down for this
+/// campaign, one another campaign holds refuses it.
+fn lock_hosts(
+    reached: &mut BTreeMap<&str, Result<Host, String>>,
+    dir: &Path,
+) -> Result<Vec<HostLock>, LabError> {
+    let up: Vec<(&str, Host)> = reached
+        .iter()
+        .filter_map(|(name, r)| Some((*name, r.as_ref().ok()?.clone())))
+        .collect();
+    let hosts: Vec<Host> = up.iter().map(|(_, h)| h.clone()).collect();
+    let mut locks = Vec::new();
+    for ((name, _), taken) in up.iter().zip(lock::take_each(&hosts, &lock::holder(dir))) {
+        match taken {
+            Ok(lock) => locks.push(lock),
+            Err(held @ LockError::Held { .. }) => return Err(held.into()),
+            Err(failed) => {
+                reached.insert(name, Err(failed.to_string()));
+            }
+        }
+    }
+    Ok(locks)
 }
 
 /// Each host once (in parallel): reached over ssh, as root or with `sudo -n`, its shared
@@ -334,7 +385,7 @@ fn reach_hosts<'a>(
     spec: &FleetSpec,
     names: &[&'a str],
     control: &Path,
-) -> BTreeMap<&'a str, Result<(), String>> {
+) -> BTreeMap<&'a str, Result<Host, String>> {
     std::thread::scope(|s| {
         let handles: Vec<_> = names
             .iter()
@@ -342,7 +393,7 @@ fn reach_hosts<'a>(
                 let end = endpoint(spec, spec.host(name).expect("in the inventory"));
                 s.spawn(move || {
                     let reached = preflight(&end.target, &end.ssh_options, control);
-                    (name, reached.map(drop).map_err(|e| e.to_string()))
+                    (name, reached.map_err(|e| e.to_string()))
                 })
             })
             .collect();
@@ -394,6 +445,8 @@ enum Event {
         run: usize,
         status: CampaignRunStatus,
         reason: Option<String>,
+        /// The pair's calibration, when this run made it (`crate::calibrate`).
+        calibration: Option<Calibration>,
     },
 }
 
@@ -431,22 +484,19 @@ fn run_rounds(
         let returned = std::thread::scope(|s| -> Result<Vec<(String, Hosts)>, LabError> {
             let handles: Vec<_> = jobs
                 .into_iter()
-                .map(|(i, run, pair, mut backend)| {
+                .map(|(i, mut run, pair, mut backend)| {
                     let (tx, dir) = (tx.clone(), dir.clone());
                     s.spawn(move || {
                         let live = backend.live_reader_csv();
                         let mut looked = Instant::now();
-                        let (status, reason) = one_run(&dir, &run, &mut backend, &mut |elapsed| {
+                        let interval_us = run.settings.interval_us;
+                        let ended = one_run(&dir, &mut run, &mut backend, &mut |elapsed| {
                             // A look at the remote reader's rows every 2 s, one command on
                             // the pair's shared connection.
                             let goodput = match &live {
                                 Some((host, csv)) if looked.elapsed() > Duration::from_secs(2) => {
                                     looked = Instant::now();
-                                    crate::fleet_ui::remote_goodput(
-                                        host,
-                                        csv,
-                                        run.settings.interval_us,
-                                    )
+                                    crate::fleet_ui::remote_goodput(host, csv, interval_us)
                                 }
                                 _ => None,
                             };
@@ -456,10 +506,12 @@ fn run_rounds(
                                 goodput,
                             });
                         });
+                        let (status, reason, calibration) = ended;
                         let _ = tx.send(Event::Done {
                             run: i,
                             status,
                             reason,
+                            calibration,
                         });
                         (pair, backend)
                     })
@@ -499,7 +551,11 @@ fn follow(
                 run,
                 status,
                 reason,
+                calibration,
             }) => {
+                if let Some(calibration) = calibration {
+                    calibrate::apply(&mut cdir.campaign, calibration);
+                }
                 let r = &mut cdir.campaign.runs[run];
                 r.status = status;
                 r.reason = reason;
@@ -513,13 +569,18 @@ fn follow(
     }
 }
 
-/// One run on its pair's hosts, with its logs; its status from what it left.
+/// One run on its pair's hosts, with its logs, after the pair's calibration when it waits
+/// for one (`crate::calibrate`): its status from what it left, and the calibration it made.
 fn one_run(
     dir: &Path,
-    run: &CampaignRun,
+    run: &mut CampaignRun,
     backend: &mut Hosts,
     tick: &mut dyn FnMut(Duration),
-) -> (CampaignRunStatus, Option<String>) {
+) -> (CampaignRunStatus, Option<String>, Option<Calibration>) {
+    let calibration = match calibrate::before(backend, dir, run, &mut |line| ui::say(line)) {
+        Ok(calibration) => calibration,
+        Err(reason) => return (CampaignRunStatus::Failed, Some(reason), None),
+    };
     let run_dir = dir.join(&run.dir);
     let logs = dir.join("logs").join(format!(
         "{:03}_{}_{}_rep-{}",
@@ -536,10 +597,11 @@ fn one_run(
         Ok(())
     });
     if let Err(e) = prepared {
-        return (CampaignRunStatus::Failed, Some(e.to_string()));
+        return (CampaignRunStatus::Failed, Some(e.to_string()), calibration);
     }
     let result = backend.run(run, &run_dir, &logs, tick);
-    outcome(&run_dir, &result, &logs.join("reader.log"))
+    let (status, reason) = outcome(&run_dir, &result, &logs.join("reader.log"));
+    (status, reason, calibration)
 }
 
 /// Every pair puts its hosts back (in parallel); the first failure is reported after all
@@ -566,8 +628,8 @@ fn finish(cdir: &mut CampaignDir, spec: &FleetSpec, bin: &Path) -> Result<(), La
     for pair in &spec.pairs {
         record_path(cdir, pair)?;
     }
-    crate::finish_campaign(cdir, bin)?;
-    print!("{}", crate::fleet_ui::pair_table(&cdir.campaign, spec));
+    finish_campaign(cdir, bin)?;
+    oscil_cli::out!("{}", crate::fleet_ui::pair_table(&cdir.campaign, spec));
     Ok(())
 }
 
@@ -608,7 +670,8 @@ fn record_path(cdir: &mut CampaignDir, pair: &Pair) -> Result<(), LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::{parse, parse_pairs};
+    use crate::inventory::parse;
+    use crate::pairs::parse_pairs;
     use crate::plan::{AxisValue, Matrix, Setting};
     use oscil_rundir::campaign::Order;
 
@@ -689,5 +752,20 @@ mod tests {
         assert_eq!(receiver.target, "d");
         assert_eq!(receiver.remote_bin.as_deref(), Some("/opt/o"));
         spec.check().unwrap();
+    }
+
+    #[test]
+    fn the_dry_run_shows_each_host_as_it_will_be_reached() {
+        let (_, spec) = new_campaign("a>d");
+        assert_eq!(
+            crate::fleet_ui::hosts_table(&spec),
+            "\
+host  address   user  port             binaries
+a     10.0.0.1  root  2200             /usr/local/bin
+b     b         root  (ssh's default)  /usr/local/bin
+c     c         root  (ssh's default)  /usr/local/bin
+d     d         root  (ssh's default)  /opt/o
+"
+        );
     }
 }

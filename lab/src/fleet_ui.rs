@@ -219,6 +219,61 @@ pub fn pair_table(campaign: &Campaign, spec: &FleetSpec) -> String {
     text
 }
 
+/// `--dry-run`: every host as it will be reached (name, address, user, port, binaries),
+/// the user and port from the inventory, else `--ssh-option`, else ssh's own defaults.
+pub fn hosts_table(spec: &FleetSpec) -> String {
+    let option = |key: &str| {
+        spec.ssh_options.iter().rev().find_map(|o| {
+            let (k, v) = o.split_once('=')?;
+            k.eq_ignore_ascii_case(key).then(|| v.to_owned())
+        })
+    };
+    let ssh_default = || "(ssh's default)".to_owned();
+    let rows: Vec<[String; 5]> = spec
+        .hosts
+        .iter()
+        .map(|h| {
+            [
+                h.name.clone(),
+                h.address.clone(),
+                h.user
+                    .clone()
+                    .or_else(|| option("User"))
+                    .unwrap_or_else(ssh_default),
+                h.port
+                    .map(|p| p.to_string())
+                    .or_else(|| option("Port"))
+                    .unwrap_or_else(ssh_default),
+                h.bin_dir
+                    .clone()
+                    .or_else(|| spec.remote_bin.clone())
+                    .unwrap_or_else(|| "(the remote PATH)".into()),
+            ]
+        })
+        .collect();
+    let header = ["host", "address", "user", "port", "binaries"].map(String::from);
+    let widths: Vec<usize> = (0..5)
+        .map(|i| {
+            rows.iter()
+                .chain([&header])
+                .map(|r| r[i].len())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out += cells.join("  ").trim_end();
+        out += "\n";
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

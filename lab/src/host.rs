@@ -99,8 +99,16 @@ pub enum HostArgError {
     BadValue(String),
     #[error("\"{0}\" is not USER@HOST")]
     NotTarget(String),
+    #[error("host \"{0}\" is not a DNS name (letters, digits, '-', '_' and '.', no '-' or '.' first) nor an IP address")]
+    NotHostName(String),
+    #[error(
+        "user \"{0}\" is not a POSIX user name (letters, digits, '.', '_' and '-', no '-' first)"
+    )]
+    NotUserName(String),
     #[error("\"{0}\" is not a namespace name")]
     NotNamespace(String),
+    #[error("\"{0}\" is not an absolute directory of plain names (letters, digits, '.', '_', '-' and '+'; no '..')")]
+    NotBinDir(String),
 }
 
 /// Why `option` (`KEY=VALUE`) is not passed to ssh, if it is not.
@@ -116,21 +124,89 @@ pub fn check_ssh_option(option: &str) -> Result<(), HostArgError> {
     if value.is_empty() || value.len() > 1024 || value.chars().any(char::is_control) {
         return Err(HostArgError::BadValue(escape_peer(option)));
     }
-    Ok(())
+    // What ssh connects to and as whom: held to the target's rules.
+    match key.to_ascii_lowercase().as_str() {
+        "hostname" => check_host_name(value),
+        "user" => check_user_name(value),
+        _ => Ok(()),
+    }
 }
 
-/// Why `target` is not a `USER@HOST` ssh may be given, if it is not: it must not start
-/// with `-` (ssh would take it for an option) nor hold white space or quotes.
+/// Why `target` is not a `[USER@]HOST` ssh may be given, if it is not: the user a POSIX
+/// user name, the host a DNS name or an IP address ([`check_host_name`],
+/// [`check_user_name`]). Nothing else gets through, so no ssh configuration that expands
+/// `%h` or `%r` into a command can be turned into another one. The command line's
+/// `--sender`/`--receiver` and an inventory's hosts are both checked here.
 pub fn check_ssh_target(target: &str) -> Result<(), HostArgError> {
-    let ok = !target.is_empty()
-        && target.len() <= 255
-        && !target.starts_with('-')
-        && !target
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control() || c == '\'' || c == '"');
+    if target.is_empty() || target.len() > 255 {
+        return Err(HostArgError::NotTarget(escape_peer(target)));
+    }
+    let host = match target.split_once('@') {
+        Some((user, host)) => {
+            check_user_name(user)?;
+            host
+        }
+        None => target,
+    };
+    check_host_name(host)
+}
+
+/// Why `host` is neither a DNS name (labels of letters, digits, `-` and `_`, at most 63
+/// bytes each, 253 in all, none starting with `-`) nor an IPv4 or IPv6 address (bare or
+/// in brackets, with an optional plain zone: `fe80::1%eth0`), if it is neither.
+pub fn check_host_name(host: &str) -> Result<(), HostArgError> {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let (address, zone) = bare.split_once('%').unwrap_or((bare, ""));
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    let ipv6 =
+        address.parse::<std::net::Ipv6Addr>().is_ok() && zone.chars().all(|c| plain(c) || c == '.');
+    let label =
+        |l: &str| !l.is_empty() && l.len() <= 63 && !l.starts_with('-') && l.chars().all(plain);
+    let dns = host.len() <= 253 && host.split('.').all(label);
+    match ipv6 || dns {
+        true => Ok(()),
+        false => Err(HostArgError::NotHostName(escape_peer(host))),
+    }
+}
+
+/// Why `dir` (`--remote-bin`, an inventory's `oscil_bin`) is not a directory the lab
+/// would run binaries from as root, if it is not: an absolute path of plain names, so it
+/// reads the same to every shell and tool on the way. Who owns it and who may write it
+/// is checked on the host itself, before anything is run or written there.
+pub fn check_bin_dir(dir: &str) -> Result<(), HostArgError> {
+    let plain = |name: &str| {
+        !name.is_empty()
+            && name != "."
+            && name != ".."
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
+    };
+    let ok = dir.len() <= 1024
+        && dir.strip_prefix('/').is_some_and(|rest| {
+            rest.is_empty() || rest.trim_end_matches('/').split('/').all(plain)
+        });
     match ok {
         true => Ok(()),
-        false => Err(HostArgError::NotTarget(escape_peer(target))),
+        false => Err(HostArgError::NotBinDir(escape_peer(dir))),
+    }
+}
+
+/// Why `user` is not a POSIX user name (the portable set: letters, digits, `.`, `_`,
+/// `-`, not `-` first; at most 32 bytes), if it is not.
+pub fn check_user_name(user: &str) -> Result<(), HostArgError> {
+    let ok = !user.is_empty()
+        && user.len() <= 32
+        && !user.starts_with('-')
+        && user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    match ok {
+        true => Ok(()),
+        false => Err(HostArgError::NotUserName(escape_peer(user))),
     }
 }
 
@@ -425,6 +501,74 @@ mod tests {
         for bad in ["-oProxyCommand=id", "a b", "", "it's"] {
             assert!(check_ssh_target(bad).is_err(), "{bad:?}");
         }
+        assert!(check_ssh_option("HostName=h;id").is_err());
+        assert!(check_ssh_option("User=-oProxyCommand=id").is_err());
+        check_ssh_option("HostName=fra-1.example.net").unwrap();
+    }
+
+    #[test]
+    fn a_binary_directory_is_an_absolute_path_of_plain_names() {
+        for good in ["/usr/local/bin", "/opt/oscil-0.1/bin/", "/", "/srv/a+b_c"] {
+            check_bin_dir(good).unwrap_or_else(|e| panic!("{good}: {e}"));
+        }
+        for bad in [
+            "bin",
+            "/opt/../etc",
+            "/opt/./x",
+            "/tmp/$(id)",
+            "/tmp/a b",
+            "/tmp/x\n",
+            "//x",
+            "",
+        ] {
+            assert!(check_bin_dir(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// The issue's attempts, refused by the lab's own check (before, only OpenSSH's
+    /// hostname check stood in their way); the forms real hosts take, accepted.
+    #[test]
+    fn only_dns_names_ip_addresses_and_posix_users_are_targets() {
+        for good in [
+            "snd",
+            "root@10.0.0.1",
+            "alice.b_c-d@fra-1.example.net",
+            "ubuntu@2001:db8::1",
+            "root@[2001:db8::1]",
+            "root@fe80::1%eth0",
+            "_svc@host_1.lan",
+        ] {
+            check_ssh_target(good).unwrap_or_else(|e| panic!("{good}: {e}"));
+        }
+        let refused = |target: &str| check_ssh_target(target).unwrap_err().to_string();
+        assert_eq!(
+            refused("h;id"),
+            "host \"h;id\" is not a DNS name (letters, digits, '-', '_' and '.', no '-' or '.' first) nor an IP address"
+        );
+        assert_eq!(
+            refused("root@-oProxyCommand=touch /tmp/x"),
+            "host \"-oProxyCommand=touch /tmp/x\" is not a DNS name (letters, digits, '-', '_' and '.', no '-' or '.' first) nor an IP address"
+        );
+        assert_eq!(
+            refused("$(touch /tmp/x)@h"),
+            "user \"$(touch /tmp/x)\" is not a POSIX user name (letters, digits, '.', '_' and '-', no '-' first)"
+        );
+        for bad in [
+            "$(touch /tmp/x)",
+            "ssh://-oProxyCommand=id",
+            "ssh://root@h",
+            "a@b@c",
+            "-l@h",
+            "h.",
+            ".h",
+            "h..i",
+            "fe80::1%eth0;id",
+            "[::1",
+            "h\u{1b}[2J",
+            &"a".repeat(64),
+        ] {
+            assert!(check_ssh_target(bad).is_err(), "{bad:?}");
+        }
         assert!(Host::Netns("../x".into()).check().is_err());
     }
 
@@ -446,12 +590,13 @@ mod tests {
 
     #[test]
     fn a_started_process_is_stopped_by_signal() {
+        use std::os::unix::process::ExitStatusExt;
         let log = tempfile::tempfile().unwrap();
         let mut proc = Host::Local.spawn(&["sleep", "30"], &log).unwrap();
         assert!(proc.try_wait().is_none());
-        let started = Instant::now();
         let status = proc.stop(Duration::from_secs(5)).unwrap();
-        assert!(!status.success());
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // The kernel's word on how it ended: by the SIGTERM, not the SIGKILL that follows
+        // a grace spent waiting, nor by ending its 30 s.
+        assert_eq!(status.signal(), Some(sys::SIGTERM), "{status}");
     }
 }

@@ -8,35 +8,37 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use oscil_kernel::sysctl::{Side, SysctlValues};
+use oscil_protocol::trace::{ReaderTrace, SenderTrace, TraceRow};
 use oscil_rundir::campaign::CampaignRun;
+use oscil_rundir::lab::{LabRecord, Sides};
 use oscil_rundir::Limits;
 
 use crate::config::HostsSpec;
 use crate::execute::{run_session, Backend, LabError};
 use crate::host::{Host, SshHost};
-use crate::meta::{run_warnings, LabMeta, Sides};
-use crate::session::{listening_ports, pick_port, Ends, ReaderEnd, RunFiles};
-use crate::sysctl::{
-    self, HostRestore, RestoreFile, RunningDaemon, Sysctls, TempDirRecord, RECEIVER_KEYS, RECORDED,
-    SENDER_KEYS,
-};
+use crate::meta::run_warnings;
+use crate::session::{Ends, ReaderEnd, RunFiles};
+use crate::sysctl::{self, HostRestore, RestoreFile, RunningDaemon, TempDirRecord};
 use crate::{ui, unpack};
 
 pub struct Hosts {
     ends: Ends,
     campaign_dir: PathBuf,
     /// Each side's values before the campaign: what `default` means, and what is restored.
-    original: [Sysctls; 2],
+    original: [SysctlValues; 2],
     kernels: [String; 2],
     restore: RestoreFile,
     /// Temporary directories made on each host (key, binaries, the run in progress).
     work: Vec<(Host, String)>,
     ping: Option<String>,
-    next_port_seed: u64,
     /// This machine's private directory for the ssh connections' control sockets, when
     /// this backend has its own (held for the campaign and removed when it drops); a
     /// fleet's pairs share the fleet's, so each host has one connection.
     own_control_dir: Option<tempfile::TempDir>,
+    /// Both hosts held for this campaign (a two-host campaign's own; a fleet holds its
+    /// hosts once for all their pairs). Dropped after `Drop` has put the hosts back.
+    locks: Vec<crate::lock::HostLock>,
 }
 
 /// One end reached over ssh: how, and where its oscil binaries are.
@@ -97,7 +99,58 @@ pub fn preflight(target: &str, options: &[String], control_dir: &Path) -> Result
     Ok(Host::Ssh(ssh))
 }
 
-/// The binary `name` on `host`: found (and of this build's version), or copied there.
+/// Run on a host as `sh -c BINARIES sh install|check DIR NAME` (as root, or the ssh user
+/// under `sudo -n`): every binary the lab runs there as root, and every directory it
+/// writes one into, must be safe from other users. `safe` walks a physical path up to
+/// `/`: each part owned by root or the ssh user, none writable by group or others (a
+/// directory above the binary's may be, if sticky, as `/tmp` is: then no one else can
+/// rename or remove what root or the ssh user keeps there). `install` checks DIR (made
+/// if missing) and writes stdin through a fresh temporary file (`mktemp`: new, mode 0600)
+/// renamed into place, so a link planted at DIR/NAME is replaced, never followed; `check`
+/// resolves DIR/NAME (or NAME on the PATH) and checks the file it is. Both print the
+/// binary's physical path, which is what the lab then runs.
+const BINARIES: &str = r#"set -eu
+mode=$1 dir=$2 name=$3
+me=$(id -u) by=${SUDO_UID:-$(id -u)}
+fail() { echo "$*; refused" >&2; exit 1; }
+missing() { echo "$* (give --remote-bin DIR or --install)" >&2; exit 1; }
+safe() {
+  p=$1 top=1
+  while :; do
+    s=$(stat -c '%u %a' -- "$p") || fail "$p: cannot stat"
+    owner=${s% *} m=${s#* }
+    case $owner in 0|"$me"|"$by") ;; *) fail "$p is owned by uid $owner, neither root nor the ssh user" ;; esac
+    if [ $((0$m & 022)) -ne 0 ] && { [ $top = 1 ] || [ $((0$m & 01000)) -eq 0 ]; }; then
+      fail "$p is writable by group or others (mode $m)"
+    fi
+    [ "$p" = / ] && return 0
+    p=$(dirname -- "$p") top=0
+  done
+}
+case $mode in
+install)
+  mkdir -p -- "$dir"
+  d=$(cd -P -- "$dir" && pwd -P)
+  safe "$d"
+  t=$(mktemp "$d/.$name.XXXXXX")
+  trap 'rm -f -- "$t"' EXIT
+  cat > "$t"
+  chmod 755 "$t"
+  if [ -L "$d/$name" ]; then rm -f -- "$d/$name"
+  elif [ -e "$d/$name" ] && [ ! -f "$d/$name" ]; then fail "$d/$name is not a regular file"; fi
+  mv -f -- "$t" "$d/$name"
+  trap - EXIT
+  echo "$d/$name" ;;
+check)
+  if [ -n "$dir" ]; then f=$dir/$name; else f=$(command -v -- "$name") || missing "not on the PATH"; fi
+  r=$(readlink -f -- "$f") && [ -f "$r" ] || missing "$f is not a file"
+  safe "$r"
+  echo "$r" ;;
+esac
+"#;
+
+/// The binary `name` on `host`: found (and of this build's version), or copied there;
+/// either way where no other user can write ([`BINARIES`]).
 fn binary(
     host: &Host,
     name: &str,
@@ -111,22 +164,28 @@ fn binary(
     let dir = remote_bin
         .cloned()
         .or_else(|| install.then(|| work.to_owned()));
-    let path = dir.map_or_else(|| name.to_owned(), |d| format!("{d}/{name}"));
-    if install {
-        let local = local_bin.join(name);
-        let bytes =
-            std::fs::read(&local).map_err(|source| LabError::io("cannot read", local, source))?;
-        host.run_input(
-            &[
-                "sh",
-                "-c",
-                "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\" && chmod 755 \"$1\"",
-                "sh",
-                &path,
-            ],
-            &bytes,
-        )?;
-    }
+    let dir_text = dir.as_deref().unwrap_or_default();
+    let refused = |e: crate::host::HostError| {
+        let detail = match &e {
+            crate::host::HostError::Failed { detail, .. } => detail.clone(),
+            other => other.to_string(),
+        };
+        let place = dir.as_deref().unwrap_or("the remote PATH");
+        LabError::Setup(format!("{}: {name} in {place}: {detail}", host.name()))
+    };
+    let path = match install {
+        true => {
+            let local = local_bin.join(name);
+            let bytes = std::fs::read(&local)
+                .map_err(|source| LabError::io("cannot read", local, source))?;
+            let argv = ["sh", "-c", BINARIES, "sh", "install", dir_text, name];
+            host.run_input(&argv, &bytes).map_err(refused)?
+        }
+        false => {
+            let argv = ["sh", "-c", BINARIES, "sh", "check", dir_text, name];
+            host.run(&argv).map_err(refused)?
+        }
+    };
     let expected = format!("{name} {}", env!("CARGO_PKG_VERSION"));
     let found = host.run(&[&path, "--version"]).map_err(|e| {
         LabError::Setup(format!(
@@ -162,15 +221,12 @@ fn resolved_address(target: &str, options: &[String]) -> Result<String, LabError
 
 impl Hosts {
     /// Checks both hosts, ships the key (and binaries), and records what will be restored.
-    pub fn new(
-        spec: &HostsSpec,
-        campaign_dir: &Path,
-        local_bin: &Path,
-        seed: u64,
-    ) -> Result<Hosts, LabError> {
+    pub fn new(spec: &HostsSpec, campaign_dir: &Path, local_bin: &Path) -> Result<Hosts, LabError> {
         let control_dir = oscil_rundir::safe_fs::private_temp_dir("oscil-ssh-")?;
-        let mut hosts = Self::connect(&spec.into(), campaign_dir, seed, control_dir.path())?;
+        let mut hosts = Self::connect(&spec.into(), campaign_dir, control_dir.path())?;
         hosts.own_control_dir = Some(control_dir);
+        let ends = [hosts.ends.sender.clone(), hosts.ends.receiver.clone()];
+        hosts.locks = crate::lock::take_all(&ends, &crate::lock::holder(campaign_dir))?;
         // From here on, dropping `hosts` undoes whatever was done.
         hosts.prepare(&spec.into(), local_bin)?;
         Ok(hosts)
@@ -182,10 +238,9 @@ impl Hosts {
         spec: &PairSpec,
         pair_dir: &Path,
         local_bin: &Path,
-        seed: u64,
         control_dir: &Path,
     ) -> Result<Hosts, LabError> {
-        let mut hosts = Self::connect(spec, pair_dir, seed, control_dir)?;
+        let mut hosts = Self::connect(spec, pair_dir, control_dir)?;
         hosts.prepare(spec, local_bin)?;
         Ok(hosts)
     }
@@ -194,7 +249,6 @@ impl Hosts {
     fn connect(
         spec: &PairSpec,
         campaign_dir: &Path,
-        seed: u64,
         control_dir: &Path,
     ) -> Result<Hosts, LabError> {
         let sender = preflight(&spec.sender.target, &spec.sender.ssh_options, control_dir)?;
@@ -223,6 +277,7 @@ impl Hosts {
                 receiver_key: String::new(),
                 listen_ip: listen_ip.into(),
                 connect_host,
+                port_file: String::new(),
             },
             campaign_dir: campaign_dir.to_owned(),
             original: Default::default(),
@@ -230,8 +285,8 @@ impl Hosts {
             restore: RestoreFile::default(),
             work: Vec::new(),
             ping: None,
-            next_port_seed: seed,
             own_control_dir: None,
+            locks: Vec::new(),
         })
     }
 
@@ -258,6 +313,7 @@ impl Hosts {
             local_bin,
         )?;
         self.ends.sender_key = ship_key(&sender, &sender_work, &key)?;
+        self.ends.port_file = format!("{sender_work}/daemon.port");
         self.ends.receiver_key = ship_key(&receiver, &receiver_work, &key)?;
         self.record_originals()?;
         let ping = [
@@ -286,28 +342,21 @@ impl Hosts {
     /// which hold the key) before anything is changed.
     fn record_originals(&mut self) -> Result<(), LabError> {
         self.original = [
-            sysctl::read(&self.ends.sender, &RECORDED)?,
-            sysctl::read(&self.ends.receiver, &RECORDED)?,
+            sysctl::read(&self.ends.sender, &sysctl::recorded())?,
+            sysctl::read(&self.ends.receiver, &sysctl::recorded())?,
         ];
         self.kernels = [
             self.ends.sender.run(&["uname", "-r"])?,
             self.ends.receiver.run(&["uname", "-r"])?,
         ];
-        let keep = |values: &Sysctls, keys: &[&str]| -> Sysctls {
-            keys.iter()
-                .map(|k| (k.to_string(), values[*k].clone()))
-                .collect()
-        };
         self.restore = RestoreFile {
             hosts: vec![
-                HostRestore {
-                    host: self.ends.sender.clone(),
-                    sysctls: keep(&self.original[0], &SENDER_KEYS),
-                },
-                HostRestore {
-                    host: self.ends.receiver.clone(),
-                    sysctls: keep(&self.original[1], &RECEIVER_KEYS),
-                },
+                HostRestore::new(self.ends.sender.clone(), Side::Sender, &self.original[0]),
+                HostRestore::new(
+                    self.ends.receiver.clone(),
+                    Side::Receiver,
+                    &self.original[1],
+                ),
             ],
             daemon: None,
             temp_dirs: self
@@ -339,8 +388,10 @@ impl Hosts {
             .process_group(0)
             .spawn()
             .map_err(|e| LabError::io("cannot run", "ssh".into(), e))?;
-        let stream = source.stdout.take().expect("piped");
-        let unpacked = unpack::unpack(stream, run_dir, fetch_limit_bytes(run));
+        let limit_bytes = fetch_limit_bytes(run);
+        let limit = fetch_time_limit(limit_bytes);
+        let stream = unpack::Deadline::new(source.stdout.take().expect("piped"), limit);
+        let unpacked = unpack::unpack(stream, run_dir, limit_bytes, limit);
         if unpacked.is_err() {
             let _ = source.kill();
         }
@@ -371,10 +422,10 @@ impl Hosts {
         Some((host.clone(), format!("{work}/run/reader.csv")))
     }
 
-    fn meta(&self, run: &CampaignRun) -> Result<LabMeta, LabError> {
+    fn record(&self, run: &CampaignRun) -> Result<LabRecord, LabError> {
         let sysctls = self.ends.sysctls_in_force()?;
-        let warnings = run_warnings(&run.settings, &sysctls["receiver"], &self.kernels[1]);
-        Ok(LabMeta {
+        let warnings = run_warnings(&run.settings, &sysctls.receiver, &self.kernels[1]);
+        Ok(LabRecord {
             configuration: run.label.clone(),
             repetition: run.repetition,
             settings: run.settings.clone(),
@@ -402,7 +453,15 @@ pub fn close_connection(host: &Host) {
     }
 }
 
-/// The most bytes a run's directory may bring back: what its settings let it hold.
+/// How long a run's directory may take to come back: a minute, and its byte bound at
+/// 10 MB/s (the bound is about a hundred times what a run writes, so a real run's files
+/// would have to come at under ~100 kB/s to miss it).
+fn fetch_time_limit(limit_bytes: u64) -> Duration {
+    Duration::from_secs(60 + limit_bytes / 10_000_000)
+}
+
+/// The most bytes a run's directory may bring back: what its settings let it hold (with
+/// `--trace`, both trace files at their cap).
 fn fetch_limit_bytes(run: &CampaignRun) -> u64 {
     let s = &run.settings;
     let pattern_ms = s
@@ -416,7 +475,13 @@ fn fetch_limit_bytes(run: &CampaignRun) -> u64 {
         pattern_ms as f64 / 1000.0,
         s.marker_every_us,
     );
-    limits.dir_bytes()
+    let traces = match s.trace {
+        true => limits
+            .bytes::<TraceRow<SenderTrace>>()
+            .saturating_add(limits.bytes::<TraceRow<ReaderTrace>>()),
+        false => 0,
+    };
+    limits.dir_bytes().saturating_add(traces)
 }
 
 /// Writes the campaign key into `dir` on `host` through ssh's standard input, mode 0600.
@@ -430,7 +495,7 @@ fn ship_key(host: &Host, dir: &str, key: &str) -> Result<String, LabError> {
 }
 
 impl Backend for Hosts {
-    fn ends(&self) -> Sides {
+    fn ends(&self) -> Sides<String> {
         Sides {
             sender: self.ends.sender.name(),
             receiver: self.ends.receiver.name(),
@@ -449,6 +514,10 @@ impl Backend for Hosts {
         crate::config::HOSTS_RUN_OVERHEAD
     }
 
+    fn receiver_kernel(&self) -> &str {
+        &self.kernels[1]
+    }
+
     fn run(
         &mut self,
         run: &CampaignRun,
@@ -458,13 +527,11 @@ impl Backend for Hosts {
     ) -> Result<ReaderEnd, LabError> {
         self.ends
             .set_sysctls(&run.settings, [&self.original[0], &self.original[1]])?;
-        self.next_port_seed = self.next_port_seed.wrapping_add(1);
-        let port = pick_port(&listening_ports(&self.ends.sender)?, self.next_port_seed);
-        let meta = self.meta(run)?.to_json();
+        let record = self.record(run)?.to_json();
         let local = self.ends.receiver == Host::Local;
         // The second work directory made is the receiver's (see `prepare`).
         let receiver_work = &self.work[1].1;
-        let meta_path = format!("{receiver_work}/meta.json");
+        let record_path = format!("{receiver_work}/lab-record.json");
         let out = if local {
             run_dir.display().to_string()
         } else {
@@ -476,14 +543,14 @@ impl Backend for Hosts {
                 "-c",
                 "cat > \"$1\"; rm -rf \"$2\"",
                 "sh",
-                &meta_path,
+                &record_path,
                 if local { "" } else { &out },
             ],
-            &meta,
+            &record,
         )?;
         let files = RunFiles {
             out: &out,
-            meta: &meta_path,
+            lab_record: &record_path,
             daemon_log: &logs.join("daemon.log"),
             reader_log: &logs.join("reader.log"),
         };
@@ -496,7 +563,7 @@ impl Backend for Hosts {
             });
             Ok(restore.save(&campaign_dir)?)
         };
-        let end = run_session(&self.ends, run, port, &files, tick, Some(&mut record))?;
+        let end = run_session(&self.ends, run, &files, tick, Some(&mut record))?;
         if !local {
             self.fetch(&out, run, run_dir)?;
         }

@@ -3,36 +3,44 @@
 //! real hosts over ssh), kept in a campaign directory that can be resumed, with every
 //! setting changed on a host recorded first and restored on every exit path.
 
-pub mod bounded;
+mod bounded;
+mod calibrate;
+mod capacity;
 pub mod cli;
-pub mod config;
-pub mod execute;
-pub mod fleet;
-pub mod fleet_ui;
-pub mod host;
-pub mod hosts;
-pub mod inventory;
-pub mod meta;
-pub mod netns;
-pub mod plan;
-pub mod schedule;
-pub mod session;
-pub mod sys;
-pub mod sysctl;
-pub mod ui;
-pub mod unpack;
+mod config;
+mod execute;
+mod finish;
+mod fleet;
+mod fleet_ui;
+mod host;
+mod hosts;
+mod inventory;
+mod lock;
+mod meta;
+mod netns;
+mod pairs;
+mod plan;
+mod schedule;
+mod session;
+mod sys;
+mod sysctl;
+mod ui;
+mod unpack;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use oscil_rundir::campaign::{
-    self, Backend as BackendKind, Campaign, CampaignRunStatus, CAMPAIGN_FORMAT_VERSION,
+    self, Backend as BackendKind, Campaign, CampaignRunStatus, SlowRateBasis,
+    CAMPAIGN_FORMAT_VERSION,
 };
 
-use config::{BackendSpec, Job, LinkKind, NewCampaign};
+use config::{BackendSpec, Job, NewCampaign};
+pub use execute::Finished;
 use execute::{Backend, CampaignDir, Ended, LabError};
+use finish::finish_campaign;
 use host::Host;
+use oscil_rundir::lab::LinkKind;
 use oscil_rundir::safe_fs;
 use plan::{configurations, plan_runs, planned_duration};
 
@@ -42,16 +50,6 @@ pub fn bin_dir() -> PathBuf {
         .map(PathBuf::from)
         .or_else(|| std::env::current_exe().ok()?.parent().map(Path::to_owned))
         .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// How a job ended, for the exit code.
-pub enum Finished {
-    /// Every run complete (or nothing to do).
-    Complete,
-    /// Some run is not complete: failed or partial.
-    Incomplete,
-    /// A signal stopped the campaign; it can be resumed.
-    Interrupted(i32),
 }
 
 pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabError> {
@@ -72,6 +70,7 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
             new_fleet(&new, bin, now_unix_ms)
         }
         Job::New(new) if new.dry_run => {
+            check_out(&new.out, new.force)?;
             print_plan(&plan_new(&new, now_unix_ms), &new.backend);
             Ok(Finished::Complete)
         }
@@ -88,6 +87,7 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
             )
         }
         Job::Resume { dir, dry_run } => {
+            campaign::check_is_campaign(&dir)?;
             // campaign.json names hosts, options and directories root acts on: only when
             // nobody else could have written it.
             safe_fs::check_trusted(&dir)?;
@@ -108,7 +108,7 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
                 print_plan(&campaign, &spec);
                 return Ok(Finished::Complete);
             }
-            if sysctl::restore_dir(&dir)? {
+            if fleet::restore_all(&dir)? {
                 ui::say("oscil-lab: restored the settings an earlier attempt left changed");
             }
             run_campaign(CampaignDir { dir, campaign }, &spec, bin)
@@ -128,6 +128,7 @@ fn new_fleet(new: &NewCampaign, bin: &Path, now_unix_ms: u64) -> Result<Finished
         hosts["planned_rounds"] = rounds.into();
     }
     if new.dry_run {
+        check_out(&new.out, new.force)?;
         fleet::print_plan(&campaign, spec);
         return Ok(Finished::Complete);
     }
@@ -159,6 +160,7 @@ fn plan_new(new: &NewCampaign, now_unix_ms: u64) -> Campaign {
         repeat: new.repeat,
         runs: plan_runs(&configs, new.repeat, new.order, new.seed),
         hosts: Some(serde_json::json!({ "lab_backend": new.backend })),
+        calibrations: Vec::new(),
     }
 }
 
@@ -168,7 +170,7 @@ fn backend_spec(campaign: &Campaign) -> Result<BackendSpec, LabError> {
         .as_ref()
         .and_then(|h| h.get("lab_backend"))
         .cloned()
-        .unwrap_or_default();
+        .ok_or(LabError::NotResumable)?;
     let spec = serde_json::from_value(value)
         .map_err(|e| LabError::Setup(format!("campaign.json does not say how it ran ({e})")))?;
     let refused =
@@ -198,14 +200,37 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
             n if n == todo.len() => " (read at full speed as long)",
             _ => " (full-speed: read at full speed as long)",
         };
-        println!("every run: {}", shared_words(&first.settings, pattern));
-        println!("   #  rep  configuration (its label names what differs from the defaults)");
+        oscil_cli::outln!("every run: {}", shared_words(&first.settings, pattern));
+        oscil_cli::outln!(
+            "   #  rep  configuration (its label names what differs from the defaults)"
+        );
     }
     for run in &todo {
-        println!("{:>4}  {:>3}  {}", run.position, run.repetition, run.label);
+        oscil_cli::outln!("{:>4}  {:>3}  {}", run.position, run.repetition, run.label);
+    }
+    if matches!(
+        spec,
+        BackendSpec::Netns {
+            link: LinkKind::Tun
+        }
+    ) {
+        let mut said = Vec::new();
+        for run in &todo {
+            let Some(path) = &run.settings.path else {
+                continue;
+            };
+            let held = capacity::HELD_ON_TIME;
+            match capacity::warning(path, run.settings.flows, held) {
+                Some(warning) if !said.contains(&warning) => {
+                    eprintln!("oscil-lab: warning: {warning}");
+                    said.push(warning);
+                }
+                _ => {}
+            }
+        }
     }
     let total = planned_duration(todo.iter().copied(), spec.per_run_overhead());
-    println!(
+    oscil_cli::outln!(
         "{} run(s), {} order (seed {}), about {} in all ({} per run beyond the pattern and the session's round trips)",
         todo.len(),
         format!("{:?}", campaign.order).to_lowercase(),
@@ -219,12 +244,16 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
 fn shared_words(settings: &oscil_rundir::campaign::RunSettings, pattern_note: &str) -> String {
     let p = &settings.pattern;
     let ms = |ms: u64| ui::human_duration(Duration::from_millis(ms));
+    let slow_at = match (&settings.slow_rate_basis, settings.slow_rate_bps) {
+        (Some(SlowRateBasis::Given), Some(bps)) => format!(" at {} Mbit/s", bps as f64 / 1e6),
+        (Some(basis), _) => format!(" at {}", basis.describe(p.fraction)),
+        (None, _) => String::new(),
+    };
     let mut words = vec![
         format!(
-            "{} fast, {} slow at {}% of the peak, {} cycle(s){pattern_note}",
+            "{} fast, {} slow{slow_at}, {} cycle(s){pattern_note}",
             ms(p.fast_ms),
             ms(p.slow_ms),
-            p.fraction * 100.0,
             p.cycles
         ),
         format!("{} flow(s)", settings.flows),
@@ -242,30 +271,26 @@ fn shared_words(settings: &oscil_rundir::campaign::RunSettings, pattern_note: &s
     if let Some(bytes) = settings.write_size_bytes {
         words.push(format!("{bytes}-byte writes"));
     }
-    if let Some(bps) = settings.slow_rate_bps {
-        words.push(format!("slow phases at {bps} bit/s"));
-    }
     words.join(", ")
 }
 
 /// `cannot create DIR: a file is there, not a directory`, as the reader and the report say.
 fn cannot_create(dir: &Path, error: &std::io::Error) -> LabError {
-    LabError::Setup(oscil_rundir::RunDirError::cannot_create(dir, error).to_string())
+    LabError::Out(oscil_rundir::RunDirError::cannot_create(dir, error))
 }
 
-/// A new campaign needs an empty (or absent) directory, or `--force`; one that exists must
-/// be owned by root (or this user) and writable by nobody else, or another user could
-/// plant links in it for root to write through.
-fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
+/// What [`prepare_out`] checks, touching nothing (`--dry-run` checks it too): true when
+/// `--force` is to clear an earlier campaign there.
+fn check_out(out: &Path, force: bool) -> Result<bool, LabError> {
     let mut entries = match std::fs::read_dir(out) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) if out.is_file() => return Err(cannot_create(out, &e)),
         Err(source) => return Err(LabError::io("cannot read", out.to_owned(), source)),
     };
     safe_fs::check_trusted(out)?;
     if entries.next().is_none() {
-        return Ok(());
+        return Ok(false);
     }
     if !force {
         return Err(LabError::OutInUse(out.to_owned()));
@@ -275,6 +300,16 @@ fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
             "{}: a campaign there left settings to restore; run oscil-lab restore {0} first",
             out.display()
         )));
+    }
+    Ok(true)
+}
+
+/// A new campaign needs an empty (or absent) directory, or `--force`; one that exists must
+/// be owned by root (or this user) and writable by nobody else, or another user could
+/// plant links in it for root to write through.
+fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
+    if !check_out(out, force)? {
+        return Ok(());
     }
     for name in [
         campaign::CAMPAIGN_JSON,
@@ -333,9 +368,7 @@ fn make_backend(
             congestion.dedup();
             Ok(Box::new(netns::Netns::new(*link, bin, &congestion)?))
         }
-        BackendSpec::Hosts(hosts) => {
-            Ok(Box::new(hosts::Hosts::new(hosts, dir, bin, campaign.seed)?))
-        }
+        BackendSpec::Hosts(hosts) => Ok(Box::new(hosts::Hosts::new(hosts, dir, bin)?)),
         BackendSpec::Fleet(_) => Err(LabError::Setup(
             "a fleet runs through oscil_lab::fleet, not one backend".into(),
         )),
@@ -360,7 +393,7 @@ fn run_campaign(
     sys::catch_stop_signals()
         .map_err(|e| LabError::Setup(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
     let mut backend = set_up(&mut cdir, spec, bin)?;
-    let ended = run_all(&mut cdir, backend.as_mut());
+    let ended = run_all(&mut cdir, backend.as_mut(), bin);
     // Whatever happened, the backend puts everything back before anything else.
     let closed = backend.close();
     drop(backend);
@@ -416,7 +449,11 @@ fn set_up(
 }
 
 /// Every run still to do, with the terminal's progress bar and the warnings file.
-fn run_all(cdir: &mut CampaignDir, backend: &mut dyn Backend) -> Result<Ended, LabError> {
+fn run_all(
+    cdir: &mut CampaignDir,
+    backend: &mut dyn Backend,
+    bin: &Path,
+) -> Result<Ended, LabError> {
     let todo: Vec<_> = cdir
         .campaign
         .runs
@@ -431,11 +468,15 @@ fn run_all(cdir: &mut CampaignDir, backend: &mut dyn Backend) -> Result<Ended, L
         cdir.campaign.sender,
         cdir.campaign.receiver
     ));
+    for warning in crate::meta::axis_warnings(&todo, backend.receiver_kernel()) {
+        ui::say(&format!("oscil-lab: warning: {warning}"));
+    }
     let overhead = backend.per_run_overhead();
     let mut ui = ui::Ui::new(
         todo.len() as u64,
         planned_duration(&todo, overhead),
         overhead,
+        bin,
     );
     let ended = execute::execute(cdir, backend, &mut ui);
     ui.finish();
@@ -451,61 +492,4 @@ fn write_warnings(dir: &Path, warnings: &[String]) -> Result<(), LabError> {
     let path = dir.join("warnings.txt");
     std::fs::write(&path, warnings.join("\n") + "\n")
         .map_err(|source| LabError::io("cannot write", path, source))
-}
-
-/// The report over every complete run, the measured path, and the end table.
-pub(crate) fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for (run, dir) in cdir.campaign.complete_runs(&cdir.dir) {
-        match dir {
-            Ok(dir) => dirs.push(dir),
-            Err(e) => ui::say(&format!(
-                "oscil-lab: warning: {} rep {} left out: {e}",
-                run.label, run.repetition
-            )),
-        }
-    }
-    if let Some(min_rtt_us) = dirs
-        .iter()
-        .filter_map(|d| oscil_rundir::load_rows::<oscil_protocol::SenderSample>(d).ok())
-        .flatten()
-        .map(|r| r.rtt_us)
-        .filter(|&r| r > 0)
-        .min()
-    {
-        if let Some(hosts) = cdir.campaign.hosts.as_mut() {
-            hosts["measured_min_rtt_us"] = min_rtt_us.into();
-        }
-        cdir.save()?;
-    }
-    if !dirs.is_empty() && bin.join("oscil-report").is_file() {
-        // The campaign itself, so the report groups repetitions by configuration; the
-        // recommendation declines by itself when the evidence is thin.
-        // Bounded in time and memory: the runs may hold what a remote host sent.
-        let mut report = std::process::Command::new(bin.join("oscil-report"));
-        report
-            .arg(&cdir.dir)
-            .arg("--out")
-            .arg(cdir.dir.join("report"))
-            .args(["--force", "--recommend"]);
-        let ran = bounded::run_bounded(report, bounded::REPORT_TIME, bounded::REPORT_MEMORY_BYTES);
-        if let Err(e) = ran {
-            ui::say(&format!(
-                "oscil-lab: warning: the report failed ({e}); the runs are all in {}",
-                cdir.dir.display()
-            ));
-        }
-    }
-    let _ = write!(
-        std::io::stdout(),
-        "{}",
-        ui::table(&cdir.campaign, &cdir.dir)
-    );
-    ui::say(&format!(
-        "oscil-lab: {} of {} run(s) complete in {}",
-        dirs.len(),
-        cdir.campaign.runs.len(),
-        cdir.dir.display()
-    ));
-    Ok(())
 }

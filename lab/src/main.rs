@@ -5,7 +5,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use oscil_kernel::congestion::CongestionControls;
 use oscil_lab::cli::{check_congestion_available, Cli};
-use oscil_lab::execute::LabError;
 use oscil_lab::{bin_dir, run_job, Finished};
 
 fn main() -> ExitCode {
@@ -33,16 +32,17 @@ fn main() -> ExitCode {
     };
     // The binaries' rule: 1 when runs failed, 3 when the campaign was cut short (it can be
     // resumed), whatever the signal.
-    match run_job(job, &bin_dir(), since_epoch.as_millis() as u64) {
-        Ok(Finished::Complete) => ExitCode::SUCCESS,
-        Ok(Finished::Incomplete) => ExitCode::from(oscil_cli::exit::FAILED_START),
-        Ok(Finished::Interrupted(_)) => ExitCode::from(oscil_cli::exit::CUT_SHORT),
+    let code = match run_job(job, &bin_dir(), since_epoch.as_millis() as u64) {
+        Ok(Finished::Complete) => oscil_cli::exit::OK,
+        Ok(Finished::Incomplete) => oscil_cli::exit::FAILED_START,
+        Ok(Finished::Interrupted(_)) => oscil_cli::exit::CUT_SHORT,
         Err(error) => {
             eprintln!("oscil-lab: {error}");
-            ExitCode::from(match error {
-                LabError::OutInUse(_) => oscil_cli::exit::USAGE,
-                _ => oscil_cli::exit::FAILED_START,
-            })
+            match error.is_bad_path() {
+                true => oscil_cli::exit::USAGE,
+                false => oscil_cli::exit::FAILED_START,
+            }
         }
-    }
+    };
+    oscil_cli::stdout::finish("oscil-lab", code)
 }

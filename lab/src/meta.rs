@@ -1,81 +1,16 @@
-//! What the lab tells each run's `run.json` (the reader keeps it as `lab`): which
-//! configuration and repetition this is, its settings, the path, the sysctls in force on
-//! each side, and any warning.
+//! What the lab adds to its record of a run (`oscil_rundir::lab::LabRecord`, which each
+//! run's `run.json` keeps as `lab`): the warnings that depend on the run's settings and the
+//! receiver.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use oscil_rundir::campaign::RunSettings;
-use serde::Serialize;
-
-use crate::sysctl::{Sysctls, RMEM};
-
-#[derive(Debug, Clone, Serialize)]
-pub struct LabMeta {
-    pub configuration: String,
-    pub repetition: u32,
-    pub settings: RunSettings,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub link: Option<LinkMeta>,
-    /// `sender` and `receiver`: the values in force when the run started.
-    pub sysctls: BTreeMap<&'static str, Sysctls>,
-    /// The namespaces (lab) or `user@host`s that ran each end.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub namespaces: Option<Sides>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hosts: Option<Sides>,
-    pub kernel: String,
-    pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Sides {
-    pub sender: String,
-    pub receiver: String,
-}
-
-/// The emulated link as configured, and what its queue limit counts.
-#[derive(Debug, Clone, Serialize)]
-pub struct LinkMeta {
-    pub kind: String,
-    pub emulator: String,
-    pub rate_bps: u64,
-    pub rtt_ms: f64,
-    pub one_way_delay_ms: OneWay,
-    pub rtt_split: &'static str,
-    pub queue_limit: u64,
-    pub queue_counts: String,
-    pub loss_pct: f64,
-    pub bdp_bytes: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct OneWay {
-    pub sender_to_receiver: f64,
-    pub receiver_to_sender: f64,
-}
-
-impl LabMeta {
-    pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec_pretty(self).expect("lab metadata serializes")
-    }
-
-    /// Replaces `path` atomically, never through a link.
-    pub fn write(&self, path: &Path) -> Result<(), oscil_rundir::safe_fs::SafeFsError> {
-        oscil_rundir::safe_fs::write_atomic(path, &self.to_json(), 0o644)
-    }
-}
-
-/// Bandwidth-delay product of a path, in bytes.
-pub fn bdp_bytes(rate_bps: u64, rtt_us: u64) -> u64 {
-    (rate_bps as u128 * rtt_us as u128 / 8 / 1_000_000) as u64
-}
+use oscil_kernel::sysctl::{Sysctl, SysctlValues};
+use oscil_rundir::campaign::{CampaignRun, RunSettings};
+use oscil_rundir::lab::bdp_bytes;
 
 /// Warnings that depend on the run's settings and the receiver: a receive buffer too small
 /// for the path, a sysctl the kernel ignores.
 pub fn run_warnings(
     settings: &RunSettings,
-    receiver: &Sysctls,
+    receiver: &SysctlValues,
     receiver_kernel: &str,
 ) -> Vec<String> {
     let mut warnings = Vec::new();
@@ -89,17 +24,26 @@ pub fn run_warnings(
         return warnings;
     };
     let bdp = bdp_bytes(path.rate_bps, path.rtt_us);
-    let rmem = receiver.get(RMEM).map(String::as_str).unwrap_or_default();
-    if let Some(max) = rmem
-        .split_whitespace()
-        .nth(2)
-        .and_then(|v| v.parse::<u64>().ok())
-    {
+    if let Some([_, _, max]) = receiver.get(Sysctl::TcpRmem).and_then(|v| v.triple()) {
         if max < bdp {
             warnings.push(format!(
                 "tcp_rmem max {max} is below the path's BDP ({bdp} bytes): the receive window will cap throughput"
             ));
         }
+    }
+    warnings
+}
+
+/// The plan's axes the receiver's kernel does not honour, said once before the campaign
+/// spends time on them (each run's `run.json` says it again).
+pub fn axis_warnings(runs: &[CampaignRun], receiver_kernel: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let varied = runs.iter().any(|r| r.settings.adv_win_scale.is_some());
+    if varied && ignores_adv_win_scale(receiver_kernel) {
+        warnings.push(format!(
+            "--adv-win-scale: the receiver's Linux {receiver_kernel} ignores tcp_adv_win_scale \
+             (since 6.6): configurations that differ only in it measure the same thing"
+        ));
     }
     warnings
 }
@@ -116,11 +60,11 @@ pub fn ignores_adv_win_scale(kernel: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oscil_kernel::sysctl::SysctlValue;
     use oscil_rundir::campaign::PathSettings;
 
     #[test]
     fn a_small_rmem_on_a_fat_path_is_warned_about() {
-        assert_eq!(bdp_bytes(1_000_000_000, 466_000), 58_250_000);
         let settings = RunSettings {
             path: Some(PathSettings {
                 rate_bps: 1_000_000_000,
@@ -130,19 +74,44 @@ mod tests {
             }),
             ..RunSettings::default()
         };
-        let rmem = |v: &str| Sysctls::from([(RMEM.to_string(), v.to_string())]);
-        let small = run_warnings(&settings, &rmem("4096 131072 6291456"), "6.1.0");
+        let rmem =
+            |v: [u64; 3]| SysctlValues::from_iter([(Sysctl::TcpRmem, SysctlValue::Triple(v))]);
+        let small = run_warnings(&settings, &rmem([4096, 131072, 6291456]), "6.1.0");
         assert_eq!(small.len(), 1, "{small:?}");
-        assert!(run_warnings(&settings, &rmem("8192 262144 536870912"), "6.1.0").is_empty());
+        assert!(run_warnings(&settings, &rmem([8192, 262144, 536870912]), "6.1.0").is_empty());
         let adv = RunSettings {
             adv_win_scale: Some(2),
             ..settings
         };
-        let ignored = run_warnings(&adv, &rmem("8192 262144 536870912"), "6.18.0");
+        let ignored = run_warnings(&adv, &rmem([8192, 262144, 536870912]), "6.18.0");
         assert!(
             ignored[0].contains("no effect on Linux 6.18.0"),
             "{ignored:?}"
         );
+    }
+
+    #[test]
+    fn an_axis_the_receiver_ignores_is_warned_about_once_before_the_runs() {
+        let run = |adv_win_scale| CampaignRun {
+            label: "x".into(),
+            repetition: 1,
+            position: 1,
+            dir: "runs/x/rep-1".into(),
+            settings: RunSettings {
+                adv_win_scale,
+                ..RunSettings::default()
+            },
+            status: oscil_rundir::campaign::CampaignRunStatus::Pending,
+            reason: None,
+            link_spoiled: None,
+            pair: None,
+        };
+        let plan = [run(None), run(Some(1)), run(Some(2))];
+        let warned = axis_warnings(&plan, "6.12.117+deb13-cloud-amd64");
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].starts_with("--adv-win-scale"), "{warned:?}");
+        assert!(axis_warnings(&plan, "6.1.0-50-cloud-amd64").is_empty());
+        assert!(axis_warnings(&[run(None)], "6.18.0").is_empty());
     }
 
     #[test]

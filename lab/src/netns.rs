@@ -6,19 +6,19 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use oscil_link::path::default_queue_limit;
+use oscil_cli::path_args::default_queue_limit;
+use oscil_kernel::sysctl::{Sysctl, SysctlValue, SysctlValues};
 use oscil_rundir::campaign::{CampaignRun, PathSettings};
+use oscil_rundir::lab::{bdp_bytes, LabRecord, LinkKind, LinkRecord, OneWay, Sides};
 
-use crate::config::LinkKind;
 use crate::execute::{Backend, LabError};
 use crate::host::{Host, Proc};
-use crate::meta::{bdp_bytes, run_warnings, LabMeta, LinkMeta, OneWay, Sides};
+use crate::meta::run_warnings;
 use crate::session::{Ends, ReaderEnd, RunFiles};
-use crate::sysctl::{self, Sysctls, RECORDED};
+use crate::sysctl;
 
 const SENDER_ADDR: &str = "10.250.0.1";
 const RECEIVER_ADDR: &str = "10.250.0.2";
-const PORT: u16 = 5250;
 
 /// Buckets of each lab namespace's own established-socket hash table, instead of the
 /// host's (262,144 on a 24 GB host). Each side's sampler sums its namespace's TCP memory by
@@ -35,7 +35,7 @@ pub struct Netns {
     /// Namespaces made, deleted on close.
     made: Vec<String>,
     /// The kernel's values in a fresh namespace: what `default` means.
-    fresh: Sysctls,
+    fresh: SysctlValues,
     kernel: String,
     /// Campaign-wide warnings (copied into every run).
     warnings: Vec<String>,
@@ -96,6 +96,7 @@ impl Netns {
         let (snd, rcv) = (format!("oscil-snd-{pid}"), format!("oscil-rcv-{pid}"));
         let tmp = crate::execute::private_dir()?;
         let key = crate::execute::write_key(tmp.path())?.display().to_string();
+        let port_file = tmp.path().join("daemon.port").display().to_string();
         let mut lab = Netns {
             link_kind,
             bin: bin.to_owned(),
@@ -108,10 +109,11 @@ impl Netns {
                 receiver_key: key,
                 listen_ip: SENDER_ADDR.into(),
                 connect_host: SENDER_ADDR.into(),
+                port_file,
             },
             names: [snd.clone(), rcv.clone()],
             made: Vec::new(),
-            fresh: Sysctls::new(),
+            fresh: SysctlValues::default(),
             kernel: Host::Local.run(&["uname", "-r"])?,
             warnings: Vec::new(),
             tmp,
@@ -120,7 +122,7 @@ impl Netns {
         };
         lab.add_namespaces(&[&snd, &rcv])?;
         lab.make_devices(&snd, &rcv)?;
-        lab.fresh = sysctl::read(&lab.ends.sender, &RECORDED)?;
+        lab.fresh = sysctl::read(&lab.ends.sender, &sysctl::recorded())?;
         lab.warnings.extend(congestion_warnings(congestion)?);
         Ok(lab)
     }
@@ -134,9 +136,9 @@ impl Netns {
         let parent = format!("oscil-parent-{}", std::process::id());
         ip(&["netns", "add", &parent])?;
         self.made.push(parent.clone());
-        let setting = Sysctls::from([(
-            "net.ipv4.tcp_child_ehash_entries".to_owned(),
-            OWN_EHASH_BUCKETS.to_string(),
+        let setting = SysctlValues::from_iter([(
+            Sysctl::TcpChildEhashEntries,
+            SysctlValue::Integer(OWN_EHASH_BUCKETS.into()),
         )]);
         let own_tables = sysctl::write(&Host::Netns(parent.clone()), &setting).is_ok();
         let from_parent = format!("--net=/run/netns/{parent}");
@@ -235,26 +237,23 @@ impl Netns {
 
     /// Starts the link for one path; the stats file is fresh, so a link that did not
     /// start is noticed instead of passing on the previous run's file.
-    fn start_link(&mut self, path: &PathSettings, logs: &Path) -> Result<LinkMeta, LabError> {
+    fn start_link(&mut self, path: &PathSettings, logs: &Path) -> Result<LinkRecord, LabError> {
         let one_way_us = path.rtt_us / 2;
         let (queue_limit, queue_counts) = match self.link_kind {
             LinkKind::Tun => self.start_tun_link(path, one_way_us, logs)?,
             LinkKind::Netem => self.start_netem(path, one_way_us)?,
         };
         let one_way_ms = one_way_us as f64 / 1000.0;
-        Ok(LinkMeta {
-            kind: format!("{:?}", self.link_kind).to_lowercase(),
-            emulator: match self.link_kind {
-                LinkKind::Tun => "oscil-link".into(),
-                LinkKind::Netem => "netem".into(),
-            },
+        Ok(LinkRecord {
+            kind: self.link_kind,
+            emulator: self.link_kind.emulator().into(),
             rate_bps: path.rate_bps,
             rtt_ms: path.rtt_us as f64 / 1000.0,
             one_way_delay_ms: OneWay {
                 sender_to_receiver: one_way_ms,
                 receiver_to_sender: one_way_ms,
             },
-            rtt_split: "the RTT is split into two equal one-way delays, one per direction",
+            rtt_split: "the RTT is split into two equal one-way delays, one per direction".into(),
             queue_limit,
             queue_counts,
             loss_pct: path.loss_pct,
@@ -415,7 +414,7 @@ fn congestion_warnings(congestion: &[String]) -> Result<Vec<String>, LabError> {
 }
 
 impl Backend for Netns {
-    fn ends(&self) -> Sides {
+    fn ends(&self) -> Sides<String> {
         Sides {
             sender: self.names[0].clone(),
             receiver: self.names[1].clone(),
@@ -428,6 +427,10 @@ impl Backend for Netns {
 
     fn per_run_overhead(&self) -> Duration {
         crate::config::NETNS_RUN_OVERHEAD
+    }
+
+    fn receiver_kernel(&self) -> &str {
+        &self.kernel
     }
 
     fn run(
@@ -467,17 +470,13 @@ impl Netns {
         run: &CampaignRun,
         run_dir: &Path,
         logs: &Path,
-        link: LinkMeta,
+        link: LinkRecord,
         tick: &mut dyn FnMut(Duration),
     ) -> Result<ReaderEnd, LabError> {
         let sysctls = self.ends.sysctls_in_force()?;
         let mut warnings = self.warnings.clone();
-        warnings.extend(run_warnings(
-            &run.settings,
-            &sysctls["receiver"],
-            &self.kernel,
-        ));
-        let meta = LabMeta {
+        warnings.extend(run_warnings(&run.settings, &sysctls.receiver, &self.kernel));
+        let record = LabRecord {
             configuration: run.label.clone(),
             repetition: run.repetition,
             settings: run.settings.clone(),
@@ -488,15 +487,15 @@ impl Netns {
             kernel: self.kernel.clone(),
             warnings,
         };
-        let meta_path = self.tmp.path().join("meta.json");
-        meta.write(&meta_path)?;
+        let record_path = self.tmp.path().join("lab-record.json");
+        record.write(&record_path)?;
         let files = RunFiles {
             out: &run_dir.display().to_string(),
-            meta: &meta_path.display().to_string(),
+            lab_record: &record_path.display().to_string(),
             daemon_log: &logs.join("daemon.log"),
             reader_log: &logs.join("reader.log"),
         };
-        crate::execute::run_session(&self.ends, run, PORT, &files, tick, None)
+        crate::execute::run_session(&self.ends, run, &files, tick, None)
     }
 }
 

@@ -5,8 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oscil_protocol::control::WriteMode;
 use oscil_protocol::PatternConfig;
-use oscil_rundir::campaign::{CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings};
+use oscil_rundir::campaign::{
+    CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings, SlowRateBasis,
+};
 
 /// One value of one axis: what it sets, and the words it adds to the label (none when the
 /// label leaves it out because it is the backend's default).
@@ -28,6 +31,7 @@ pub enum Setting {
     Sndbuf(Option<u32>),
     Rcvbuf(Option<u32>),
     PacingRate(Option<u64>),
+    WriteMode(WriteMode),
     Pattern(PatternConfig),
 }
 
@@ -43,6 +47,7 @@ impl Setting {
             Setting::Sndbuf(v) => settings.sndbuf_bytes = v,
             Setting::Rcvbuf(v) => settings.rcvbuf_bytes = v,
             Setting::PacingRate(v) => settings.pacing_rate_bps = v,
+            Setting::WriteMode(v) => settings.write_mode = v,
             Setting::Pattern(v) => settings.pattern = v,
         }
     }
@@ -58,8 +63,8 @@ pub struct Matrix {
     pub write_size_bytes: Option<u32>,
     /// The reader's `--marker-every`, µs; `None`: no markers.
     pub marker_every_us: Option<u64>,
-    /// The reader's `--slow-rate`, bit/s; `None`: a fraction of the peak delivered.
-    pub slow_rate_bps: Option<u64>,
+    /// How the slow phases' rate is chosen, the same for every configuration of a path.
+    pub slow_rate: SlowRateChoice,
     /// The reader's `--no-probe`.
     pub no_probe: bool,
     /// The reader's `--trace`.
@@ -77,10 +82,47 @@ impl Default for Matrix {
             pattern: PatternConfig::CLOUDFLARE,
             write_size_bytes: None,
             marker_every_us: None,
-            slow_rate_bps: None,
+            slow_rate: SlowRateChoice::PerPath,
             no_probe: false,
             trace: false,
         }
+    }
+}
+
+/// `--slow-rate`: how each run's slow rate is made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SlowRateChoice {
+    /// `--slow-rate RATE`, bit/s.
+    Given(u64),
+    /// The default: one rate per path, `fraction` x the emulated path's rate in the lab,
+    /// `fraction` x the pair's calibration peak on real hosts (`crate::calibrate`).
+    PerPath,
+    /// `--slow-rate auto-per-run`: each run's own peak.
+    PerRun,
+}
+
+impl SlowRateChoice {
+    /// Fills in `settings`' slow rate and how it was chosen; a pattern without a slow phase
+    /// has none. An emulated path's share is computed here, so every configuration of the
+    /// path asks for the same rate before any run.
+    fn apply(self, settings: &mut RunSettings) {
+        let p = &settings.pattern;
+        if p.full_speed || p.slow_ms == 0 {
+            return;
+        }
+        let (bps, basis) = match (self, &settings.path) {
+            (SlowRateChoice::Given(bps), _) => (Some(bps), SlowRateBasis::Given),
+            (SlowRateChoice::PerPath, Some(path)) => (
+                Some((p.fraction * path.rate_bps as f64).round() as u64),
+                SlowRateBasis::PathRate,
+            ),
+            (SlowRateChoice::PerPath, None) => {
+                (None, SlowRateBasis::Calibration { peak_bps: None })
+            }
+            (SlowRateChoice::PerRun, _) => (None, SlowRateBasis::PerRun),
+        };
+        settings.slow_rate_bps = bps;
+        settings.slow_rate_basis = Some(basis);
     }
 }
 
@@ -98,18 +140,21 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
         settings: RunSettings {
             write_size_bytes: matrix.write_size_bytes,
             marker_every_us: matrix.marker_every_us,
-            slow_rate_bps: matrix.slow_rate_bps,
             no_probe: matrix.no_probe,
             trace: matrix.trace,
             ..RunSettings::unset(matrix.flows, matrix.interval_us, matrix.pattern)
         },
     };
-    matrix.axes.iter().fold(vec![base], |configs, axis| {
+    let mut configs = matrix.axes.iter().fold(vec![base], |configs, axis| {
         configs
             .iter()
             .flat_map(|config| axis.iter().map(move |value| extend(config, value)))
-            .collect()
-    })
+            .collect::<Vec<_>>()
+    });
+    for config in &mut configs {
+        matrix.slow_rate.apply(&mut config.settings);
+    }
+    configs
 }
 
 fn extend(config: &Configuration, value: &AxisValue) -> Configuration {
@@ -163,6 +208,7 @@ pub fn plan_runs(
             status: CampaignRunStatus::Pending,
             reason: None,
             pair: None,
+            link_spoiled: None,
         })
         .collect()
 }
@@ -290,6 +336,46 @@ mod tests {
         assert_eq!(last.wmem_bytes, Some([4096, 16384, 536870912]));
         assert_eq!(last.congestion.as_deref(), Some("cubic"));
         assert_eq!(configs[0].settings.lowat_bytes, None);
+    }
+
+    #[test]
+    fn every_configuration_of_a_path_reads_its_slow_phases_at_one_rate() {
+        let configs = configurations(&matrix());
+        // 5% of each path's rate, whatever the lowat or sndbuf: 0.5 and 50 Mbit/s.
+        for config in &configs {
+            let rate_bps = config.settings.path.as_ref().unwrap().rate_bps;
+            assert_eq!(config.settings.slow_rate_bps, Some(rate_bps / 20));
+            assert_eq!(
+                config.settings.slow_rate_basis,
+                Some(SlowRateBasis::PathRate)
+            );
+        }
+        // Real hosts (no path) wait for a calibration; asked, a given rate or each run's
+        // own peak; the full-speed control has no slow phase to rate.
+        let hosts = Matrix {
+            axes: vec![vec![value(None, Setting::Lowat(None))]],
+            ..Matrix::default()
+        };
+        let basis = |slow_rate, full_speed| {
+            let pattern = PatternConfig {
+                full_speed,
+                ..PatternConfig::CLOUDFLARE
+            };
+            let matrix = Matrix {
+                slow_rate,
+                axes: vec![vec![value(None, Setting::Pattern(pattern))]],
+                ..hosts.clone()
+            };
+            let settings = &configurations(&matrix)[0].settings;
+            (settings.slow_rate_bps, settings.slow_rate_basis)
+        };
+        let calibration = Some(SlowRateBasis::Calibration { peak_bps: None });
+        assert_eq!(basis(SlowRateChoice::PerPath, false), (None, calibration));
+        let given = (Some(5_000_000), Some(SlowRateBasis::Given));
+        assert_eq!(basis(SlowRateChoice::Given(5_000_000), false), given);
+        let per_run = (None, Some(SlowRateBasis::PerRun));
+        assert_eq!(basis(SlowRateChoice::PerRun, false), per_run);
+        assert_eq!(basis(SlowRateChoice::PerPath, true), (None, None));
     }
 
     #[test]

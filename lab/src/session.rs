@@ -1,16 +1,19 @@
 //! One run on any backend: oscil-daemon on the sender's host, oscil-reader on the
 //! receiver's, supervised until the reader ends (or a stop signal asks it to end early).
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use oscil_kernel::sysctl::{Side, SysctlValues};
 use oscil_rundir::campaign::{CampaignRun, RunSettings};
+use oscil_rundir::lab::Sides;
+
+use oscil_cli::invocation::{DaemonInvocation, ReaderInvocation};
 
 use crate::host::{Host, HostError, Proc};
 use crate::sys;
-use crate::sysctl::{self, Sysctls, RECEIVER_KEYS, RECORDED, SENDER_KEYS};
+use crate::sysctl;
 
 /// The two ends of a campaign, as one run needs them.
 pub struct Ends {
@@ -25,14 +28,17 @@ pub struct Ends {
     /// The address the daemon listens on, and the one the reader connects to.
     pub listen_ip: String,
     pub connect_host: String,
+    /// Where, on the sender's host, the daemon (started on port 0) writes its port: in
+    /// the lab's own private directory there.
+    pub port_file: String,
 }
 
 /// Where one run's files go, on the receiver's host and on this machine.
 pub struct RunFiles<'a> {
     /// The reader's --out, on the receiver's host.
     pub out: &'a str,
-    /// The reader's --meta, on the receiver's host.
-    pub meta: &'a str,
+    /// The lab's record of the run (the reader's --lab-record), on the receiver's host.
+    pub lab_record: &'a str,
     /// Logs of the daemon and the reader, on this machine.
     pub daemon_log: &'a Path,
     pub reader_log: &'a Path,
@@ -47,8 +53,8 @@ pub enum SessionError {
         path: String,
         source: std::io::Error,
     },
-    #[error("oscil-daemon did not listen on port {port}: {detail}")]
-    NotListening { port: u16, detail: String },
+    #[error("oscil-daemon did not start listening: {detail}")]
+    NotListening { detail: String },
 }
 
 /// How the reader ended: its exit code (None if killed), and whether the lab asked it to stop.
@@ -77,64 +83,27 @@ pub fn last_line(path: &Path) -> String {
         .unwrap_or_else(|| "no output".into())
 }
 
-/// The reader's flags for a run: its settings, in the binaries' own grammar.
-pub fn reader_args(run: &CampaignRun, connect: &str, key: &str, files: &RunFiles) -> Vec<String> {
+/// How the reader is started for a run: the run's settings as one typed value (its session
+/// request, checked by the rules every session keeps) and where its files go.
+pub fn reader_invocation(
+    run: &CampaignRun,
+    connect: String,
+    key: &str,
+    files: &RunFiles,
+) -> ReaderInvocation {
     let s = &run.settings;
-    let p = &s.pattern;
-    let mut args: Vec<String> = [
-        "--connect",
+    ReaderInvocation {
         connect,
-        "--key-file",
-        key,
-        "--out",
-        files.out,
-        "--meta",
-        files.meta,
-        "--label",
-        &run.label,
-        "--quiet",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
-    let mut add = |flag: &str, value: String| args.extend([flag.to_owned(), value]);
-    add("--fast", format!("{}ms", p.fast_ms));
-    add("--slow", format!("{}ms", p.slow_ms));
-    add("--fraction", p.fraction.to_string());
-    add("--cycles", p.cycles.to_string());
-    add("--flows", s.flows.to_string());
-    add("--interval", format!("{}us", s.interval_us));
-    if let Some(cc) = &s.congestion {
-        add("--congestion", cc.clone());
+        key_file: key.to_owned(),
+        out: files.out.to_owned(),
+        lab_record: Some(files.lab_record.to_owned()),
+        label: Some(run.label.clone()),
+        request: s.session_request(),
+        rcvbuf_bytes: s.rcvbuf_bytes,
+        probe: !s.no_probe,
+        trace: s.trace,
+        quiet: true,
     }
-    if let Some(bytes) = s.sndbuf_bytes {
-        add("--sndbuf", bytes.to_string());
-    }
-    if let Some(bytes) = s.rcvbuf_bytes {
-        add("--rcvbuf", bytes.to_string());
-    }
-    if let Some(bps) = s.pacing_rate_bps {
-        add("--pacing-rate", format!("{bps}bit"));
-    }
-    if let Some(bytes) = s.write_size_bytes {
-        add("--write-size", bytes.to_string());
-    }
-    if let Some(us) = s.marker_every_us {
-        add("--marker-every", format!("{us}us"));
-    }
-    if let Some(bps) = s.slow_rate_bps {
-        add("--slow-rate", format!("{bps}bit"));
-    }
-    if p.full_speed {
-        args.push("--full-speed".into());
-    }
-    if s.no_probe {
-        args.push("--no-probe".into());
-    }
-    if s.trace {
-        args.push("--trace".into());
-    }
-    args
 }
 
 impl Ends {
@@ -143,50 +112,53 @@ impl Ends {
     pub fn set_sysctls(
         &self,
         settings: &RunSettings,
-        before: [&Sysctls; 2],
+        before: [&SysctlValues; 2],
     ) -> Result<(), HostError> {
         sysctl::write(
             &self.sender,
-            &sysctl::wanted(settings, before[0], &SENDER_KEYS),
+            &sysctl::wanted(settings, before[0], Side::Sender),
         )?;
         sysctl::write(
             &self.receiver,
-            &sysctl::wanted(settings, before[1], &RECEIVER_KEYS),
+            &sysctl::wanted(settings, before[1], Side::Receiver),
         )
     }
 
-    /// The sysctls in force on each side, for the run's metadata.
-    pub fn sysctls_in_force(&self) -> Result<BTreeMap<&'static str, Sysctls>, HostError> {
-        Ok(BTreeMap::from([
-            ("sender", sysctl::read(&self.sender, &RECORDED)?),
-            ("receiver", sysctl::read(&self.receiver, &RECORDED)?),
-        ]))
+    /// The sysctls in force on each side, for the run's record.
+    pub fn sysctls_in_force(&self) -> Result<Sides<SysctlValues>, HostError> {
+        Ok(Sides {
+            sender: sysctl::read(&self.sender, &sysctl::recorded())?,
+            receiver: sysctl::read(&self.receiver, &sysctl::recorded())?,
+        })
     }
 
-    /// Starts the daemon on `port` and waits until it listens.
-    pub fn start_daemon(&self, port: u16, log: &Path) -> Result<Proc, SessionError> {
-        let listen = format!("{}:{port}", self.listen_ip);
-        let argv = [
-            self.daemon_bin.as_str(),
-            "--listen",
-            &listen,
-            "--key-file",
-            &self.sender_key,
-        ];
+    /// Starts the daemon on a port of its own choosing and waits until it says which, in
+    /// its `--port-file` (no other program's output is read for it).
+    pub fn start_daemon(&self, log: &Path) -> Result<(Proc, u16), SessionError> {
+        self.sender.run(&["rm", "-f", &self.port_file])?;
+        let invocation = DaemonInvocation {
+            listen: format!("{}:0", self.listen_ip),
+            key_file: self.sender_key.clone(),
+            port_file: Some(self.port_file.clone()),
+        };
+        let args = invocation.argv();
+        let mut argv = vec![self.daemon_bin.as_str()];
+        argv.extend(args.iter().map(String::as_str));
         let mut daemon = self.sender.spawn(&argv, &log_file(log)?)?;
-        let filter = format!("sport = :{port}");
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             if let Some(status) = daemon.try_wait() {
                 let detail = format!("it exited ({status}): {}", last_line(log));
-                return Err(SessionError::NotListening { port, detail });
+                return Err(SessionError::NotListening { detail });
             }
-            if !self.sender.run(&["ss", "-Hltn", &filter])?.is_empty() {
-                return Ok(daemon);
+            // Absent until the daemon listens; then its port, whole (it is renamed into place).
+            let said = self.sender.run(&["cat", &self.port_file]).ok();
+            if let Some(port) = said.and_then(|text| text.parse::<u16>().ok()) {
+                return Ok((daemon, port));
             }
             if Instant::now() > deadline {
-                let detail = format!("nothing after 15 s: {}", last_line(log));
-                return Err(SessionError::NotListening { port, detail });
+                let detail = format!("no port after 15 s: {}", last_line(log));
+                return Err(SessionError::NotListening { detail });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -203,7 +175,7 @@ impl Ends {
         tick: &mut dyn FnMut(Duration),
     ) -> Result<ReaderEnd, SessionError> {
         let connect = format!("{}:{port}", self.connect_host);
-        let args = reader_args(run, &connect, &self.receiver_key, files);
+        let args = reader_invocation(run, connect, &self.receiver_key, files).argv();
         let mut argv = vec![self.reader_bin.as_str()];
         argv.extend(args.iter().map(String::as_str));
         let mut reader = self.receiver.spawn(&argv, &log_file(files.reader_log)?)?;
@@ -237,26 +209,6 @@ impl Ends {
     }
 }
 
-/// A port in 20000..60000 not in `used`, chosen from `seed`, for a daemon on a shared host.
-pub fn pick_port(used: &[u16], seed: u64) -> u16 {
-    const FIRST: u64 = 20000;
-    const COUNT: u64 = 40000;
-    (0..COUNT)
-        .map(|i| (FIRST + (seed.wrapping_add(i.wrapping_mul(7919))) % COUNT) as u16)
-        .find(|port| !used.contains(port))
-        .unwrap_or(0)
-}
-
-/// The TCP ports listening on `host` (from `ss -Hltn`).
-pub fn listening_ports(host: &Host) -> Result<Vec<u16>, HostError> {
-    let text = host.run(&["ss", "-Hltn"])?;
-    Ok(text
-        .lines()
-        .filter_map(|line| line.split_whitespace().nth(3))
-        .filter_map(|local| local.rsplit(':').next()?.parse().ok())
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,17 +216,10 @@ mod tests {
     use oscil_protocol::PatternConfig;
     use oscil_rundir::campaign::Order;
 
+    /// Every per-socket setting of a run reaches the reader's session request (which the
+    /// reader's own tests parse back from `argv`).
     #[test]
-    fn ports_avoid_those_in_use() {
-        let port = pick_port(&[], 5);
-        assert!((20000..60000).contains(&port));
-        let next = pick_port(&[port], 5);
-        assert_ne!(next, port);
-        assert!((20000..60000).contains(&next));
-    }
-
-    #[test]
-    fn reader_flags_carry_every_per_socket_setting() {
+    fn the_readers_request_carries_every_per_socket_setting() {
         let value = |set| AxisValue {
             label: Some("x".into()),
             set,
@@ -282,6 +227,7 @@ mod tests {
         let matrix = Matrix {
             axes: vec![
                 vec![value(Setting::Sndbuf(Some(16384)))],
+                vec![value(Setting::Rcvbuf(Some(32768)))],
                 vec![value(Setting::PacingRate(Some(50_000_000)))],
                 vec![value(Setting::Congestion(Some("bbr".into())))],
             ],
@@ -300,30 +246,22 @@ mod tests {
         let log = Path::new("/dev/null");
         let files = RunFiles {
             out: "/o",
-            meta: "/m.json",
+            lab_record: "/m.json",
             daemon_log: log,
             reader_log: log,
         };
-        let args = reader_args(&runs[0], "10.0.0.1:5250", "/k", &files).join(" ");
-        for expected in [
-            "--connect 10.0.0.1:5250",
-            "--key-file /k",
-            "--out /o",
-            "--meta /m.json",
-            "--fast 5000ms",
-            "--slow 15000ms",
-            "--cycles 3",
-            "--flows 4",
-            "--interval 50000us",
-            "--sndbuf 16384",
-            "--pacing-rate 50000000bit",
-            "--congestion bbr",
-            "--write-size 16384",
-            "--marker-every 1000000us",
-            "--full-speed",
-            "--trace",
-        ] {
-            assert!(args.contains(expected), "{expected} missing from {args}");
-        }
+        let reader = reader_invocation(&runs[0], "10.0.0.1:5250".into(), "/k", &files);
+        let r = &reader.request;
+        assert_eq!((r.flows, r.interval), (4, Duration::from_millis(50)));
+        assert!(r.pattern.unwrap().full_speed);
+        assert_eq!(r.sender.sndbuf_bytes, Some(16384));
+        assert_eq!(r.sender.max_pacing_rate_bps, Some(50_000_000));
+        assert_eq!(r.sender.congestion.as_deref(), Some("bbr"));
+        assert_eq!(r.write_size_bytes, Some(16384));
+        assert_eq!(r.marker_every, Some(Duration::from_secs(1)));
+        assert_eq!(reader.rcvbuf_bytes, Some(32768));
+        assert!(reader.trace && reader.probe && reader.quiet);
+        assert_eq!(reader.lab_record.as_deref(), Some("/m.json"));
+        assert_eq!(reader.label.as_deref(), Some(runs[0].label.as_str()));
     }
 }

@@ -1,5 +1,6 @@
 //! The system calls std does not wrap that the lab needs: noticing a stop signal sent to
-//! its own process, signalling a child by PID, and bounding a child's memory.
+//! its own process, signalling a child by PID, bounding a child's memory, and waiting for
+//! a stream with a deadline.
 #![allow(unsafe_code)]
 
 use std::os::unix::process::CommandExt;
@@ -69,6 +70,31 @@ pub fn limit_address_space(command: &mut Command, bytes: u64) {
                 Err(std::io::Error::last_os_error())
             }
         });
+    }
+}
+
+/// Waits up to `timeout` for `fd` to have bytes to read (or its end); `false` when the
+/// time ran out first.
+pub fn wait_readable(
+    fd: std::os::fd::BorrowedFd<'_>,
+    timeout: std::time::Duration,
+) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // Rounded up: poll(2) counts whole milliseconds, and a wait cut to 299 of 300 ms would
+    // end a deadline before it is due.
+    let ms = libc::c_int::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX);
+    loop {
+        // SAFETY: `poll` is one valid pollfd for the whole call.
+        match unsafe { libc::poll(&mut poll, 1, ms) } {
+            -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            -1 => return Err(std::io::Error::last_os_error()),
+            n => return Ok(n > 0),
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use oscil_kernel::sysctl::{Side, Sysctl, SysctlValues};
 use oscil_rundir::campaign::RunSettings;
 use serde::{Deserialize, Serialize};
 
@@ -12,60 +13,65 @@ use oscil_rundir::safe_fs::{self, SafeFsError};
 
 use crate::host::{Host, HostArgError, HostError};
 
-pub const WMEM: &str = "net.ipv4.tcp_wmem";
-pub const LOWAT: &str = "net.ipv4.tcp_notsent_lowat";
-pub const RMEM: &str = "net.ipv4.tcp_rmem";
-pub const ADV_WIN_SCALE: &str = "net.ipv4.tcp_adv_win_scale";
-/// Set on the sender's host.
-pub const SENDER_KEYS: [&str; 2] = [WMEM, LOWAT];
-/// Set on the receiver's host.
-pub const RECEIVER_KEYS: [&str; 2] = [RMEM, ADV_WIN_SCALE];
-/// Recorded in each run's metadata, per side.
-pub const RECORDED: [&str; 5] = [
-    WMEM,
-    RMEM,
-    LOWAT,
-    ADV_WIN_SCALE,
-    "net.ipv4.tcp_congestion_control",
-];
-
-pub type Sysctls = BTreeMap<String, String>;
-
-/// Reads `keys` on `host`, white space normalised (`4096 16384 4194304`).
-pub fn read(host: &Host, keys: &[&str]) -> Result<Sysctls, HostError> {
-    let mut argv = vec!["sysctl", "-n"];
-    argv.extend(keys);
-    let text = host.run(&argv)?;
-    let values = text
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "));
-    Ok(keys.iter().map(|k| k.to_string()).zip(values).collect())
+/// Recorded in each run's record, per side: what the lab sets, and the congestion control
+/// the host defaults to (the daemon sets one per socket).
+pub fn recorded() -> Vec<Sysctl> {
+    let mut keys: Vec<Sysctl> = RunSettings::sysctls_set().collect();
+    keys.push(Sysctl::TcpCongestionControl);
+    keys
 }
 
-/// Sets each key to its value on `host`, in one command.
-pub fn write(host: &Host, values: &Sysctls) -> Result<(), HostError> {
-    let pairs: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+/// Reads `keys` on `host` by name: `sysctl -e` prints `NAME = VALUE` for each it has (and
+/// nothing for one this kernel lacks), and each value is matched to its name, never to
+/// its line's place.
+pub fn read(host: &Host, keys: &[Sysctl]) -> Result<SysctlValues, HostError> {
+    let mut argv = vec!["sysctl", "-e"];
+    argv.extend(keys.iter().map(|k| k.name()));
+    let text = host.run(&argv)?;
+    by_name(&text, keys).map_err(|detail| HostError::Failed {
+        host: host.name(),
+        command: argv.join(" "),
+        detail,
+    })
+}
+
+/// `sysctl`'s `NAME = VALUE` lines, each value typed by its name among `keys`.
+fn by_name(text: &str, keys: &[Sysctl]) -> Result<SysctlValues, String> {
+    text.lines()
+        .map(|line| {
+            let (name, value) = line
+                .split_once(" = ")
+                .ok_or_else(|| format!("{} is not NAME = VALUE", escape_peer(line)))?;
+            let sysctl = keys
+                .iter()
+                .copied()
+                .find(|k| k.name() == name.trim())
+                .ok_or_else(|| format!("it named {}, not asked", escape_peer(name)))?;
+            let value = sysctl
+                .parse(value)
+                .map_err(|e| escape_peer(&e.to_string()))?;
+            Ok((sysctl, value))
+        })
+        .collect()
+}
+
+/// Sets each sysctl to its value on `host`, in one command.
+pub fn write(host: &Host, values: &SysctlValues) -> Result<(), HostError> {
+    let pairs: Vec<String> = values.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let mut argv = vec!["sysctl", "-q", "-w"];
     argv.extend(pairs.iter().map(String::as_str));
     host.run(&argv).map(drop)
 }
 
-/// What a run asks of each side, `original` standing in for every `default`.
-pub fn wanted(settings: &RunSettings, original: &Sysctls, keys: &[&str]) -> Sysctls {
-    let triple = |t: [u64; 3]| format!("{} {} {}", t[0], t[1], t[2]);
-    keys.iter()
-        .map(|&key| {
-            let value = match key {
-                WMEM => settings.wmem_bytes.map(triple),
-                RMEM => settings.rmem_bytes.map(triple),
-                LOWAT => settings.lowat_bytes.map(|b| b.to_string()),
-                ADV_WIN_SCALE => settings.adv_win_scale.map(|v| v.to_string()),
-                _ => None,
-            };
-            let value = value
-                .or_else(|| original.get(key).cloned())
-                .unwrap_or_default();
-            (key.to_owned(), value)
+/// What a run asks of the host on `side`: each sysctl its settings set there, `original`'s
+/// value standing in for every `default` (and left out where `original` lacks it).
+pub fn wanted(settings: &RunSettings, original: &SysctlValues, side: Side) -> SysctlValues {
+    settings
+        .sysctls()
+        .into_iter()
+        .filter(|(sysctl, _)| sysctl.side() == side)
+        .filter_map(|(sysctl, value)| {
+            Some((sysctl, value.or_else(|| original.get(sysctl).cloned())?))
         })
         .collect()
 }
@@ -96,8 +102,43 @@ pub struct TempDirRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostRestore {
     pub host: Host,
-    /// Each key's value before the campaign changed it.
-    pub sysctls: Sysctls,
+    /// Each sysctl's value before the campaign changed it, by name, in the kernel's text:
+    /// read back, it is checked against the sysctls the lab sets ([`RestoreFile::check`]).
+    pub sysctls: BTreeMap<String, String>,
+}
+
+impl HostRestore {
+    /// What to put back on `host`, the host of `side`: of `values`, the sysctls the lab
+    /// sets there.
+    pub fn new(host: Host, side: Side, values: &SysctlValues) -> HostRestore {
+        HostRestore {
+            host,
+            sysctls: values
+                .0
+                .iter()
+                .filter(|(sysctl, _)| sysctl.side() == side && is_restorable(**sysctl))
+                .map(|(sysctl, value)| (sysctl.name().to_owned(), value.to_string()))
+                .collect(),
+        }
+    }
+
+    /// The values to put back, typed; `Err` names the first that is not a value of a
+    /// sysctl the lab sets.
+    fn values(&self) -> Result<SysctlValues, RecordError> {
+        self.sysctls
+            .iter()
+            .map(|(name, text)| {
+                let sysctl = Sysctl::from_name(name)
+                    .filter(|s| is_restorable(*s))
+                    .ok_or_else(|| RecordError::NotSysctl(escape_peer(name)))?;
+                let value = sysctl.parse(text).map_err(|_| RecordError::NotValue {
+                    key: name.clone(),
+                    value: escape_peer(text),
+                })?;
+                Ok((sysctl, value))
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,18 +190,8 @@ pub enum RestoreError {
 const MAX_RESTORE_BYTES: u64 = 1 << 20;
 
 /// The sysctls the lab sets on a host, and so the only ones a restore puts back.
-pub fn is_restorable(key: &str) -> bool {
-    SENDER_KEYS.contains(&key) || RECEIVER_KEYS.contains(&key)
-}
-
-/// A sysctl value as the lab records them: up to three integers.
-fn is_sysctl_value(value: &str) -> bool {
-    let numbers: Vec<&str> = value.split(' ').collect();
-    numbers.len() <= 3
-        && numbers.iter().all(|n| {
-            let digits = n.strip_prefix('-').unwrap_or(n);
-            (1..=20).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
-        })
+fn is_restorable(sysctl: Sysctl) -> bool {
+    RunSettings::sysctls_set().any(|s| s == sysctl)
 }
 
 /// The shape of the temporary directories the lab makes on a host (`mktemp -d` with
@@ -201,17 +232,7 @@ impl RestoreFile {
     pub fn check(&self) -> Result<(), RecordError> {
         for host in &self.hosts {
             host.host.check()?;
-            for (key, value) in &host.sysctls {
-                if !is_restorable(key) {
-                    return Err(RecordError::NotSysctl(escape_peer(key)));
-                }
-                if !is_sysctl_value(value) {
-                    return Err(RecordError::NotValue {
-                        key: key.clone(),
-                        value: escape_peer(value),
-                    });
-                }
-            }
+            host.values()?;
         }
         if let Some(daemon) = &self.daemon {
             daemon.host.check()?;
@@ -246,7 +267,11 @@ impl RestoreFile {
         }
         let mut first_error = None;
         for host in &self.hosts {
-            if let Err(e) = write(&host.host, &host.sysctls) {
+            let values = host.values().map_err(|why| RestoreError::Refused {
+                path: dir.join(RESTORE_JSON),
+                why,
+            })?;
+            if let Err(e) = write(&host.host, &values) {
                 first_error.get_or_insert(e);
             }
         }
@@ -280,21 +305,10 @@ exit 1"#;
     host.run(&["sh", "-c", script, "sh", path]).map(drop)
 }
 
-/// `oscil-lab restore DIR`: finishes what a crashed campaign left. Nothing to do is fine;
-/// no such directory is an error.
-pub fn restore_dir(dir: &Path) -> Result<bool, RestoreError> {
-    if !dir.is_dir() {
-        return Err(RestoreError::NoDir(dir.to_owned()));
-    }
-    match RestoreFile::load(dir)? {
-        Some(file) => file.restore(dir).map(|()| true),
-        None => Ok(false),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oscil_kernel::sysctl::SysctlValue;
 
     #[test]
     fn defaults_take_the_recorded_values() {
@@ -303,33 +317,70 @@ mod tests {
             rmem_bytes: Some([4096, 131072, 6291456]),
             ..RunSettings::default()
         };
-        let original: Sysctls = [
-            (WMEM, "4096 16384 4194304"),
-            (LOWAT, "4294967295"),
-            (RMEM, "4096 131072 6291456"),
-            (ADV_WIN_SCALE, "1"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let sender = wanted(&settings, &original, &SENDER_KEYS);
-        assert_eq!(sender[WMEM], "4096 16384 4194304");
-        assert_eq!(sender[LOWAT], "131072");
-        let receiver = wanted(&settings, &original, &RECEIVER_KEYS);
-        assert_eq!(receiver[RMEM], "4096 131072 6291456");
-        assert_eq!(receiver[ADV_WIN_SCALE], "1");
-        assert_eq!(receiver.len(), 2);
+        let original = by_name(
+            "net.ipv4.tcp_wmem = 4096\t16384\t4194304\n\
+             net.ipv4.tcp_notsent_lowat = 4294967295\n\
+             net.ipv4.tcp_rmem = 4096\t131072\t6291456\n\
+             net.ipv4.tcp_adv_win_scale = 1",
+            &recorded(),
+        )
+        .unwrap();
+        let sender = wanted(&settings, &original, Side::Sender);
+        let text = |values: &SysctlValues, s: Sysctl| values.get(s).unwrap().to_string();
+        assert_eq!(text(&sender, Sysctl::TcpWmem), "4096 16384 4194304");
+        assert_eq!(text(&sender, Sysctl::TcpNotsentLowat), "131072");
+        assert_eq!(sender.0.len(), 2);
+        let receiver = wanted(&settings, &original, Side::Receiver);
+        assert_eq!(text(&receiver, Sysctl::TcpRmem), "4096 131072 6291456");
+        assert_eq!(text(&receiver, Sysctl::TcpAdvWinScale), "1");
+        assert_eq!(receiver.0.len(), 2);
+    }
+
+    /// Values go with their names whatever the order of the lines, and a line that is not
+    /// one asked for is an error, not a shifted value.
+    #[test]
+    fn values_are_read_back_by_name() {
+        let keys = [Sysctl::TcpWmem, Sysctl::TcpNotsentLowat];
+        let read = by_name(
+            "net.ipv4.tcp_notsent_lowat = 131072\nnet.ipv4.tcp_wmem = 1\t2\t3",
+            &keys,
+        )
+        .unwrap();
+        assert_eq!(
+            read.get(Sysctl::TcpWmem),
+            Some(&SysctlValue::Triple([1, 2, 3]))
+        );
+        assert_eq!(
+            read.get(Sysctl::TcpNotsentLowat),
+            Some(&SysctlValue::Integer(131072))
+        );
+        let one_missing = by_name("net.ipv4.tcp_wmem = 1 2 3", &keys).unwrap();
+        assert_eq!(one_missing.0.len(), 1);
+        assert!(by_name("net.ipv4.tcp_rmem = 1 2 3", &keys)
+            .unwrap_err()
+            .contains("not asked"));
+        assert!(by_name("131072", &keys)
+            .unwrap_err()
+            .contains("NAME = VALUE"));
     }
 
     #[test]
     fn restore_file_round_trips_and_nothing_to_restore_is_fine() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(!restore_dir(dir.path()).unwrap());
+        assert_eq!(RestoreFile::load(dir.path()).unwrap(), None);
+        let values = SysctlValues::from_iter([
+            (Sysctl::TcpNotsentLowat, SysctlValue::Integer(1)),
+            (
+                Sysctl::TcpCongestionControl,
+                SysctlValue::Name("bbr".into()),
+            ),
+        ]);
         let file = RestoreFile {
-            hosts: vec![HostRestore {
-                host: Host::Netns("x".into()),
-                sysctls: Sysctls::from([(LOWAT.to_string(), "1".to_string())]),
-            }],
+            hosts: vec![HostRestore::new(
+                Host::Netns("x".into()),
+                Side::Sender,
+                &values,
+            )],
             daemon: Some(RunningDaemon {
                 host: Host::Local,
                 pid: 7,
@@ -339,6 +390,11 @@ mod tests {
                 path: "/tmp/oscil-lab.Ab3x9Z".into(),
             }],
         };
+        assert_eq!(
+            file.hosts[0].sysctls,
+            BTreeMap::from([("net.ipv4.tcp_notsent_lowat".to_owned(), "1".to_owned())]),
+            "only what the lab sets is put back"
+        );
         file.save(dir.path()).unwrap();
         assert_eq!(RestoreFile::load(dir.path()).unwrap(), Some(file));
     }

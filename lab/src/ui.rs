@@ -3,13 +3,13 @@
 //! end. The bar is hidden when stderr is not a terminal; the lines are always printed.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use oscil_protocol::text::escape_peer;
 use oscil_protocol::{Phase, ReaderSample};
-use oscil_rundir::campaign::{Campaign, CampaignRun, CampaignRunStatus};
+use oscil_rundir::campaign::{CampaignRun, CampaignRunStatus};
 
 /// A line on stderr. A terminal that went away (SIGHUP) must not stop the lab's cleanup,
 /// so a failed write is ignored where `eprintln!` would panic.
@@ -19,6 +19,8 @@ pub fn say(text: &str) {
 
 pub struct Ui {
     bar: ProgressBar,
+    /// Where `oscil-report` is, which gives each run's line its figures.
+    bin: PathBuf,
     /// Planned time still to run, for the ETA.
     remaining: Duration,
     overhead: Duration,
@@ -75,7 +77,7 @@ pub fn last_second_goodput(points: &[(f64, u64)], interval_us: u64) -> Option<St
 }
 
 impl Ui {
-    pub fn new(runs_to_do: u64, planned: Duration, overhead: Duration) -> Ui {
+    pub fn new(runs_to_do: u64, planned: Duration, overhead: Duration, bin: &Path) -> Ui {
         let bar = if std::io::stderr().is_terminal() {
             ProgressBar::new(runs_to_do)
         } else {
@@ -90,6 +92,7 @@ impl Ui {
         bar.enable_steady_tick(Duration::from_millis(500));
         Ui {
             bar,
+            bin: bin.to_owned(),
             remaining: planned,
             overhead,
             run_started: Instant::now(),
@@ -157,7 +160,11 @@ impl Ui {
         self.bar.inc(1);
         let figures = match status {
             CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
-                oscil_report::end_table::run_line(run_dir)
+                let words = crate::bounded::report_words(&self.bin, run_dir);
+                words
+                    .ok()
+                    .map(|w| w.trim_end().to_owned())
+                    .filter(|w| !w.is_empty())
             }
             _ => None,
         };
@@ -185,9 +192,8 @@ impl Ui {
         else {
             return;
         };
-        let recorded = lab["warnings"].as_array().cloned().unwrap_or_default();
         // A remote receiver wrote this run.json: its text is escaped before it is shown.
-        for warning in recorded.iter().filter_map(|w| w.as_str()).map(escape_peer) {
+        for warning in lab.warnings.iter().map(|w| escape_peer(w)) {
             if !self.warnings.contains(&warning) {
                 self.line(&format!("oscil-lab: warning: {warning}"));
                 self.warnings.push(warning);
@@ -200,10 +206,10 @@ impl Ui {
     }
 }
 
-/// The end table: per configuration, complete runs and the report's figures
-/// (`oscil_report::end_table`), or why there is none.
-pub fn table(campaign: &Campaign, dir: &Path) -> String {
-    oscil_report::end_table::end_table(campaign, dir)
+/// The end table: per configuration, complete runs and the report's figures, as the
+/// report writes it ([`crate::bounded::report_words`]), or why there is none.
+pub fn table(dir: &Path, bin: &Path) -> String {
+    crate::bounded::report_words(bin, dir)
         .unwrap_or_else(|e| format!("oscil-lab: no table of the runs: {e}\n"))
 }
 

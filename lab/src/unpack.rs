@@ -6,19 +6,33 @@
 //! and the refusal lists each. A refused stream leaves nothing behind: everything lands in
 //! a private staging directory beside the destination that becomes the run directory only
 //! when the whole stream was sound.
+//!
+//! Every header counts: the tar crate's own handling of GNU long names and PAX headers
+//! reads them whole, whatever size they declare, so the stream is read raw and each
+//! header's declared size is counted against the byte and entry limits before a byte of
+//! it is read; a long name, long link or PAX header holds at most
+//! [`MAX_EXTENSION_BYTES`]. [`Deadline`] bounds the time.
 
 use std::io::{self, Read};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use oscil_rundir::safe_fs::{self, SafeFsError};
 use tar::EntryType;
 
-/// The most entries a run directory's tar may hold (it has six files).
+/// The most entries a run directory's tar may hold, headers of long names and PAX
+/// records included (it has up to eight files).
 pub const MAX_ENTRIES: usize = 64;
+/// The most bytes a GNU long name or long link, or a PAX header, may declare: a path is
+/// at most 4 KiB (`PATH_MAX`), and a run's names are short.
+pub const MAX_EXTENSION_BYTES: u64 = 4096;
 /// How deep a directory inside the run may be.
 const MAX_DEPTH: usize = 4;
+/// A tar block: every header, and the unit content is padded to.
+const BLOCK_BYTES: u64 = 512;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UnpackError {
@@ -31,7 +45,16 @@ pub enum UnpackError {
         limit: u64,
         what: &'static str,
     },
-    #[error("{dest}: reading the remote host's tar stream: {source}")]
+    /// A GNU long name or link, or a PAX header, declaring more than it may.
+    #[error("{dest}: the copy from the remote host holds {what} of {bytes} bytes (at most {MAX_EXTENSION_BYTES}); refused, nothing kept")]
+    LongHeader {
+        dest: PathBuf,
+        what: &'static str,
+        bytes: u64,
+    },
+    #[error("{dest}: the copy from the remote host took longer than {}, its time limit; refused, nothing kept", humantime::format_duration(*.limit))]
+    TimedOut { dest: PathBuf, limit: Duration },
+    #[error("{dest}: reading the remote host's tar stream: {source}; nothing kept")]
     Stream { dest: PathBuf, source: io::Error },
     #[error(transparent)]
     File(#[from] SafeFsError),
@@ -47,12 +70,54 @@ pub struct Unpacked {
     pub ignored: Vec<String>,
 }
 
+/// A stream that ends with [`io::ErrorKind::TimedOut`] at `deadline`: each read waits for
+/// bytes at most until then, so a peer that stalls (or trickles) cannot hold the lab.
+pub struct Deadline<R> {
+    inner: R,
+    deadline: Instant,
+    limit: Duration,
+}
+
+impl<R> Deadline<R> {
+    pub fn new(inner: R, limit: Duration) -> Self {
+        Deadline {
+            inner,
+            deadline: Instant::now() + limit,
+            limit,
+        }
+    }
+}
+
+impl<R: Read + AsFd> Read for Deadline<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || !crate::sys::wait_readable(self.inner.as_fd(), left)? {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no end within {}", humantime::format_duration(self.limit)),
+            ));
+        }
+        self.inner.read(buf)
+    }
+}
+
 /// Unpacks the tar `stream` into `dest`, which must not exist yet, reading at most
-/// `limit_bytes` of file content.
-pub fn unpack(stream: impl Read, dest: &Path, limit_bytes: u64) -> Result<Unpacked, UnpackError> {
+/// `limit_bytes` of content (every entry's, padded to its blocks). A stream that times
+/// out ([`Deadline`]) after `limit` is refused as such.
+pub fn unpack(
+    stream: impl Read,
+    dest: &Path,
+    limit_bytes: u64,
+    limit: Duration,
+) -> Result<Unpacked, UnpackError> {
     let parent = dest.parent().unwrap_or(Path::new("."));
     let staging = safe_fs::private_temp_dir_in(parent, ".oscil-unpack-")?;
-    let unpacked = unpack_into(stream, staging.path(), dest, limit_bytes)?;
+    let unpacked = match unpack_into(stream, staging.path(), dest, limit_bytes) {
+        Err(UnpackError::Stream { dest, source }) if source.kind() == io::ErrorKind::TimedOut => {
+            return Err(UnpackError::TimedOut { dest, limit })
+        }
+        other => other?,
+    };
     let io = SafeFsError::io(dest);
     std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755))
         .map_err(SafeFsError::io(staging.path()))?;
@@ -60,6 +125,149 @@ pub fn unpack(stream: impl Read, dest: &Path, limit_bytes: u64) -> Result<Unpack
     // Renamed: nothing left for the guard to remove.
     let _ = staging.keep();
     Ok(unpacked)
+}
+
+/// What the extension headers before an entry said of it.
+#[derive(Default)]
+struct Pending {
+    path: Option<Vec<u8>>,
+    link: Option<Vec<u8>>,
+}
+
+/// The headers that describe the next entry rather than being one, by the name messages use.
+fn extension(kind: EntryType) -> Option<&'static str> {
+    match kind {
+        EntryType::GNULongName => Some("a GNU long name"),
+        EntryType::GNULongLink => Some("a GNU long link"),
+        EntryType::XHeader => Some("a PAX header"),
+        EntryType::XGlobalHeader => Some("a PAX global header"),
+        _ => None,
+    }
+}
+
+impl Pending {
+    /// Takes in the extension header `kind` holding `data`; the reason when it says what
+    /// the lab does not take: a PAX `size` (which would override the header's, the size
+    /// counted against the limit) or a sparse file's map.
+    fn add(&mut self, kind: EntryType, data: &[u8]) -> Result<(), String> {
+        let name = || data.split(|&b| b == 0).next().unwrap_or_default().to_vec();
+        match kind {
+            EntryType::GNULongName => self.path = Some(name()),
+            EntryType::GNULongLink => self.link = Some(name()),
+            EntryType::XHeader => {
+                for record in tar::PaxExtensions::new(data) {
+                    let record =
+                        record.map_err(|_| "a PAX header that is not records".to_string())?;
+                    match record.key_bytes() {
+                        b"path" => self.path = Some(record.value_bytes().to_vec()),
+                        b"linkpath" => self.link = Some(record.value_bytes().to_vec()),
+                        b"size" => return Err("a PAX header overriding an entry's size".into()),
+                        key if key.starts_with(b"GNU.sparse") => {
+                            return Err("a PAX header of a sparse file".into())
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.path.is_none() && self.link.is_none()
+    }
+
+    /// The entry's name and link target: from the long name or PAX header before it, if
+    /// one came, else from its own header.
+    fn take_names<R: Read>(&mut self, entry: &tar::Entry<'_, R>) -> (Vec<u8>, Option<Vec<u8>>) {
+        let path = match self.path.take() {
+            Some(path) => path,
+            None => entry.path_bytes().into_owned(),
+        };
+        let link = match self.link.take() {
+            Some(link) => Some(link),
+            None => entry.header().link_name_bytes().map(|l| l.into_owned()),
+        };
+        (path, link)
+    }
+}
+
+/// Writes an accepted entry at `path` (in the staging directory): a directory, or a new
+/// file of the entry's declared size, whose copy a stalled stream ends with a timeout.
+fn write_entry<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    path: PathBuf,
+    stream_error: &dyn Fn(io::Error) -> UnpackError,
+    unpacked: &mut Unpacked,
+) -> Result<(), UnpackError> {
+    if entry.header().entry_type() == EntryType::Directory {
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(&path)
+            .map_err(SafeFsError::io(&path))?;
+        return Ok(());
+    }
+    let size = entry.size();
+    let mut file = safe_fs::create_new(&path, 0o644)?;
+    let copied = io::copy(&mut entry.take(size), &mut file).map_err(|source| {
+        match source.kind() == io::ErrorKind::TimedOut {
+            true => stream_error(source),
+            false => SafeFsError::Io { path, source }.into(),
+        }
+    })?;
+    unpacked.bytes += copied;
+    unpacked.files += 1;
+    Ok(())
+}
+
+/// What an archive may still hold, counted from its headers before any content is read.
+struct Budget<'a> {
+    dest: &'a Path,
+    limit_bytes: u64,
+    /// Every entry's content as declared, padded to its blocks: what the stream may hold
+    /// beyond its headers, counted before any of it is read (or skipped).
+    declared_bytes: u64,
+}
+
+impl Budget<'_> {
+    fn too_large(&self, limit: u64, what: &'static str) -> UnpackError {
+        UnpackError::TooLarge {
+            dest: self.dest.to_owned(),
+            limit,
+            what,
+        }
+    }
+
+    /// The entry numbered `index` (from 0), before its header is read.
+    fn admit_entry(&self, index: usize) -> Result<(), UnpackError> {
+        match index >= MAX_ENTRIES {
+            true => Err(self.too_large(MAX_ENTRIES as u64, "entries")),
+            false => Ok(()),
+        }
+    }
+
+    /// An entry of `size` declared bytes; `extension` names a long name or PAX header,
+    /// which is read into memory and so held to a smaller bound.
+    fn admit_content(
+        &mut self,
+        extension: Option<&'static str>,
+        size: u64,
+    ) -> Result<(), UnpackError> {
+        if let Some(what) = extension.filter(|_| size > MAX_EXTENSION_BYTES) {
+            return Err(UnpackError::LongHeader {
+                dest: self.dest.to_owned(),
+                what,
+                bytes: size,
+            });
+        }
+        let padded = size.div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
+        self.declared_bytes = self.declared_bytes.saturating_add(padded);
+        match self.declared_bytes > self.limit_bytes {
+            true => Err(self.too_large(self.limit_bytes, "bytes")),
+            false => Ok(()),
+        }
+    }
 }
 
 fn unpack_into(
@@ -75,16 +283,29 @@ fn unpack_into(
     let mut archive = tar::Archive::new(stream);
     let mut unpacked = Unpacked::default();
     let mut refused = Vec::new();
-    for (index, entry) in archive.entries().map_err(stream_error)?.enumerate() {
-        if index >= MAX_ENTRIES {
-            return Err(UnpackError::TooLarge {
-                dest: dest.to_owned(),
-                limit: MAX_ENTRIES as u64,
-                what: "entries",
-            });
-        }
+    let mut pending = Pending::default();
+    let mut budget = Budget {
+        dest,
+        limit_bytes,
+        declared_bytes: 0,
+    };
+    let entries = archive.entries().map_err(stream_error)?.raw(true);
+    for (index, entry) in entries.enumerate() {
+        budget.admit_entry(index)?;
         let mut entry = entry.map_err(stream_error)?;
-        let raw = entry.path_bytes().into_owned();
+        let size = entry.size();
+        let kind = entry.header().entry_type();
+        let extension = extension(kind);
+        budget.admit_content(extension, size)?;
+        if extension.is_some() {
+            let mut data = Vec::with_capacity(size as usize);
+            entry.read_to_end(&mut data).map_err(stream_error)?;
+            if let Err(why) = pending.add(kind, &data) {
+                refused.push(why);
+            }
+            continue;
+        }
+        let (raw, link) = pending.take_names(&entry);
         let name = oscil_protocol::text::escape_peer(&String::from_utf8_lossy(&raw));
         let Some(relative) = plain_relative(&raw) else {
             refused.push(format!(
@@ -94,8 +315,7 @@ fn unpack_into(
         };
         let header = entry.header();
         let mode = header.mode().unwrap_or(0);
-        let kind = header.entry_type();
-        if let Some(why) = refusal(kind, header.link_name_bytes().as_deref()) {
+        if let Some(why) = refusal(kind, link.as_deref()) {
             refused.push(format!("{name}: {why}"));
             continue;
         }
@@ -108,30 +328,18 @@ fn unpack_into(
             // Already refused: only the rest of the list is wanted.
             continue;
         }
-        let path = staging.join(&relative);
-        if kind == EntryType::Directory {
-            if relative.as_os_str().is_empty() {
-                continue; // the run directory itself: ours, made above
-            }
-            std::fs::DirBuilder::new()
-                .mode(0o755)
-                .create(&path)
-                .map_err(SafeFsError::io(&path))?;
-            continue;
+        if relative.as_os_str().is_empty() && kind == EntryType::Directory {
+            continue; // the run directory itself: ours, made above
         }
-        let left = limit_bytes - unpacked.bytes;
-        let mut file = safe_fs::create_new(&path, 0o644)?;
-        let copied = io::copy(&mut (&mut entry).take(left + 1), &mut file)
-            .map_err(|source| SafeFsError::Io { path, source })?;
-        if copied > left {
-            return Err(UnpackError::TooLarge {
-                dest: dest.to_owned(),
-                limit: limit_bytes,
-                what: "bytes",
-            });
-        }
-        unpacked.bytes += copied;
-        unpacked.files += 1;
+        write_entry(
+            &mut entry,
+            staging.join(&relative),
+            &stream_error,
+            &mut unpacked,
+        )?;
+    }
+    if !pending.is_empty() {
+        refused.push("a long name or PAX header with no entry after it".into());
     }
     match refused.is_empty() {
         true => Ok(unpacked),
@@ -179,6 +387,8 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
     use tar::{Builder, Header};
+
+    const MINUTE: Duration = Duration::from_secs(60);
 
     fn header(name: &[u8], kind: EntryType, mode: u32, size: u64) -> Header {
         let mut header = Header::new_gnu();
@@ -244,7 +454,7 @@ mod tests {
         });
         let parent = tempfile::tempdir().unwrap();
         let dest = parent.path().join("rep-1");
-        let err = unpack(&tar[..], &dest, 1 << 20).unwrap_err();
+        let err = unpack(&tar[..], &dest, 1 << 20, MINUTE).unwrap_err();
         let UnpackError::Refused { refused, .. } = &err else {
             panic!("{err}")
         };
@@ -267,7 +477,7 @@ mod tests {
     fn owners_and_modes_never_come_through() {
         let parent = tempfile::tempdir().unwrap();
         let dest = parent.path().join("rep-1");
-        let unpacked = unpack(&tar_with(|_| {})[..], &dest, 1 << 20).unwrap();
+        let unpacked = unpack(&tar_with(|_| {})[..], &dest, 1 << 20, MINUTE).unwrap();
         assert_eq!((unpacked.files, unpacked.bytes), (2, 6));
         assert_eq!(unpacked.ignored, ["./: mode 777", "./setuid: mode 4755"]);
         let me = std::fs::metadata("/proc/self").unwrap().uid();
@@ -296,7 +506,7 @@ mod tests {
                 &data,
             );
         });
-        let err = unpack(&big[..], &dest, 5_000).unwrap_err();
+        let err = unpack(&big[..], &dest, 5_000, MINUTE).unwrap_err();
         assert!(err.to_string().contains("more than 5000 bytes"), "{err}");
         let many = tar_with(|b| {
             for i in 0..MAX_ENTRIES {
@@ -308,9 +518,149 @@ mod tests {
                 );
             }
         });
-        let err = unpack(&many[..], &dest, 5_000).unwrap_err();
+        let err = unpack(&many[..], &dest, 5_000, MINUTE).unwrap_err();
         assert!(err.to_string().contains("more than 64 entries"), "{err}");
         assert!(!dest.exists());
         assert_eq!(leftovers(parent.path()), Vec::<String>::new());
+    }
+
+    /// `head`, then zeros without end (64 GiB and more, never held), counting what was
+    /// read: how much of a hostile stream the unpacker took in.
+    struct Endless {
+        head: Vec<u8>,
+        read: u64,
+    }
+
+    impl Read for &mut Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let at = self.read as usize;
+            let n = match self.head.get(at..) {
+                Some(rest) if !rest.is_empty() => {
+                    let n = rest.len().min(buf.len());
+                    buf[..n].copy_from_slice(&rest[..n]);
+                    n
+                }
+                _ => {
+                    buf.fill(0);
+                    buf.len()
+                }
+            };
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+
+    /// A header of `kind` for `name` declaring `size` bytes, and nothing after it.
+    fn lone_header(name: &[u8], kind: EntryType, size: u64) -> Vec<u8> {
+        let mut h = header(name, kind, 0o644, size);
+        h.set_cksum();
+        h.as_bytes().to_vec()
+    }
+
+    /// The streams: a GNU long name or a PAX header declaring 64 GiB (the tar
+    /// crate read them whole: 3.13 GB of RSS after 3 GiB), a directory declaring 64 GiB
+    /// (skipped without bound on bytes or time). Each is refused after its 512-byte header
+    /// and the tar crate's first read past it, and leaves nothing.
+    #[test]
+    fn headers_declaring_64_gib_are_refused_before_their_bytes_are_read() {
+        const GIB_64: u64 = 64 << 30;
+        let cases = [
+            (
+                lone_header(b"././@LongLink", EntryType::GNULongName, GIB_64),
+                "holds a GNU long name of 68719476736 bytes (at most 4096); refused, nothing kept",
+            ),
+            (
+                lone_header(b"./PaxHeaders/x", EntryType::XHeader, GIB_64),
+                "holds a PAX header of 68719476736 bytes (at most 4096); refused, nothing kept",
+            ),
+            (
+                lone_header(b"./big/", EntryType::Directory, GIB_64),
+                "holds more than 1048576 bytes; refused, nothing kept",
+            ),
+        ];
+        let parent = tempfile::tempdir().unwrap();
+        let dest = parent.path().join("rep-1");
+        for (head, why) in cases {
+            let mut stream = Endless { head, read: 0 };
+            let err = unpack(&mut stream, &dest, 1 << 20, MINUTE).unwrap_err();
+            assert!(err.to_string().ends_with(why), "{err}");
+            // The header, and at most a block the tar crate reads ahead.
+            assert!(stream.read <= 1024, "read {} bytes", stream.read);
+            assert!(!dest.exists());
+            assert_eq!(leftovers(parent.path()), Vec::<String>::new());
+        }
+    }
+
+    #[test]
+    fn long_names_and_pax_paths_within_the_cap_name_their_entry() {
+        let long = format!("./{}", "n".repeat(200));
+        let mut builder = Builder::new(Vec::new());
+        let mut h = Header::new_gnu();
+        h.set_entry_type(EntryType::Regular);
+        h.set_mode(0o644);
+        h.set_size(3);
+        builder.append_data(&mut h, &long, &b"abc"[..]).unwrap();
+        builder
+            .append_pax_extensions([("path", &b"./pax-named"[..]), ("mtime", b"1.5")])
+            .unwrap();
+        append(
+            &mut builder,
+            header(b"./x", EntryType::Regular, 0o644, 2),
+            b"xy",
+        );
+        let tar = builder.into_inner().unwrap();
+        let parent = tempfile::tempdir().unwrap();
+        let dest = parent.path().join("rep-1");
+        let unpacked = unpack(&tar[..], &dest, 1 << 20, MINUTE).unwrap();
+        assert_eq!((unpacked.files, unpacked.bytes), (2, 5));
+        assert_eq!(std::fs::read(dest.join(&long[2..])).unwrap(), b"abc");
+        assert_eq!(std::fs::read(dest.join("pax-named")).unwrap(), b"xy");
+        assert!(!dest.join("x").exists());
+    }
+
+    /// A PAX `size` would override the header's, so the size counted against the limit
+    /// would not be the one read: refused.
+    #[test]
+    fn a_pax_size_is_refused() {
+        let mut builder = Builder::new(Vec::new());
+        builder
+            .append_pax_extensions([("size", &b"68719476736"[..])])
+            .unwrap();
+        append(
+            &mut builder,
+            header(b"./x", EntryType::Regular, 0o644, 0),
+            b"",
+        );
+        let tar = builder.into_inner().unwrap();
+        let parent = tempfile::tempdir().unwrap();
+        let err = unpack(&tar[..], &parent.path().join("rep-1"), 1 << 20, MINUTE).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("nothing kept: a PAX header overriding an entry's size"),
+            "{err}"
+        );
+        assert_eq!(leftovers(parent.path()), Vec::<String>::new());
+    }
+
+    /// A peer that sends a header and then nothing: the deadline ends the copy (here
+    /// 300 ms; the lab's is a minute and more).
+    #[test]
+    fn a_stalled_stream_ends_at_its_deadline_and_leaves_nothing() {
+        let (mut peer, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+        let head = lone_header(b"./reader.csv", EntryType::Regular, 1000);
+        std::io::Write::write_all(&mut peer, &head).unwrap();
+        let parent = tempfile::tempdir().unwrap();
+        let dest = parent.path().join("rep-1");
+        let limit = Duration::from_millis(300);
+        let started = Instant::now();
+        let err = unpack(Deadline::new(ours, limit), &dest, 1 << 20, limit).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("took longer than 300ms, its time limit; refused, nothing kept"),
+            "{err}"
+        );
+        assert!(started.elapsed() >= limit);
+        assert_eq!(leftovers(parent.path()), Vec::<String>::new());
+        drop(peer);
     }
 }

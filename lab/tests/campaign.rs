@@ -191,12 +191,26 @@ fn a_signal_to_the_lab_leaves_campaign_json_true_and_resume_finishes() {
         "{namespaces}"
     );
 
-    let output = lab(&["--resume", out.to_str().unwrap()]);
+    // Resumed on a shared host's terms: 4 GiB of address space, below the 8 GiB the lab
+    // gives its report, which takes the lower and says so.
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -v 4194304 && exec \"$0\" \"$@\""])
+        .arg(workspace_bin("oscil-lab"))
+        .args(["--resume", out.to_str().unwrap()])
+        .output()
+        .expect("run oscil-lab under ulimit -v");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
     assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        stderr.contains("oscil-lab: the report's memory bound 4.0 GiB, the address space limit it was started with (below the lab's 8.0 GiB)"),
+        "{stderr}"
     );
+    assert_eq!(
+        stderr.matches("memory bound").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(out.join("report/index.html").is_file(), "{stderr}");
     assert_eq!(statuses(&out), ["complete", "complete"]);
     assert!(
         first
@@ -206,8 +220,46 @@ fn a_signal_to_the_lab_leaves_campaign_json_true_and_resume_finishes() {
         "the partial attempt is kept"
     );
     let table = String::from_utf8_lossy(&output.stdout);
+    // The baseline's figures, unless its run's emulated link fell behind on this shared
+    // machine: then the report leaves it out (link_health) and the table counts it 0/1.
+    let baseline_counted = table.contains("base");
     assert!(
-        table.contains("50mbit_20ms_cubic_lowat-131072") && table.contains("base"),
+        table.contains("50mbit_20ms_cubic_lowat-131072")
+            && (baseline_counted || table.contains("lowat-default   0/1")),
         "{table}"
     );
+    metrics_agree_with_the_report(&out);
+}
+
+/// The campaign's figures for Prometheus pass promtool, one file per run and one for the
+/// campaign, and say what configurations.csv says (MiB there, bytes here).
+fn metrics_agree_with_the_report(out: &Path) {
+    let Some(files) = oscil_testkit::promtool_checked(&out.join("metrics")) else {
+        return;
+    };
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "oscil-campaign.prom",
+            "oscil-run-50mbit_20ms_cubic_lowat-131072.prom",
+            "oscil-run-50mbit_20ms_cubic_lowat-default.prom"
+        ]
+    );
+    let csv = oscil_testkit::Csv::read(&out.join("report/configurations.csv"));
+    for row in &csv.rows {
+        let config = &row["configuration"];
+        let mib = oscil_testkit::number(row, "slow_queued_peak_mib");
+        let bytes = oscil_testkit::openmetrics_value(
+            &files[0].1,
+            "oscil_campaign_slow_queued_peak_bytes",
+            &[&format!("configuration=\"{config}\""), "path_rtt_ms=\"20\""],
+        )
+        .unwrap_or_else(|| panic!("no {config} in {}", files[0].1));
+        // configurations.csv rounds to 4 decimals of MiB: 105 bytes.
+        assert!(
+            (bytes - mib * 1048576.0).abs() < 110.0,
+            "{config}: {bytes} vs {mib} MiB"
+        );
+    }
 }

@@ -2,10 +2,15 @@
 //! through a hub namespace by an oscil-link per host (20 Mbit/s; 6, 14, 46 and 104 ms of
 //! round trip to the hub, so the pairs' paths take 20, 52, 60, 110, 118 and 150 ms).
 //! oscil-lab runs in the hub and reaches every host over ssh through its link, from an
-//! Ansible inventory. A mesh of every ordered pair (12) x lowat default/131072 is killed
-//! in the middle, restored and resumed; then a host that refuses ssh fails only its pairs.
+//! Ansible inventory. A mesh of six ordered pairs (three rounds of two, each host in every
+//! round) x lowat default/131072 is killed in the middle, restored and resumed; then a host
+//! that refuses ssh fails only its pairs, and campaigns on overlapping hosts wait for each
+//! other. Apart, on a fleet of its own (the two tests run side by side): deploy/ansible
+//! installs the binaries, and a campaign runs on them.
 
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -19,6 +24,17 @@ use oscil_testkit::{bin_dir, unique, workspace_bin};
 /// Each host's round trip to the hub, ms: a pair's path is the sum of its two.
 const SPOKE_RTT_MS: [u64; 4] = [6, 14, 46, 104];
 const HOSTS: usize = SPOKE_RTT_MS.len();
+
+/// The mesh's pairs (sender, receiver): every host in each of three rounds, both
+/// directions of two paths and one direction of two more. Every ordered pair would be 12
+/// rounds' worth of runs for the same checks (11 minutes of CI on a loaded machine).
+const MESH: [(usize, usize); 6] = [(0, 1), (2, 3), (1, 0), (3, 2), (0, 2), (3, 1)];
+
+/// `--pairs` for [`MESH`].
+fn mesh_pairs() -> String {
+    let pairs: Vec<String> = MESH.iter().map(|(s, r)| format!("h{s}>h{r}")).collect();
+    pairs.join(",")
+}
 
 /// The hub, the hosts, their links and sshds; everything goes on drop.
 struct Fleet {
@@ -199,13 +215,23 @@ fn a_mesh_of_four_hosts_runs_in_rounds_survives_a_kill_and_fails_only_a_refusing
     }
     std::fs::write(&inventory, text).unwrap();
     let out = fleet.path("mesh");
+    let pairs = mesh_pairs();
 
     let mut lab = fleet
         .campaign(
             &inventory,
-            "all",
+            &pairs,
             &out,
-            &["--lowat", "default,131072", "--seed", "5"],
+            // A given slow rate: no pair spends a calibration run (the refusing-host
+            // campaign below has one).
+            &[
+                "--lowat",
+                "default,131072",
+                "--seed",
+                "5",
+                "--slow-rate",
+                "2mbit",
+            ],
         )
         .spawn()
         .expect("start oscil-lab");
@@ -216,7 +242,7 @@ fn a_mesh_of_four_hosts_runs_in_rounds_survives_a_kill_and_fails_only_a_refusing
             .unwrap_or_default()
             .matches("\"complete\"")
             .count();
-        done >= 8
+        done >= 4
             && restore_files(&out).iter().any(|f| {
                 std::fs::read_to_string(f)
                     .unwrap_or_default()
@@ -245,7 +271,24 @@ fn a_mesh_of_four_hosts_runs_in_rounds_survives_a_kill_and_fails_only_a_refusing
     check_mesh(&out);
 
     refusing_host(&fleet, &before);
-    eprintln!("fleet test took {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "refusing host done after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    overlapping_campaigns(&fleet, &inventory, &before);
+    eprintln!("mesh test took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+#[test]
+fn deploy_ansible_installs_the_binaries_once_and_a_campaign_runs_on_them() {
+    if lacks_sshd() {
+        return;
+    }
+    let started = Instant::now();
+    let fleet = Fleet::start();
+    let before = fleet.sysctls();
+    deploy_then_campaign(&fleet, &before);
+    eprintln!("deploy test took {:.1} s", started.elapsed().as_secs_f64());
 }
 
 /// Every run complete, no host in two runs at once, each pair's measured path what the
@@ -253,7 +296,7 @@ fn a_mesh_of_four_hosts_runs_in_rounds_survives_a_kill_and_fails_only_a_refusing
 fn check_mesh(out: &Path) {
     let campaign = json(&out.join("campaign.json"));
     let runs = campaign["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 12 * 2, "12 pairs x 2 settings");
+    assert_eq!(runs.len(), MESH.len() * 2, "6 pairs x 2 settings");
     // Each host's busy spans, from the runs' own start and end times.
     let mut busy: BTreeMap<String, Vec<(u64, u64, String)>> = BTreeMap::new();
     for run in runs {
@@ -284,33 +327,51 @@ fn check_mesh(out: &Path) {
         }
     }
     // The paths: a pair's minimum RTT is its two links' round trips (plus a little).
-    for (s, s_rtt_ms) in SPOKE_RTT_MS.iter().enumerate() {
-        for (r, r_rtt_ms) in SPOKE_RTT_MS.iter().enumerate().filter(|&(r, _)| r != s) {
-            let path = json(&out.join(format!("pairs/h{s}-to-h{r}/path.json")));
-            let rtt_ms = path["measured_min_rtt_us"].as_u64().expect("min RTT") as f64 / 1000.0;
-            let expected = (s_rtt_ms + r_rtt_ms) as f64;
-            assert!(
-                (expected..expected + 15.0).contains(&rtt_ms),
-                "h{s}>h{r}: {rtt_ms} ms on a {expected} ms path"
-            );
-            assert!(
-                path["ping"].as_str().is_some_and(|p| p.contains("rtt")),
-                "{path}"
-            );
-        }
+    for &(s, r) in &MESH {
+        let (s_rtt_ms, r_rtt_ms) = (SPOKE_RTT_MS[s], SPOKE_RTT_MS[r]);
+        let path = json(&out.join(format!("pairs/h{s}-to-h{r}/path.json")));
+        let rtt_ms = path["measured_min_rtt_us"].as_u64().expect("min RTT") as f64 / 1000.0;
+        let expected = (s_rtt_ms + r_rtt_ms) as f64;
+        assert!(
+            (expected..expected + 15.0).contains(&rtt_ms),
+            "h{s}>h{r}: {rtt_ms} ms on a {expected} ms path"
+        );
+        assert!(
+            path["ping"].as_str().is_some_and(|p| p.contains("rtt")),
+            "{path}"
+        );
     }
     let recommendation =
         std::fs::read_to_string(out.join("report/recommendation.md")).expect("recommendation.md");
-    for s in 0..HOSTS {
-        for r in (0..HOSTS).filter(|&r| r != s) {
-            assert!(
-                recommendation.contains(&format!("h{s}-to-h{r}")),
-                "no word on h{s}>h{r}:\n{recommendation}"
+    for &(s, r) in &MESH {
+        assert!(
+            recommendation.contains(&format!("h{s}-to-h{r}")),
+            "no word on h{s}>h{r}:\n{recommendation}"
+        );
+    }
+    // The figures for Prometheus: promtool takes them, a series per pair.
+    if let Some(files) = oscil_testkit::promtool_checked(&out.join("metrics")) {
+        assert_eq!(
+            files.len(),
+            1 + MESH.len() * 2,
+            "the campaign's file and one per run"
+        );
+        let campaign = &files[0].1;
+        for pair in ["h0-to-h1", "h3-to-h2"] {
+            let bytes = oscil_testkit::openmetrics_value(
+                campaign,
+                "oscil_campaign_slow_queued_peak_bytes",
+                &[&format!("pair=\"{pair}\""), "lowat=\"131072\""],
             );
+            assert!(bytes.is_some_and(|b| b > 0.0), "{pair}:\n{campaign}");
         }
     }
     let mesh = std::fs::read_to_string(out.join("report/mesh.csv")).expect("mesh.csv");
-    assert_eq!(mesh.lines().count(), 1 + 12, "a line per path:\n{mesh}");
+    assert_eq!(
+        mesh.lines().count(),
+        1 + MESH.len(),
+        "a line per path:\n{mesh}"
+    );
     assert!(out.join("report/mesh.png").is_file(), "the mesh picture");
 }
 
@@ -338,6 +399,14 @@ fn refusing_host(fleet: &Fleet, before: &[BTreeMap<String, String>]) {
     ));
     assert_eq!(status.code(), Some(1), "some runs failed");
     let campaign = json(&out.join("campaign.json"));
+    // The pair that ran was calibrated first, and its run read at 5% of that peak; the
+    // pairs that could not start have none.
+    let calibrations = campaign["calibrations"].as_array().expect("calibrations");
+    assert_eq!(calibrations.len(), 1, "{calibrations:?}");
+    assert_eq!(calibrations[0]["pair"], "h0-to-h1");
+    assert_eq!(calibrations[0]["dir"], "calibration/h0-to-h1");
+    assert!(out.join("calibration/h0-to-h1/run.json").is_file());
+    let slow_bps = (calibrations[0]["peak_bps"].as_f64().unwrap() * 0.05).round();
     for run in campaign["runs"].as_array().unwrap() {
         let pair = run["pair"].as_str().unwrap();
         if pair.contains("down") {
@@ -348,6 +417,7 @@ fn refusing_host(fleet: &Fleet, before: &[BTreeMap<String, String>]) {
             );
         } else {
             assert_eq!(run["status"], "complete", "{run}");
+            assert_eq!(run["settings"]["slow_rate_bps"].as_f64(), Some(slow_bps));
         }
     }
     assert_eq!(fleet.sysctls(), before);
@@ -362,4 +432,266 @@ fn restore_files(out: &Path) -> Vec<PathBuf> {
         .map(|d| d.path().join("restore.json"))
         .filter(|f| f.exists())
         .collect()
+}
+
+/// The path of host `i`'s campaign lock (one per network namespace, in /run, which the
+/// namespaces share with the test).
+fn lock_file(fleet: &Fleet, i: usize) -> PathBuf {
+    let ns = &fleet.ns[i];
+    let inode = run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            ns,
+            "stat",
+            "-L",
+            "-c",
+            "%i",
+            "/proc/self/ns/net",
+        ],
+    );
+    PathBuf::from(format!("/run/oscil-lab/net-{inode}.lock"))
+}
+
+/// True while some process holds host `i`'s lock, as the kernel's table of locks
+/// (`/proc/locks`) lists it: read, never taken, since a probe that took the lock for a
+/// moment (`flock -n`) would turn away a campaign starting in that moment.
+fn held(fleet: &Fleet, i: usize) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(lock_file(fleet, i)) else {
+        return false;
+    };
+    let inode = format!(":{} ", meta.ino());
+    std::fs::read_to_string("/proc/locks")
+        .expect("read /proc/locks")
+        .lines()
+        .any(|l| l.contains("FLOCK") && format!("{l} ").contains(&inode))
+}
+
+fn stderr_of(command: &mut Command) -> (Option<i32>, String) {
+    let out = command.output().expect("run oscil-lab");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Two campaigns on overlapping hosts (h0>h1, then h1>h2) never run at once: the second
+/// is refused while the first holds h1, naming it, and so is a restore of the first; once
+/// the first is done the second runs. A lab killed outright lets its hosts go by itself.
+/// Three one-run campaigns: 71 s here with other branches building.
+fn overlapping_campaigns(fleet: &Fleet, inventory: &Path, before: &[BTreeMap<String, String>]) {
+    let first = fleet.path("first");
+    let mut a = fleet
+        .campaign(inventory, "h0>h1", &first, &["--lowat", "131072"])
+        .spawn()
+        .expect("start oscil-lab");
+    wait_for(
+        "the first campaign to hold h0 and h1",
+        Duration::from_secs(60),
+        || {
+            assert!(a.try_wait().unwrap().is_none(), "oscil-lab ended early");
+            held(fleet, 0) && held(fleet, 1) && !restore_files(&first).is_empty()
+        },
+    );
+    let holder = std::fs::read_to_string(lock_file(fleet, 1)).unwrap();
+    assert!(holder.contains(first.to_str().unwrap()), "{holder}");
+
+    let second = fleet.path("second");
+    let (code, stderr) =
+        stderr_of(&mut fleet.campaign(inventory, "h1>h2", &second, &["--lowat", "131072"]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is in use by another campaign: campaign ")
+            && stderr.contains(first.to_str().unwrap()),
+        "{stderr}"
+    );
+    assert!(
+        restore_files(&second).is_empty(),
+        "the refused campaign changed nothing"
+    );
+    let (code, stderr) = stderr_of(&mut fleet.lab(&["restore", first.to_str().unwrap()]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(first.to_str().unwrap()), "{stderr}");
+
+    assert!(a.wait().unwrap().success(), "the first campaign completes");
+    assert!(!held(fleet, 0) && !held(fleet, 1), "its hosts are let go");
+    assert!(status_of(&mut fleet.lab(&["--resume", second.to_str().unwrap()])).success());
+    let span = |out: &Path| {
+        let campaign = json(&out.join("campaign.json"));
+        let meta = json(
+            &out.join(campaign["runs"][0]["dir"].as_str().unwrap())
+                .join("run.json"),
+        );
+        (
+            meta["started_unix_ms"].as_u64().unwrap(),
+            meta["ending"]["ended_unix_ms"].as_u64().unwrap_or(0),
+        )
+    };
+    let (a_span, b_span) = (span(&first), span(&second));
+    assert!(
+        a_span.1 <= b_span.0,
+        "h1 in two campaigns at once: {a_span:?} {b_span:?}"
+    );
+
+    // Killed outright (its ssh clients live on): the locks end with it.
+    let crashed = fleet.path("crashed");
+    let mut c = fleet
+        .campaign(inventory, "h0>h1", &crashed, &["--lowat", "131072"])
+        .spawn()
+        .expect("start oscil-lab");
+    wait_for(
+        "the third campaign to hold h0 and h1",
+        Duration::from_secs(60),
+        || held(fleet, 0) && held(fleet, 1),
+    );
+    run("kill", &["-KILL", &c.id().to_string()]);
+    let _ = c.wait();
+    wait_for(
+        "the killed campaign's locks to go",
+        Duration::from_secs(15),
+        || !held(fleet, 0) && !held(fleet, 1),
+    );
+    assert!(status_of(&mut fleet.lab(&["restore", crashed.to_str().unwrap()])).success());
+    assert_eq!(fleet.sysctls(), before);
+}
+
+/// The PLAY RECAP's `changed=N` of every host.
+fn changed(recap: &str) -> Vec<u32> {
+    recap
+        .lines()
+        .filter_map(|l| l.split("changed=").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// deploy/ansible with Debian's ansible-playbook on h2 and h3 (the inventory a range, with
+/// group_vars and host_vars, which the lab reads through ansible-inventory as the
+/// explicit inventory's plan): twice, the second changing nothing, then a campaign on
+/// the binaries it installed. 294 s here with other branches building, most of it
+/// Ansible's (its Python start-up per task and host).
+fn deploy_then_campaign(fleet: &Fleet, before: &[BTreeMap<String, String>]) {
+    if Command::new("ansible-playbook")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        oscil_testkit::skip("no ansible-playbook (apt-get install ansible-core)");
+        return;
+    }
+    let dir = fleet.path("deploy");
+    for sub in ["group_vars", "host_vars"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(dir.join("hosts.ini"), "[lab]\nh[2:3]\n").unwrap();
+    std::fs::write(
+        dir.join("group_vars/all.yml"),
+        "ansible_user: root\nansible_python_interpreter: /usr/bin/python3\n\
+         ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null\n",
+    )
+    .unwrap();
+    let mut explicit = String::new();
+    for i in [2, 3] {
+        let root = dir.join(format!("h{i}"));
+        let vars = format!(
+            "ansible_host: {}\noscil_bin: {}\noscil_etc_dir: {}\noscil_unit_dir: {}\n",
+            addr(i),
+            root.join("bin").display(),
+            root.join("etc").display(),
+            root.join("systemd").display()
+        );
+        std::fs::write(dir.join(format!("host_vars/h{i}.yml")), vars).unwrap();
+        explicit += &format!(
+            "h{i} ansible_host={} ansible_user=root oscil_bin={}\n",
+            addr(i),
+            root.join("bin").display()
+        );
+    }
+    std::fs::write(fleet.path("explicit.ini"), explicit).unwrap();
+    let hosts = dir.join("hosts.ini");
+    let out = fleet.path("deployed");
+    let plan = |inventory: &Path| {
+        let output = fleet
+            .campaign(inventory, "all", &out, &["--dry-run", "--seed", "7"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let planned = plan(&hosts);
+    assert!(
+        planned.contains(&format!("h3    {}  root", addr(3))),
+        "{planned}"
+    );
+    assert_eq!(planned, plan(&fleet.path("explicit.ini")));
+    // ansible-inventory's JSON on standard input: the same plan again.
+    let listed = run(
+        "ansible-inventory",
+        &["-i", hosts.to_str().unwrap(), "--list"],
+    );
+    let mut piped = fleet
+        .campaign(Path::new("-"), "all", &out, &["--dry-run", "--seed", "7"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    piped
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(listed.as_bytes())
+        .unwrap();
+    let output = piped.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), planned);
+
+    let playbook = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/ansible/oscil.yml");
+    let deploy = || {
+        let output = Command::new("ip")
+            .args(["netns", "exec", &fleet.hub, "ansible-playbook", "-i"])
+            .arg(&hosts)
+            .arg(&playbook)
+            .arg("-e")
+            .arg(format!("oscil_build_dir={}", bin_dir().display()))
+            .arg("--private-key")
+            .arg(fleet.path("user_key"))
+            .env("ANSIBLE_NOCOLOR", "1")
+            // One ssh command per task rather than three (no temporary module file): as
+            // operators run it, and minutes less of this test.
+            .env("ANSIBLE_PIPELINING", "1")
+            .output()
+            .expect("run ansible-playbook");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        changed(&text)
+    };
+    let first = deploy();
+    assert!(
+        first.len() == 2 && first.iter().all(|&n| n > 0),
+        "{first:?}"
+    );
+    assert_eq!(deploy(), [0, 0], "the second run changes nothing");
+    for i in [2, 3] {
+        let key = dir.join(format!("h{i}/etc/oscil.key"));
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", key.display());
+        assert!(dir
+            .join(format!("h{i}/systemd/oscil-daemon.service"))
+            .is_file());
+    }
+    let status = status_of(&mut fleet.campaign(&hosts, "h2>h3", &out, &["--lowat", "131072"]));
+    assert!(status.success(), "a campaign on the deployed binaries");
+    assert_eq!(
+        json(&out.join("campaign.json"))["runs"][0]["status"],
+        "complete"
+    );
+    assert_eq!(fleet.sysctls(), before);
 }

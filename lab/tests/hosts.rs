@@ -4,6 +4,7 @@
 //! reaches both over ssh, so every sysctl it sets lands in a namespace.
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -212,6 +213,25 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
     let campaign = campaign(&out);
     let runs = campaign["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 4, "2 settings x 2 repetitions");
+    // One calibration of the path, at full speed for the runs' one 1 s fast phase: at most
+    // the link's 50 Mbit/s (5% more for a window's edges), and 5% of it the slow rate of
+    // every run, as each run's reader was asked.
+    let calibration = &campaign["calibrations"][0];
+    assert_eq!(campaign["calibrations"].as_array().map(Vec::len), Some(1));
+    assert_eq!(calibration["dir"], "calibration");
+    assert_eq!(calibration["full_speed_ms"], 1000);
+    let peak_bps = calibration["peak_bps"].as_f64().expect("peak");
+    assert!((5e6..52.5e6).contains(&peak_bps), "{calibration}");
+    assert!(out.join("calibration/reader.csv").is_file());
+    let slow_bps = (peak_bps * 0.05).round();
+    for run in runs {
+        assert_eq!(
+            run["settings"]["slow_rate_bps"].as_f64(),
+            Some(slow_bps),
+            "{run}"
+        );
+        assert_eq!(run["settings"]["slow_rate_basis"]["peak_bps"], peak_bps);
+    }
     for run in runs {
         assert_eq!(run["status"], "complete", "{run}");
         let dir = out.join(run["dir"].as_str().unwrap());
@@ -228,6 +248,12 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
         };
         assert_eq!(lowat, expected, "{}", run["label"]);
         assert!(Path::new(&dir).join("reader.csv").is_file());
+        let asked = &meta["config"]["slow_rate"]["chosen_by"];
+        assert_eq!(asked["by"], "absolute");
+        assert_eq!(
+            asked["bytes_per_s"].as_f64(),
+            Some((slow_bps / 8.0).floor())
+        );
     }
     // The reader crossed the emulated 40 ms path.
     let min_rtt_us = campaign["hosts"]["measured_min_rtt_us"]
@@ -322,10 +348,22 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
     );
 
     // --resume (ssh options and all from campaign.json) reruns the killed run, keeping
-    // what it left beside the new one, and puts every value back again.
+    // what it left beside the new one, and puts every value back again; it reuses the
+    // path's calibration, made before the killed run.
+    let calibrations = campaign(&out)["calibrations"].clone();
+    assert_eq!(
+        calibrations.as_array().map(Vec::len),
+        Some(1),
+        "{calibrations}"
+    );
     let resumed = hosts.resume(&out);
     assert!(resumed.success());
     assert_eq!(campaign(&out)["runs"][0]["status"], "complete");
+    assert_eq!(campaign(&out)["calibrations"], calibrations);
+    assert!(
+        !out.join("calibration.attempt-1").exists(),
+        "calibrated once"
+    );
     let run_dir = out.join("runs/cubic_lowat-131072");
     assert!(
         run_dir.join("rep-1.attempt-1/run.json").is_file(),
@@ -348,4 +386,221 @@ fn daemons_in(ns: &str) -> usize {
                 .is_ok_and(|c| c.trim() == "oscil-daemon")
         })
         .count()
+}
+
+/// A header of `kind` declaring 64 GiB, as a hostile receiver would answer the lab's
+/// `tar -cf - .` (the wrapper `ssh` below streams zeros after it, without end).
+fn hostile_header(name: &str, kind: tar::EntryType) -> Vec<u8> {
+    let mut header = tar::Header::new_gnu();
+    header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+    header.set_entry_type(kind);
+    header.set_mode(0o644);
+    header.set_size(64 << 30);
+    header.set_cksum();
+    header.as_bytes().to_vec()
+}
+
+/// A directory `wrapper/` holding an `ssh` that passes everything to the real one but the
+/// lab's copy of a run directory (`tar -C DIR -cf - .`), which it answers with
+/// `attack-<n>` (`n` counting the copies) and then zeros without end.
+fn hostile_ssh(wrapper: &Path, attacks: &[Vec<u8>]) {
+    std::fs::create_dir(wrapper).unwrap();
+    for (n, attack) in attacks.iter().enumerate() {
+        std::fs::write(wrapper.join(format!("attack-{n}")), attack).unwrap();
+    }
+    let dir = wrapper.display();
+    let script = format!(
+        "#!/bin/sh\nfor last; do :; done\ncase \"$last\" in\n*'tar -C '*' -cf - .')\n  \
+         n=$(cat {dir}/count 2>/dev/null || echo 0); echo $((n + 1)) > {dir}/count\n  \
+         cat {dir}/attack-$n; exec cat /dev/zero ;;\nesac\nexec /usr/bin/ssh \"$@\"\n"
+    );
+    let ssh = wrapper.join("ssh");
+    std::fs::write(&ssh, script).unwrap();
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The most resident memory `pid` has had (`VmHWM`, kB), polled until it ends.
+fn peak_rss_kb_until_exit(child: &mut Child) -> u64 {
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()));
+        if let Some(kb) = status.ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        }) {
+            peak = peak.max(kb);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    peak
+}
+
+/// `argv` as the unprivileged user `nobody`.
+fn as_nobody(argv: &[&str]) {
+    let mut args = vec!["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
+    args.extend(argv);
+    run("setpriv", &args);
+}
+
+/// A local user (nobody) who may write `--remote-bin DIR` plants `oscil-daemon -> FILE`,
+/// FILE root's: the lab refuses DIR, as it refuses a DIR that user owns (before, root's
+/// `cat >` followed the link and FILE became the daemon's ELF). In a directory only root
+/// may write, a link planted there is replaced by the binary, never followed. Root, sshd;
+/// about 20 s (the daemon's 25 MB cross the 50 Mbit/s link).
+#[test]
+fn binaries_are_installed_only_where_no_one_else_writes_and_never_through_a_link() {
+    let Some((hosts, before)) = prepared() else {
+        return;
+    };
+    let place = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(place.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let precious = place.path().join("precious");
+    std::fs::write(&precious, "root's own\n").unwrap();
+    let open = place.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let planted = open.join("oscil-daemon");
+    as_nobody(&[
+        "ln",
+        "-s",
+        precious.to_str().unwrap(),
+        planted.to_str().unwrap(),
+    ]);
+    let theirs = place.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    for (dir, why) in [
+        (
+            &open,
+            format!(
+                "{} is writable by group or others (mode 777); refused",
+                open.display()
+            ),
+        ),
+        (
+            &theirs,
+            format!(
+                "{} is owned by uid 65534, neither root nor the ssh user; refused",
+                theirs.display()
+            ),
+        ),
+    ] {
+        let name = dir.file_name().unwrap().to_string_lossy();
+        let out = hosts.path(&format!("refused-{name}"));
+        let output = hosts
+            .lab(
+                &out,
+                Receiver::Local,
+                &["--remote-bin", dir.to_str().unwrap()],
+            )
+            .output()
+            .expect("run oscil-lab");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(stderr.contains(&why), "{why}\n{stderr}");
+    }
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root's own\n");
+    assert_eq!(
+        std::fs::read_link(&planted).unwrap(),
+        precious,
+        "left as it was"
+    );
+    assert_eq!(hosts.sysctls(), before, "nothing changed on the hosts");
+
+    let ours = place.path().join("ours");
+    std::fs::create_dir(&ours).unwrap();
+    std::os::unix::fs::symlink(&precious, ours.join("oscil-daemon")).unwrap();
+    let out = hosts.path("installed");
+    let status = hosts
+        .lab(
+            &out,
+            Receiver::Local,
+            &["--remote-bin", ours.to_str().unwrap()],
+        )
+        .args(["--lowat", "default", "--pattern", "full-speed"])
+        .args(["--fast", "1s", "--slow", "0", "--cycles", "1"])
+        .status()
+        .expect("run oscil-lab");
+    assert!(status.success(), "{status}");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root's own\n");
+    let installed = std::fs::symlink_metadata(ours.join("oscil-daemon")).unwrap();
+    assert!(installed.is_file(), "{installed:?}");
+    assert_eq!(installed.permissions().mode() & 0o7777, 0o755);
+    let leftovers: Vec<_> = std::fs::read_dir(&ours)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect();
+    assert_eq!(leftovers, ["oscil-daemon"], "no temporary file left");
+    assert_eq!(hosts.sysctls(), before, "every sysctl back");
+}
+
+/// The receiver answers each copy of a run with a header declaring 64 GiB (a GNU long
+/// name, a PAX header, a directory) and then zeros without end, through a wrapper `ssh`
+/// on the lab's PATH: each run fails with one line and keeps nothing, and the lab's
+/// memory stays a few MB (before: one byte per byte received, 3.13 GB after 3 GiB).
+/// Root, sshd; about 20 s.
+#[test]
+fn a_hostile_copy_of_a_run_is_bytes_under_a_bound() {
+    let Some((hosts, before)) = prepared() else {
+        return;
+    };
+    let place = tempfile::tempdir().unwrap();
+    let wrapper = place.path().join("wrapper");
+    let kinds = [
+        ("././@LongLink", tar::EntryType::GNULongName),
+        ("./PaxHeaders/run", tar::EntryType::XHeader),
+        ("./big/", tar::EntryType::Directory),
+    ];
+    let attacks: Vec<Vec<u8>> = kinds.iter().map(|(n, k)| hostile_header(n, *k)).collect();
+    hostile_ssh(&wrapper, &attacks);
+    let out = hosts.path("hostile");
+    let path = format!(
+        "{}:{}",
+        wrapper.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let started = Instant::now();
+    let mut lab = hosts
+        .lab(
+            &out,
+            Receiver::Remote,
+            &["--lowat", "default", "--repeat", "3", "--order", "grouped"],
+        )
+        .args(["--pattern", "full-speed"])
+        .args(["--fast", "1s", "--slow", "0", "--cycles", "1"])
+        .env("PATH", path)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start oscil-lab");
+    let peak_kb = peak_rss_kb_until_exit(&mut lab);
+    eprintln!(
+        "3 hostile copies: the lab's peak RSS {peak_kb} kB, {:.1} s in all",
+        started.elapsed().as_secs_f64()
+    );
+    // The lab's own memory, a few MB; a copy read whole would be gigabytes.
+    assert!(peak_kb < 64 * 1024, "peak RSS {peak_kb} kB");
+    let runs = campaign(&out)["runs"].as_array().expect("runs").clone();
+    let whys = [
+        "holds a GNU long name of 68719476736 bytes (at most 4096); refused, nothing kept",
+        "holds a PAX header of 68719476736 bytes (at most 4096); refused, nothing kept",
+        "holds more than",
+    ];
+    assert_eq!(runs.len(), 3);
+    for (run, why) in runs.iter().zip(whys) {
+        let reason = run["reason"].as_str().unwrap_or_default();
+        assert_eq!(run["status"], "failed", "{run}");
+        assert!(
+            reason.contains(why) && !reason.contains('\n'),
+            "{why}\n{reason}"
+        );
+        let dir = out.join(run["dir"].as_str().unwrap());
+        assert!(!dir.exists(), "{} kept", dir.display());
+        let kept: Vec<_> = std::fs::read_dir(dir.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        assert!(kept.is_empty(), "{kept:?}");
+    }
+    assert_eq!(hosts.sysctls(), before, "every sysctl back");
 }

@@ -5,8 +5,8 @@
 //! "network") all along; receive-window autotuning keeps ahead of it and the send buffer
 //! never fills. Measured before it was asserted, two runs: fast phases 100% network in
 //! both cycles of both; slow phases 8.5% and 20.5% receive window in one run (the window
-//! closing as the reader's queue fills near each slow phase's end), 0% in the other (the
-//! slow rate is a fraction of the peak delivered, and differs run to run), so the slow
+//! closing as the reader's queue fills near each slow phase's end), 0% in the other (then
+//! the slow rate was a fraction of each run's peak, which differed run to run), so the slow
 //! phases are only printed. Needs root (namespaces, TUN); skips, saying so, without it.
 
 mod util;

@@ -37,26 +37,50 @@ fn the_probe_sees_the_path_while_the_markers_see_the_sender_queue() {
     let out = &campaign.0;
     let run = out.join("runs/100mbit_100ms_cubic_lowat-default/rep-1");
     let probe = Csv::read(&run.join("probe.csv"));
-    // One probe every 100 ms over the 12 s pattern.
-    assert!(
-        (110..=125).contains(&probe.rows.len()),
-        "{} probes",
-        probe.rows.len()
-    );
-    let probe_ms = median(column_ms(&probe, "rtt_us"));
-    let marker_ms = median(column_ms(
-        &Csv::read(&run.join("markers.csv")),
-        "latency_us",
-    ));
-    eprintln!("median round trip: probe {probe_ms:.1} ms, markers {marker_ms:.1} ms");
-    assert!(
-        (100.0..200.0).contains(&probe_ms),
-        "probe median {probe_ms} ms"
-    );
-    assert!(marker_ms >= 1000.0, "marker median {marker_ms} ms");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert_eq!(meta["probe"]["on"], true, "{}", meta["probe"]);
+    // Every probe sent is in the file, one every 100 ms at most over the run (a late tick
+    // is skipped, never made up: the first at the start, perhaps one as it stops). A
+    // loaded machine may skip some; for a median, a tenth of them is plenty.
+    let sent = meta["probe"]["sent"].as_u64().unwrap();
+    assert_eq!(probe.rows.len() as u64, sent, "{}", meta["probe"]);
+    let run_s = meta["ending"]["duration_s"].as_f64().unwrap();
+    assert!(
+        sent as f64 <= run_s / 0.1 + 2.0,
+        "{sent} probes in {run_s} s"
+    );
+    let probe_rtts = column_ms(&probe, "rtt_us");
+    assert!(
+        probe_rtts.len() >= 10,
+        "{} probes answered",
+        probe_rtts.len()
+    );
+    let probe_ms = median(probe_rtts);
+    let markers = column_ms(&Csv::read(&run.join("markers.csv")), "latency_us");
+    let marker_ms = median(markers.clone());
+    let marker_max_ms = markers.iter().copied().fold(0.0, f64::max);
+    eprintln!(
+        "round trip: probe median {probe_ms:.1} ms; markers median {marker_ms:.1} ms, max {marker_max_ms:.1} ms"
+    );
+    // Never under the path's 100 ms: the emulator holds each packet that long.
+    assert!(probe_ms >= 100.0, "probe median {probe_ms} ms");
+    // A marker written in the slow phase waits behind the send queue the default lowat let
+    // grow in the fast phase, drained at 5% of the rate: seconds (a median of 3-4.7 s in
+    // most runs), which a loaded machine only lengthens. The median itself is not asserted:
+    // a marker goes out with the daemon's next write, and how many writes the slow phase
+    // allows varies, so the median can fall among the fast phase's short waits (0.52 s in
+    // one run on main). The longest wait is the queue's. The probe waits behind none of it: what a
+    // loaded machine adds to its round trip (scheduling of two ends and the emulator, tens
+    // of ms) stays far below, so a fifth is room to spare.
+    assert!(
+        marker_max_ms >= 1000.0,
+        "longest marker wait {marker_max_ms} ms"
+    );
+    assert!(
+        probe_ms * 5.0 <= marker_max_ms,
+        "probe median {probe_ms} ms beside the markers' longest wait {marker_max_ms} ms"
+    );
     // The probe is no flow: one flow's rows per interval only.
     let flows: Vec<f64> = Csv::read(&run.join("sender.csv")).column("flow");
     assert!(flows.iter().all(|&f| f == 0.0));

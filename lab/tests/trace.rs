@@ -6,7 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oscil_testkit::{bin_dir, lacks_root, report_figure, unique, TraceAgainstRecord};
+use oscil_testkit::{
+    assert_trace_complete_but_for_probes, bin_dir, lacks_root, report_figure, unique,
+    TraceAgainstRecord,
+};
 
 struct RemoveOnDrop(PathBuf);
 
@@ -40,11 +43,7 @@ fn a_traced_lab_run_follows_the_delivered_bytes_and_draws_its_time_sequence() {
         .expect("a run");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
-    for side in ["sender", "reader"] {
-        let facts = &meta["trace"][side];
-        assert_eq!(facts["lost_events"], 0, "{side}: {facts}");
-        assert!(facts.get("absent").is_none(), "{side}: {facts}");
-    }
+    assert_trace_complete_but_for_probes(&meta["trace"]);
     let traced = TraceAgainstRecord::of(&run);
     let (advanced, delivered) = (traced.una_advance_bytes, traced.delivered_bytes);
     eprintln!(

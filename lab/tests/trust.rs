@@ -119,7 +119,11 @@ fn a_restore_json_others_may_write_is_refused() {
 #[test]
 fn restore_of_a_missing_directory_is_an_error() {
     let (code, stderr) = one_line(&lab(&["restore", "/no/such/dir"]));
-    assert_eq!(code, Some(1));
+    assert_eq!(
+        code,
+        Some(2),
+        "a directory named that is not there: a bad value"
+    );
     assert_eq!(stderr, "oscil-lab: /no/such/dir: no such directory\n");
 }
 
@@ -178,4 +182,62 @@ fn an_out_directory_another_user_owns_is_refused() {
         0,
         "nothing written"
     );
+}
+
+/// The hosts and users: each refused by the lab's own check, in one line, before
+/// ssh is ever run (so no ssh configuration could expand one into a command).
+#[test]
+fn hosts_and_users_that_are_not_names_are_refused_before_ssh() {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let touch = format!("$(touch {})", marker.display());
+    let proxy = format!("-oProxyCommand=touch {}", marker.display());
+    let targets = [
+        ("h;id".to_string(), "host \"h;id\" is not a DNS name"),
+        (touch.clone(), "is not a DNS name"),
+        (format!("{touch}@h"), "is not a POSIX user name"),
+        (format!("root@{proxy}"), "is not a DNS name"),
+        (format!("ssh://{proxy}"), "is not a DNS name"),
+    ];
+    for (target, why) in &targets {
+        let out = scratch.path().join("out");
+        let output = lab(&[
+            "--sender",
+            target,
+            "--receiver",
+            "local",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let (code, stderr) = one_line(&output);
+        assert_eq!(code, Some(2), "{target}: {stderr}");
+        assert!(stderr.contains(why), "{target}: {stderr}");
+        assert!(!out.exists(), "{target}: nothing made");
+    }
+    let output = lab(&[
+        "--sender",
+        "snd",
+        "--receiver",
+        "local",
+        "--ssh-option",
+        &format!("HostName={touch}"),
+    ]);
+    let (code, stderr) = one_line(&output);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is not a DNS name"), "{stderr}");
+    let output = lab(&[
+        "--sender",
+        "snd",
+        "--receiver",
+        "local",
+        "--remote-bin",
+        "/tmp/$(id)",
+    ]);
+    let (code, stderr) = one_line(&output);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not an absolute directory of plain names"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "a command ran");
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use oscil_cli::path_args::default_queue_limit;
 use oscil_cli::placeholder;
-use oscil_cli::units::{parse_duration, parse_percent, parse_rate_bps};
-use oscil_link::path::default_queue_limit;
+use oscil_cli::units::{parse_duration, parse_percent, parse_rate_bps, whole};
 use oscil_link::{Link, LinkConfig, LinkStats, TunEnd};
 
 /// Emulates a long, fat link between two network namespaces without netem: each direction
@@ -48,14 +48,14 @@ struct Cli {
     reverse_delay: Option<Duration>,
     /// Queue limit in packets (segments waiting for serialization); default: what drains
     /// in 60 ms at the rate, at least 50 (50 at 10mbit, 4954 at 1gbit).
-    #[arg(long, value_name = placeholder::N, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = placeholder::N, value_parser = whole("count", 1, u32::MAX))]
     queue: Option<u32>,
     /// Random loss per packet read from TUN, in percent (0.5 or 0.5%). With GSO a lost
     /// packet may carry many segments; add --no-gso for loss per wire packet.
     #[arg(long, value_parser = parse_percent, default_value = "0", value_name = "PCT")]
     loss: f64,
     /// Seed of the loss generator.
-    #[arg(long, default_value_t = 1, value_name = placeholder::N)]
+    #[arg(long, default_value_t = 1, value_parser = whole("seed", 0, u64::MAX), value_name = placeholder::N)]
     seed: u64,
     /// Write statistics as JSON here: once the devices are attached, every second, on exit.
     #[arg(long, value_name = placeholder::FILE)]

@@ -32,14 +32,6 @@ pub struct PathConfig {
     pub seed: u64,
 }
 
-/// Default queue limit: the packets of 1514 wire bytes that drain in 60 ms at `rate_bps`
-/// (the seed's netem `limit 50` at 10 Mbit/s), at least 50.
-pub fn default_queue_limit(rate_bps: u64) -> u32 {
-    let drain_bits = rate_bps as f64 * 0.060;
-    let packets = (drain_bits / (1514.0 * 8.0)).round() as u64;
-    packets.clamp(50, u32::MAX as u64) as u32
-}
-
 /// What happens to one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -384,12 +376,5 @@ mod tests {
         assert!((9_525..=10_475).contains(&lost), "lost {lost}");
         assert_eq!(lost, run(7), "same seed, same losses");
         assert_ne!(lost, run(8), "another seed, other losses");
-    }
-
-    #[test]
-    fn default_queue_scales_with_rate() {
-        assert_eq!(default_queue_limit(10_000_000), 50);
-        assert_eq!(default_queue_limit(1_000_000), 50);
-        assert_eq!(default_queue_limit(1_000_000_000), 4954);
     }
 }

@@ -382,6 +382,7 @@ mod tests {
             host: oscil_kernel::host::collect(),
             options_in_force: Default::default(),
             probe: false,
+            write_mode: Default::default(),
         };
         assert!(check_welcome(&welcome).is_ok());
         for bad in [0, 3000, 1 << 40, u64::MAX] {

@@ -32,6 +32,8 @@ pub struct ReaderConfig {
     pub reader_request: SocketOptions,
     /// Bytes the daemon offers the kernel per write.
     pub write_size_bytes: u32,
+    /// How the daemon writes (`--write-mode`).
+    pub write_mode: oscil_protocol::control::WriteMode,
     /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
     pub marker_every: Option<Duration>,
     /// Trace both sides' data sockets (`--trace`).
@@ -43,7 +45,9 @@ pub struct ReaderConfig {
     /// The pre-shared key, when the daemon has one.
     pub key: Option<oscil_protocol::key::Key>,
     pub label: Option<String>,
-    /// Embedded in run.json as `lab`.
-    pub lab_meta: Option<serde_json::Value>,
+    /// The lab's record of the run, kept in run.json as `lab`.
+    pub lab: Option<oscil_rundir::lab::LabRecord>,
+    /// The person's description of the run, kept in run.json as `meta`.
+    pub meta: Option<serde_json::Value>,
     pub progress: bool,
 }

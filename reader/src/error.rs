@@ -12,6 +12,14 @@ pub enum ReaderError {
     /// The daemon's address does not resolve.
     #[error("cannot resolve daemon address {addr:?}: {detail}")]
     Address { addr: String, detail: String },
+    /// The daemon's name has no address of the IP version asked (by -4/-6 or -B's address).
+    #[error("{addr} has no {family} address ({chosen_by}): {advice}")]
+    NoAddressOfFamily {
+        addr: String,
+        family: &'static str,
+        chosen_by: String,
+        advice: String,
+    },
     /// The control connection could not be opened.
     #[error("cannot connect to the daemon at {addr}: {source}")]
     Connect {
@@ -28,6 +36,10 @@ pub enum ReaderError {
     /// iperf3's server answers one byte and waits for parameters.
     #[error("{addr} accepted the connection but said nothing oscil understands within {waited}: is it an oscil-daemon? (iperf3 listens on 5201, oscil-daemon on 5250)")]
     Silent { addr: String, waited: String },
+    /// Something accepted the connection and hung up before any answer: an oscil-daemon
+    /// always answers (a challenge, a refusal, or busy), so it is likely something else.
+    #[error("{addr} {how} the connection before any answer: is it an oscil-daemon? (a daemon answers even when it refuses; iperf3 listens on 5201, oscil-daemon on 5250)")]
+    ClosedUnanswered { addr: String, how: &'static str },
     /// The daemon refused an authenticated session (its words, escaped).
     #[error("the daemon refused the session: {0}")]
     Refused(String),
@@ -54,6 +66,13 @@ pub enum ReaderError {
     /// The daemon's welcome states host facts that cannot be true.
     #[error("the daemon's welcome is not believable: {0}")]
     ImpossibleWelcome(#[from] crate::checks::WelcomeError),
+    /// The daemon runs another writer than the one asked: one older than `--write-mode`
+    /// ignores the request and writes until `EAGAIN`, which would measure something else.
+    #[error("--write-mode {asked}: the daemon writes {runs} (a daemon older than --write-mode writes only until-eagain); use a daemon of this version")]
+    WriteMode {
+        asked: oscil_protocol::control::WriteMode,
+        runs: oscil_protocol::control::WriteMode,
+    },
     /// The daemon sent a message out of order.
     #[error("the daemon sent something other than {0}")]
     Unexpected(&'static str),

@@ -111,7 +111,9 @@ impl Flow {
 
     /// What TCP has delivered to the socket so far (`tcpi_bytes_received`).
     fn delivered_bytes(&self) -> Option<u64> {
-        tcp_info::read(&self.stream).ok().map(|i| i.bytes_received)
+        tcp_info::read(&self.stream)
+            .ok()
+            .and_then(|i| i.bytes_received)
     }
 }
 

@@ -6,6 +6,7 @@
 //! `sampler` records the reader's side and the control task the daemon's, both through
 //! the `recorder` into the run directory and the running `summary`.
 
+mod adjusted;
 mod checks;
 mod config;
 mod error;
@@ -25,12 +26,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oscil_kernel::{host, netstat, ProcessCost};
+use oscil_protocol::absent;
 use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{Connection, DaemonMessage, Ended, ReaderMessage};
 use oscil_protocol::markers::RunSpan;
 use oscil_protocol::pattern::CycleSlowRate;
 use oscil_protocol::text::escape_peer;
-use oscil_protocol::SlowRate;
+use oscil_protocol::{Side, SlowRate};
 use oscil_rundir::RunCost;
 use oscil_rundir::{Ending, RunConfig, RunMeta, RunStatus, RunWriter};
 use oscil_rundir::{RunDirError, FORMAT_VERSION};
@@ -86,6 +88,7 @@ fn run_meta(
             sender_request: config.sender_request.clone(),
             reader_request: config.reader_request.clone(),
             write_size_bytes: Some(config.write_size_bytes),
+            write_mode: config.write_mode,
             marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
             slow_rate: (!config.pattern.full_speed && config.pattern.slow_ms > 0).then_some(
                 SlowRate {
@@ -95,13 +98,15 @@ fn run_meta(
             ),
         },
         schedule: schedule.to_vec(),
+        absent: absent::of_kernels(&reader_host, Some(&session.welcome.host)),
         reader_host,
         sender_host: Some(session.welcome.host.clone()),
         sender_options: Some(session.welcome.options_in_force.clone()),
         reader_options: Some(session.reader_options.clone()),
         tcpext_delta: BTreeMap::new(),
         ending: Ending::in_progress(),
-        lab: config.lab_meta.clone(),
+        lab: config.lab.clone(),
+        meta: config.meta.clone(),
         cost: None,
         wakeups: Vec::new(),
         sampling: None,
@@ -128,6 +133,9 @@ fn record_counters(
         meta.tcpext_delta
             .insert("sender".into(), ended.tcpext_delta.clone());
         meta.wakeups = ended.wakeups.clone();
+        let sampled_by = ended.sampled_by.as_ref();
+        meta.absent
+            .extend(sampled_by.and_then(|s| absent::of_sampling(Side::Sender, s)));
     }
     meta.cost = Some(RunCost {
         reader: cost_before
@@ -147,6 +155,10 @@ pub async fn run(
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
     let session = session::open(&config).await?;
+    // Said before the run, as the daemon's start warnings are: one line each on stderr.
+    for line in adjusted::adjustments(&config.sender_request, &session.welcome.options_in_force) {
+        eprintln!("oscil-reader: {line}");
+    }
     let schedule = config.pattern.schedule();
     let recorder = open_recorder(&config, &session, &schedule)?;
     let tcpext_before = netstat::read().ok();
@@ -167,7 +179,7 @@ pub async fn run(
     let (flows, mut readers) = spawn_readers(&config, data, start);
     let tracing = config
         .trace
-        .then(|| trace::Tracing::start(&config.out, &flows, start.into_std()));
+        .then(|| trace::Tracing::start(&config.out, &flows, start.into_std(), &schedule));
     let (stop_sampling, sampler) = spawn_sampler(&config, &flows, &recorder, start, &schedule)?;
     // The daemon sends samples every interval: a long silence means the path or the daemon
     // is gone, even if no connection has said so yet.
@@ -195,10 +207,7 @@ pub async fn run(
         ask_daemon_to_end(&mut control_tx, reason, intervals).await;
         daemon_end = last_daemon_end(&mut control, &mut stop).await;
     }
-    let daemon_ended = match daemon_end {
-        Some(ControlEnd::Ended(ended)) => Some(ended),
-        _ => None,
-    };
+    let daemon_ended = daemon_end.and_then(ControlEnd::into_ended);
     let mut recorder = recorder.close().expect("the recorder is closed only here");
     if let Some(tracing) = tracing {
         finish_trace(&mut recorder, tracing, daemon_ended.as_ref()).await;
@@ -510,7 +519,7 @@ async fn collect_daemon_samples(
                 ended
                     .tcpext_delta
                     .retain(|name, _| netstat::WATCHED.contains(&name.as_str()));
-                return ControlEnd::Ended(ended);
+                return ControlEnd::Ended(Box::new(ended));
             }
             Ok(Some(_)) => {
                 return ControlEnd::Failed("the daemon sent an unexpected message".into())
@@ -525,8 +534,19 @@ async fn collect_daemon_samples(
 
 /// How the control connection ended.
 enum ControlEnd {
-    Ended(Ended),
+    /// Boxed: the end's counters outweigh a failure's words tenfold.
+    Ended(Box<Ended>),
     Failed(String),
+}
+
+impl ControlEnd {
+    /// The daemon's own account of the session, when it gave one.
+    fn into_ended(self) -> Option<Ended> {
+        match self {
+            ControlEnd::Ended(ended) => Some(*ended),
+            ControlEnd::Failed(_) => None,
+        }
+    }
 }
 
 /// Fails early, before any connection, on an output directory that cannot be used.

@@ -10,16 +10,21 @@ use clap::Parser;
 use oscil_cli::address::{self, Endpoint};
 use oscil_cli::placeholder;
 use oscil_cli::request_args::{
-    cloudflare, parse_pacing_rate, parse_slow_rate, parse_write_size, TypedDuration,
+    cloudflare, parse_pacing_rate, parse_slow_rate_arg, parse_write_size, SlowRateArg,
+    TypedDuration,
 };
 use oscil_cli::units::{
-    parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, UnitError,
+    parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, whole,
+    UnitError,
 };
 use oscil_kernel::SocketOptions;
+use oscil_protocol::auth::AuthError;
+use oscil_protocol::control::WriteMode;
+use oscil_protocol::key::{load_key, KeySource};
 use oscil_protocol::request::{self, SessionRequest, MAX_CYCLES, MAX_FLOWS};
 use oscil_protocol::{PatternConfig, SlowRule};
 use oscil_reader::{Outcome, ReaderConfig, ReaderError};
-use oscil_rundir::{RunDirError, RunStatus};
+use oscil_rundir::RunStatus;
 
 /// Reads from oscil-daemon in an oscillating pattern (fast, then a trickle) and records both
 /// ends of every flow into a run directory.
@@ -60,35 +65,37 @@ struct Args {
     /// delivered to a flow in one second of a fast phase so far.
     #[arg(long, default_value_t = cloudflare::FRACTION, value_parser = parse_fraction)]
     fraction: f64,
-    /// Read the slow phases at this absolute rate, all flows together (5mbit, 1gbit),
-    /// instead of --fraction of the peak: the same workload whatever the setting under test.
-    #[arg(long, value_parser = parse_slow_rate, value_name = placeholder::RATE)]
-    slow_rate: Option<u64>,
+    /// Read the slow phases at this absolute rate, all flows together (5mbit, 1gbit): the
+    /// same workload whatever the setting under test, as oscil-lab does. `auto-per-run`
+    /// (the default) reads --fraction of this run's own peak, which on a long path depends
+    /// on how far slow start got: fine for one run, not for comparing two.
+    #[arg(long, value_parser = parse_slow_rate_arg, value_name = "RATE|auto-per-run")]
+    slow_rate: Option<SlowRateArg>,
     /// How many fast+slow cycles to run.
-    #[arg(long, value_name = placeholder::N, default_value_t = cloudflare::CYCLES, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CYCLES)))]
+    #[arg(long, value_name = placeholder::N, default_value_t = cloudflare::CYCLES, value_parser = whole("count", 1, MAX_CYCLES))]
     cycles: u32,
     /// Control pattern: read at full speed for the whole run, as iperf3 does.
     #[arg(long)]
     full_speed: bool,
     /// A full-speed run of this length, as iperf3 -t (replaces the pattern).
-    #[arg(long, short = 't', value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    #[arg(long, short = 't', value_parser = parse_positive_duration, value_name = placeholder::DUR, conflicts_with_all = ["fast", "slow", "cycles", "full_speed", "fraction", "slow_rate"])]
     time: Option<Duration>,
 
     /// Parallel data connections (iperf3's -P).
-    #[arg(long, short = 'P', visible_alias = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_FLOWS)), value_name = placeholder::N)]
+    #[arg(long, short = 'P', visible_alias = "parallel", default_value_t = 1, value_parser = whole("count", 1, MAX_FLOWS), value_name = placeholder::N)]
     flows: u32,
     /// Sampling interval of both ends.
     #[arg(long, default_value_t = cloudflare::INTERVAL, value_parser = parse_interval, value_name = "DUR")]
     interval: TypedDuration,
 
     /// TCP_NOTSENT_LOWAT for the daemon's sockets (bytes; 128k works).
-    #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
+    #[arg(long, visible_alias = "lowat", value_parser = parse_bytes_u32, value_name = "BYTES")]
     notsent_lowat: Option<u32>,
     /// SO_SNDBUF for the daemon's sockets (the kernel doubles it; disables autotuning).
     #[arg(long, value_parser = parse_bytes_u32, value_name = "BYTES")]
     sndbuf: Option<u32>,
     /// Congestion control for the daemon's sockets (cubic, bbr, reno, ...).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, visible_alias = "cc", value_name = "NAME")]
     congestion: Option<String>,
     /// SO_MAX_PACING_RATE for the daemon's sockets, as tc writes rates (100mbit).
     #[arg(long, value_parser = parse_pacing_rate, value_name = placeholder::RATE)]
@@ -98,6 +105,11 @@ struct Args {
     /// --zerocopy]
     #[arg(long, value_parser = parse_write_size, value_name = "BYTES")]
     write_size: Option<u32>,
+    /// How the daemon writes: until-eagain (write until the kernel refuses, then wait for
+    /// POLLOUT) or per-wake (one write each time poll says writable, as an event loop
+    /// writes; the seed's writer). A small SO_SNDBUF bounds per-wake much more tightly.
+    #[arg(long, default_value_t = WriteMode::UntilEagain, value_name = "until-eagain|per-wake")]
+    write_mode: WriteMode,
     /// Mark every flow's stream this often and record how long each mark takes from the
     /// daemon's write to this reader's read (markers.csv); at least --interval. Off unless
     /// given.
@@ -130,11 +142,15 @@ struct Args {
     #[arg(long, value_name = placeholder::FILE)]
     key_file: Option<PathBuf>,
     /// Name of the run on charts (default: the directory's name).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = parse_label)]
     label: Option<String>,
-    /// A JSON file describing the setup (the lab's link and sysctls), kept in run.json as "lab".
+    /// A JSON file describing the run, in any shape you like, kept in run.json as "meta".
     #[arg(long, value_name = placeholder::FILE)]
     meta: Option<PathBuf>,
+    /// The lab's record of the run (oscil-lab writes it), checked and kept in run.json as
+    /// "lab".
+    #[arg(long, value_name = placeholder::FILE)]
+    lab_record: Option<PathBuf>,
     /// No progress display while the run goes on (the summary is still printed at the end).
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -152,6 +168,14 @@ fn parse_fast(input: &str) -> Result<TypedDuration, UnitError> {
 /// A slow phase: whole milliseconds (0 for none).
 fn parse_slow(input: &str) -> Result<TypedDuration, UnitError> {
     parse_whole_ms_duration(input).map(TypedDuration)
+}
+
+/// A run's name on charts and in file names: not empty.
+fn parse_label(input: &str) -> Result<String, String> {
+    match input.trim() {
+        "" => Err("a label names the run on charts and in the report's file names: give one, or leave out --label for the directory's name".into()),
+        label => Ok(label.to_owned()),
+    }
 }
 
 fn parse_interval(input: &str) -> Result<TypedDuration, UnitError> {
@@ -187,6 +211,7 @@ impl Args {
             pattern: Some(self.pattern()),
             marker_every: self.marker_every,
             write_size_bytes: self.write_size,
+            write_mode: self.write_mode,
             sender: SocketOptions {
                 notsent_lowat_bytes: self.notsent_lowat,
                 sndbuf_bytes: self.sndbuf,
@@ -195,23 +220,30 @@ impl Args {
                 max_pacing_rate_bps: self.pacing_rate,
                 zerocopy: self.zerocopy,
             },
-            slow_rate_bps: self.slow_rate,
+            slow_rate_bps: self.slow_rate.and_then(SlowRateArg::bps),
         };
         request.validate()?;
         Ok(request)
     }
 
-    fn into_config(self) -> anyhow::Result<ReaderConfig> {
-        let lab_meta = match &self.meta {
+    /// The run's configuration, and where its key came from.
+    fn into_config(self) -> anyhow::Result<(ReaderConfig, Option<KeySource>)> {
+        let (key, key_source) = load_key(self.key_file.as_deref())?.unzip();
+        let meta = match &self.meta {
             None => None,
             Some(path) => {
-                let text = std::fs::read(path)
-                    .with_context(|| format!("cannot read --meta file {}", path.display()))?;
+                let text = read_meta(path)?;
                 let value: serde_json::Value = serde_json::from_slice(&text)
                     .with_context(|| format!("--meta file {} is not JSON", path.display()))?;
                 Some(value)
             }
         };
+        let lab = self
+            .lab_record
+            .as_deref()
+            .map(oscil_rundir::lab::LabRecord::read)
+            .transpose()
+            .context("--lab-record")?;
         let request = self.request()?;
         let pattern = self.pattern();
         let connect = self.address.with_port(&self.connect);
@@ -229,7 +261,7 @@ impl Args {
                 anyhow::bail!("-B {bind} and the daemon's address {daemon} are of different IP versions: connect from an address of the daemon's");
             }
         }
-        Ok(ReaderConfig {
+        let config = ReaderConfig {
             connect: connect.lookup_form(),
             family,
             bind: self.bind,
@@ -252,17 +284,37 @@ impl Args {
                 request.write_size_bytes,
                 request.sender.zerocopy,
             ),
+            write_mode: request.write_mode,
             sender_request: request.sender,
             marker_every: request.marker_every,
             probe: !self.no_probe,
             trace: self.trace,
             busy_retry: self.busy_retry,
-            key: oscil_protocol::key::load_key(self.key_file.as_deref())?,
+            key,
             label: self.label,
-            lab_meta,
+            lab,
+            meta,
             progress: !self.quiet,
-        })
+        };
+        Ok((config, key_source))
     }
+}
+
+/// Longest `--meta` file read: the lab's are a few hundred bytes.
+const MAX_META_BYTES: u64 = 1 << 20;
+
+/// The `--meta` file's bytes: a regular file of at most [`MAX_META_BYTES`] (a device such
+/// as /dev/zero is refused at once, never read without bound).
+fn read_meta(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    use oscil_rundir::safe_fs::{read_bounded, SafeFsError};
+    read_bounded(path, MAX_META_BYTES).map_err(|e| match &e {
+        SafeFsError::Io { source, .. } => anyhow::anyhow!(
+            "cannot read --meta file {}: {}",
+            path.display(),
+            oscil_protocol::error_text::os_error(source)
+        ),
+        other => anyhow::anyhow!("--meta file {other}"),
+    })
 }
 
 fn main() -> ExitCode {
@@ -275,21 +327,44 @@ fn main() -> ExitCode {
     let json = args.json;
     // Values clap cannot check alone (a --meta file, the pattern against the interval) are
     // bad flags too: exit 2, nothing started.
-    let config = match args.into_config() {
+    let (config, key_source) = match args.into_config() {
         Ok(config) => config,
         Err(error) => return fail(oscil_cli::exit::USAGE, &error, json),
     };
     match run(config.clone()) {
         Ok(outcome) => report(&config, &outcome, json),
-        Err(error) => fail(start_failure_code(&error), &error, json),
+        Err(error) => {
+            let code = start_failure_code(&error);
+            fail(code, &with_the_key_named(error, key_source), json)
+        }
     }
 }
 
-/// A used --out is a bad value, as in oscil-report: exit 2 (nothing was started); any other
-/// failure to start is 1.
+/// A daemon that refused this reader's key, or did not prove it holds it: the line says
+/// where the key came from (a `$OSCIL_KEY` left in the environment is easy to forget).
+fn with_the_key_named(error: anyhow::Error, source: Option<KeySource>) -> anyhow::Error {
+    let about_the_key = matches!(
+        error.downcast_ref::<ReaderError>(),
+        Some(ReaderError::RefusedBeforeAuth(_) | ReaderError::Auth(AuthError::DaemonUnproven))
+    );
+    match source {
+        Some(source) if about_the_key => anyhow::anyhow!(
+            "{} (this reader's key came from {source})",
+            oscil_protocol::error_text::error_line(&*error)
+        ),
+        _ => error,
+    }
+}
+
+/// An -o that is used, a file or cannot be made, and a daemon's address that does not
+/// resolve (or not in the family asked) are bad values, as in every binary (docs/cli.md):
+/// exit 2, nothing was started; any other failure to start is 1.
 fn start_failure_code(error: &anyhow::Error) -> u8 {
     match error.downcast_ref::<ReaderError>() {
-        Some(ReaderError::RunDir(RunDirError::NotEmpty(_))) => oscil_cli::exit::USAGE,
+        Some(ReaderError::RunDir(e)) if e.is_bad_path() => oscil_cli::exit::USAGE,
+        Some(ReaderError::Address { .. } | ReaderError::NoAddressOfFamily { .. }) => {
+            oscil_cli::exit::USAGE
+        }
         _ => oscil_cli::exit::FAILED_START,
     }
 }
@@ -299,9 +374,9 @@ fn fail(code: u8, error: &anyhow::Error, json: bool) -> ExitCode {
     let line = oscil_protocol::error_text::error_line(&**error);
     eprintln!("oscil-reader: {line}");
     if json {
-        println!("{}", oscil_cli::json_error(code, &line));
+        oscil_cli::outln!("{}", oscil_cli::json_error(code, &line));
     }
-    ExitCode::from(code)
+    oscil_cli::stdout::finish("oscil-reader", code)
 }
 
 /// Descriptors the reader holds beside its data connections: the control connection, the
@@ -382,17 +457,18 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
             "markers": meta.markers,
             "probe": meta.probe,
             "trace": meta.trace,
+            "absent": meta.absent,
             "safe_lowat_bytes": outcome.summary.safe_lowat_bytes,
         });
-        println!(
+        oscil_cli::outln!(
             "{}",
             serde_json::to_string_pretty(&value).expect("summary serializes")
         );
     } else {
-        print!("{}", outcome.summary);
+        oscil_cli::out!("{}", outcome.summary);
         if let (Some(clock), Some(markers)) = (&meta.clock, &meta.markers) {
             // The uncertainty of the clocks' offset is that of every marker latency.
-            println!(
+            oscil_cli::outln!(
                 "markers: {} of {} read; daemon clock offset {:+.3} ms ± {:.3} ms",
                 markers.resolved,
                 markers.announced,
@@ -401,7 +477,10 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
             );
         }
         for line in meta.trace.iter().flat_map(|t| t.lines()) {
-            println!("{line}");
+            oscil_cli::outln!("{line}");
+        }
+        for absent in &meta.absent {
+            println!("not given: {}", absent.note);
         }
     }
     match ending.status {
@@ -415,7 +494,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
         ),
         RunStatus::Complete => {}
     }
-    ExitCode::from(code)
+    oscil_cli::stdout::finish("oscil-reader", code)
 }
 
 fn dir_name(dir: &std::path::Path) -> String {
@@ -446,5 +525,80 @@ mod tests {
             "[default: {DEFAULT_WRITE_BYTES}, or {DEFAULT_ZEROCOPY_WRITE_BYTES} with --zerocopy]"
         );
         assert!(help.contains(&defaults), "{help}");
+    }
+
+    /// What another program asks for in one typed value reads back the same through this
+    /// parser, every flag set and none.
+    #[test]
+    fn an_invocation_parses_back_to_its_request() {
+        use oscil_cli::invocation::ReaderInvocation;
+        let full = ReaderInvocation {
+            connect: "10.0.0.1:41000".into(),
+            key_file: "/k".into(),
+            out: "/o".into(),
+            lab_record: Some("/r.json".into()),
+            label: Some("lowat-128k".into()),
+            request: SessionRequest {
+                marker_every: Some(Duration::from_millis(1500)),
+                write_size_bytes: Some(16384),
+                write_mode: WriteMode::PerWake,
+                sender: SocketOptions {
+                    notsent_lowat_bytes: Some(131072),
+                    sndbuf_bytes: Some(65536),
+                    rcvbuf_bytes: None,
+                    congestion: Some("bbr".into()),
+                    max_pacing_rate_bps: Some(50_000_001),
+                    zerocopy: true,
+                },
+                slow_rate_bps: Some(5_000_000),
+                ..SessionRequest::new(
+                    4,
+                    Duration::from_micros(50_250),
+                    Some(PatternConfig {
+                        fast_ms: 2500,
+                        slow_ms: 0,
+                        fraction: 0.0123,
+                        cycles: 7,
+                        full_speed: true,
+                    }),
+                )
+            },
+            rcvbuf_bytes: Some(1 << 20),
+            probe: false,
+            trace: true,
+            quiet: true,
+        };
+        let bare = ReaderInvocation {
+            lab_record: None,
+            label: None,
+            request: SessionRequest::new(
+                1,
+                request::DEFAULT_INTERVAL,
+                Some(PatternConfig::CLOUDFLARE),
+            ),
+            rcvbuf_bytes: None,
+            probe: true,
+            trace: false,
+            quiet: false,
+            ..full.clone()
+        };
+        for invocation in [full, bare] {
+            let argv = std::iter::once("oscil-reader".to_string()).chain(invocation.argv());
+            let args = Args::try_parse_from(argv).unwrap();
+            assert_eq!(args.request().unwrap(), invocation.request);
+            assert_eq!(
+                args.connect,
+                address::parse_connect(&invocation.connect).unwrap()
+            );
+            assert_eq!(args.out, PathBuf::from(&invocation.out));
+            assert_eq!(args.key_file, Some(PathBuf::from(&invocation.key_file)));
+            assert_eq!(args.lab_record, invocation.lab_record.map(PathBuf::from));
+            assert_eq!(args.label, invocation.label);
+            assert_eq!(args.rcvbuf, invocation.rcvbuf_bytes);
+            assert_eq!(
+                (!args.no_probe, args.trace, args.quiet),
+                (invocation.probe, invocation.trace, invocation.quiet)
+            );
+        }
     }
 }

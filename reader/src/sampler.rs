@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use oscil_kernel::diag::{Probe, Watched};
 use oscil_kernel::netstat::QueueEventsSince;
 use oscil_kernel::{netstat, sockstat, ProcFile, Sockstat, TcpExt};
+use oscil_protocol::absent;
 use oscil_protocol::pattern::phase_of_sample;
 use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, Side};
 use oscil_rundir::RunDirError;
@@ -69,6 +70,13 @@ impl Sampler {
             netstat,
             received_bytes: vec![0; self.flows.len()],
         };
+        // Said once, in run.json: a sampler without sock_diag sees only its own sockets.
+        if let Some(absent) = absent::of_sampling(Side::Reader, sources.probe.source()) {
+            self.recorder.record(|r| {
+                r.writer.meta_mut().absent.push(absent);
+                Ok(())
+            })?;
+        }
         let mut ticker = Ticker::new(self.start, self.interval);
         let end = loop {
             match ticker.wait(&stop) {
@@ -97,7 +105,9 @@ impl Sampler {
             .or_else(|| self.schedule.last().map(|s| s.phase))
             .unwrap_or(Phase::Fast);
         let span_s = covered_s(t_s, &intervals, self.interval.as_secs_f64());
-        let snapshot = sources.probe.snapshot(now)?;
+        let snapshot = sources
+            .probe
+            .snapshot(now, self.flows.iter().map(|f| &f.stream))?;
         let mut total_bytes = 0;
         let mut rows = Vec::with_capacity(self.flows.len());
         let received = sources.received_bytes.iter_mut();
@@ -107,10 +117,13 @@ impl Sampler {
                 .ok_or(SampleError::Socket { flow: flow.index })?;
             let bytes = flow.take_bytes_read(intervals.clone());
             total_bytes += bytes;
-            let delivered_bytes = info.bytes_received.saturating_sub(*received);
-            *received = info.bytes_received;
+            let delivered_bytes = info.bytes_received.map(|now| {
+                let delivered = now.saturating_sub(*received);
+                *received = now;
+                delivered
+            });
             rows.push(ReaderSample {
-                delivered_bytes: Some(delivered_bytes),
+                delivered_bytes,
                 ..ReaderSample::from_kernel(
                     t_s,
                     flow.index,

@@ -113,7 +113,7 @@ fn jittered(backoff: Duration) -> Duration {
 
 /// One try: the control connection, the handshake, every data connection, `Ready`.
 async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
-    let addr = resolve(&config.connect, config.family).await?;
+    let addr = resolve(&config.connect, config.family, config.bind).await?;
     let connect_error = |source| ReaderError::Connect {
         addr: config.connect.clone(),
         source,
@@ -123,12 +123,15 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
     let stream = timeout(HANDSHAKE_TIMEOUT, socket.connect(addr))
         .await
         .map_err(|_| ReaderError::Timeout("connecting to the daemon"))?
-        .map_err(connect_error)?;
+        .map_err(|e| hung_up(&config.connect, e, connect_error))?;
     let peer = Unproven {
         addr: &config.connect,
         wait: first_answer_wait(connecting.elapsed()),
     };
-    stream.set_nodelay(true).map_err(connect_error)?;
+    // A peer that resets the connection at once fails this first call on it.
+    stream
+        .set_nodelay(true)
+        .map_err(|e| hung_up(peer.addr, e, connect_error))?;
     let (rx, tx) = stream.into_split();
     let (mut control_rx, mut control_tx) = (Connection::new(rx), Connection::new(tx));
     let (welcome, data_key) = authenticate(config, peer, &mut control_rx, &mut control_tx).await?;
@@ -138,6 +141,12 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
         });
     }
     crate::checks::check_welcome(&welcome)?;
+    if welcome.write_mode != config.write_mode {
+        return Err(ReaderError::WriteMode {
+            asked: config.write_mode,
+            runs: welcome.write_mode,
+        });
+    }
 
     let (data, reader_options) = open_flows(config, addr, &data_key, welcome.session_id).await?;
     // An older daemon does not say it echoes the probe: then none is opened.
@@ -251,12 +260,15 @@ async fn authenticate(
         interval_us: config.interval.as_micros() as u64,
         duration_us: config.pattern.total().as_micros() as u64,
         write_size_bytes: Some(config.write_size_bytes),
+        write_mode: config.write_mode,
         marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
         probe: config.probe,
         trace: config.trace,
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
-    tx.write(&first).await?;
+    tx.write(&first)
+        .await
+        .map_err(|e| closed_unanswered(peer, e))?;
     let challenge = answer(rx, Some(peer)).await?;
     let (proof, data_key) = handshake.on_challenge(challenge).map_err(|e| match e {
         AuthError::Version { found } => ReaderError::Version { daemon: found },
@@ -293,6 +305,13 @@ async fn answer(
         (Ok(Err(FrameError::TooLarge { .. } | FrameError::Invalid(_))), Some(peer)) => {
             return Err(not_oscil(peer.addr, "its answer is not an oscil frame"))
         }
+        (Ok(Err(e)), Some(peer)) => return Err(closed_unanswered(peer, e)),
+        (Ok(Ok(None)), Some(peer)) => {
+            return Err(ReaderError::ClosedUnanswered {
+                addr: peer.addr.to_owned(),
+                how: "closed",
+            })
+        }
         (Ok(answer), _) => answer?,
     };
     match answer {
@@ -309,6 +328,34 @@ async fn answer(
     }
 }
 
+/// A peer that has not shown it speaks oscil and hung up (a reset, a closed pipe) is
+/// named as such; any other failure is the connection's.
+fn closed_unanswered(peer: Unproven<'_>, error: FrameError) -> ReaderError {
+    match error {
+        FrameError::Io(e) => hung_up(peer.addr, e, |e| ReaderError::Control(FrameError::Io(e))),
+        other => ReaderError::Control(other),
+    }
+}
+
+/// `error` as a peer that reset the connection before answering, when it is one; else as
+/// `otherwise` makes it.
+fn hung_up(
+    addr: &str,
+    error: std::io::Error,
+    otherwise: impl FnOnce(std::io::Error) -> ReaderError,
+) -> ReaderError {
+    use std::io::ErrorKind;
+    match error.kind() {
+        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => {
+            ReaderError::ClosedUnanswered {
+                addr: addr.to_owned(),
+                how: "reset",
+            }
+        }
+        _ => otherwise(error),
+    }
+}
+
 /// `2 s`, `2.8 s`.
 fn seconds(d: Duration) -> String {
     match d.subsec_millis() {
@@ -317,17 +364,44 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-async fn resolve(connect: &str, family: IpFamily) -> Result<SocketAddr, ReaderError> {
-    let resolve_error = |detail: String| ReaderError::Address {
-        addr: connect.to_owned(),
-        detail,
-    };
-    let mut addrs = lookup_host(connect)
+/// The daemon's address in `family`; when it has none, the flag that chose the family is
+/// named: `-B`'s address when there is one (it sets the family unless -4/-6 did), else -4/-6.
+async fn resolve(
+    connect: &str,
+    family: IpFamily,
+    bind: Option<IpAddr>,
+) -> Result<SocketAddr, ReaderError> {
+    let addrs: Vec<SocketAddr> = lookup_host(connect)
         .await
-        .map_err(|e| resolve_error(oscil_protocol::error_text::os_error(&e)))?;
-    addrs
-        .find(|addr| family.allows(addr.ip()))
-        .ok_or_else(|| resolve_error("no address of the family asked (-4/-6)".into()))
+        .map_err(|e| ReaderError::Address {
+            addr: connect.to_owned(),
+            detail: oscil_protocol::error_text::os_error(&e),
+        })?
+        .collect();
+    if let Some(addr) = addrs.iter().find(|addr| family.allows(addr.ip())) {
+        return Ok(*addr);
+    }
+    let version = |v4: bool| if v4 { "IPv4" } else { "IPv6" };
+    let asked_v4 = family == IpFamily::V4;
+    let (chosen_by, advice) = match bind {
+        Some(ip) => (
+            format!("-B {ip} is {}", version(ip.is_ipv4())),
+            format!(
+                "connect from an {} address of this host, or leave out -B",
+                version(!asked_v4)
+            ),
+        ),
+        None => {
+            let flag = if asked_v4 { "-4" } else { "-6" };
+            (format!("{flag} asks it"), format!("leave out {flag}"))
+        }
+    };
+    Err(ReaderError::NoAddressOfFamily {
+        addr: connect.to_owned(),
+        family: version(asked_v4),
+        chosen_by,
+        advice,
+    })
 }
 
 /// A socket of `addr`'s family, bound to `bind` when the user named a source address.
@@ -337,7 +411,12 @@ fn new_socket(addr: SocketAddr, bind: Option<IpAddr>) -> std::io::Result<TcpSock
         SocketAddr::V6(_) => TcpSocket::new_v6(),
     }?;
     if let Some(ip) = bind {
-        socket.bind(SocketAddr::new(ip, 0))?;
+        socket.bind(SocketAddr::new(ip, 0)).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("-B {ip}: {}", oscil_protocol::error_text::os_error(&e)),
+            )
+        })?;
     }
     Ok(socket)
 }
@@ -365,7 +444,15 @@ async fn open_flow(
     )
     .await
     .map_err(|_| ReaderError::Timeout("waiting for the daemon's challenge on a data connection"))?
-    .map_err(io_error)?;
+    .map_err(|e| match e.kind() {
+        // Closed before its challenge: what a daemon at its limits does to a connection it
+        // cannot hold yet (a flood displaces the oldest), so busy, and tried again.
+        std::io::ErrorKind::UnexpectedEof => ReaderError::Busy(match flow {
+            PROBE_FLOW => "it closed the idle probe's connection before its challenge".into(),
+            _ => format!("it closed data connection {flow} before its challenge"),
+        }),
+        _ => io_error(e),
+    })?;
     Ok((stream, in_force))
 }
 

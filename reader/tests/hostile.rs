@@ -11,7 +11,7 @@ use oscil_protocol::auth::DaemonHandshake;
 
 use oscil_protocol::control::{
     decode_frame, encode_frame, DaemonMessage, DataChallenge, DataHello, ReaderMessage, Welcome,
-    MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    WriteMode, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::key::{generate_key, Key};
 use oscil_protocol::proof::{Nonce, SessionId};
@@ -178,6 +178,7 @@ fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> 
         host: oscil_kernel::host::collect(),
         options_in_force: Default::default(),
         probe: false,
+        write_mode: Default::default(),
     }));
     let flows = (0..auth.hello.flows)
         .map(|_| take_data_connection(listener))
@@ -268,5 +269,41 @@ fn a_marker_for_a_flow_the_session_lacks_ends_the_run_partial() {
     assert!(
         offset_us.abs() <= clock["uncertainty_us"].as_f64().unwrap(),
         "{clock}"
+    );
+}
+
+/// A daemon from before `--write-mode` ignores the hello's field and writes until EAGAIN;
+/// its welcome does not say per-wake, so the reader stops before any data flows rather
+/// than record the other writer's run as this one.
+#[test]
+fn a_daemon_that_does_not_say_it_writes_per_wake_is_refused() {
+    let (addr, daemon) = stand_in(|_, mut fake| {
+        let hello = fake.read().unwrap();
+        let ReaderMessage::Hello(asked) = &hello else {
+            panic!("not a hello: {hello:?}")
+        };
+        assert_eq!(asked.write_mode, WriteMode::PerWake);
+        let (awaiting, challenge) = DaemonHandshake::new(None, Nonce::random().unwrap())
+            .on_hello(hello)
+            .unwrap();
+        fake.send(&challenge);
+        awaiting.on_proof(fake.read().unwrap()).unwrap();
+        // As an older daemon words it: no write_mode at all.
+        let welcome = serde_json::json!({
+            "type": "welcome", "version": PROTOCOL_VERSION, "software": "oscil-daemon 0.0.9",
+            "session_id": SessionId::random().unwrap(), "host": oscil_kernel::host::collect(),
+            "options_in_force": oscil_kernel::OptionsInForce::default(),
+        });
+        fake.stream.write_all(&encode_frame(&welcome)).unwrap();
+        assert!(fake.read::<ReaderMessage>().is_none(), "no data, no start");
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let output = run_against(addr, &dir.path().join("run"), &["--write-mode", "per-wake"]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--write-mode per-wake: the daemon writes until-eagain"),
+        "{stderr}"
     );
 }

@@ -73,6 +73,7 @@ pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: D
         interval_us: interval.as_micros() as u64,
         duration_us: duration.as_micros() as u64,
         write_size_bytes: None,
+        write_mode: Default::default(),
         marker_every_us: None,
         probe: false,
         trace: false,

@@ -21,15 +21,27 @@ pub fn run_lab(prefix: &str, args: &[&str]) -> Option<Campaign> {
     if lacks_root("network namespaces, TUN devices") {
         return None;
     }
+    Some(run_lab_with(prefix, args, &bin_dir()).0)
+}
+
+/// [`run_lab`] with the binaries of `bin` (the caller checked for root): the campaign and
+/// what the lab printed on stdout (its run lines and end table).
+pub fn run_lab_with(prefix: &str, args: &[&str], bin: &Path) -> (Campaign, String) {
     let out = Campaign(std::env::temp_dir().join(unique(prefix)));
     let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab");
-    let status = Command::new(&lab)
+    let output = Command::new(&lab)
         .args(args)
         .arg("--out")
         .arg(&out.0)
-        .env("OSCIL_BIN_DIR", bin_dir())
-        .status()
+        .env("OSCIL_BIN_DIR", bin)
+        .stderr(std::process::Stdio::inherit())
+        .output()
         .expect("run scripts/lab");
-    assert!(status.success(), "scripts/lab failed: {status}");
-    Some(out)
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "scripts/lab failed: {}\n{stdout}",
+        output.status
+    );
+    (out, stdout)
 }

@@ -1,0 +1,250 @@
+//! What the report writes across runs, once every run is summarised and drawn: the answer
+//! (`headline.png`), the comparison, the pictures per path, the tables, the
+//! recommendation and the page, each picture recorded for the manifest.
+
+use crate::configs::{self, Configuration};
+use crate::error::ReportError;
+use crate::input::Inputs;
+use crate::manifest::FigureRecord;
+use crate::options::ReportConfig;
+use crate::out_dir::write;
+use crate::overlay_chart::{path_overlay, Alignment, PathRuns};
+use crate::recommend::{self, PathChoice};
+use crate::run_series::RunSeries;
+use crate::summary::RunSummary;
+use crate::verdict::{self, Cell};
+use crate::{
+    comparison, config_table, draw, headline, html, interval_draw, mesh, path_chart,
+    recommendation_text, table,
+};
+
+/// The goodput tolerance of the headline's recommendation when `--recommend` gave none.
+const DEFAULT_TOLERANCE: f64 = 0.01;
+
+pub(crate) struct Across<'a> {
+    pub config: &'a ReportConfig,
+    pub summaries: &'a [RunSummary],
+    pub configs: &'a [Configuration],
+    pub series: &'a [RunSeries],
+    pub pngs: &'a [String],
+    /// Traced runs' time-sequence pictures, already drawn: listed with the charts.
+    pub time_sequences: &'a [String],
+    pub inputs: &'a Inputs,
+}
+
+impl Across<'_> {
+    /// Writes everything; returns the names of the files written and adds each picture's
+    /// record to `records`.
+    pub fn write(&self, records: &mut Vec<FigureRecord>) -> Result<Vec<String>, ReportError> {
+        let scope = self.config.scope;
+        let cells = verdict::evaluate(self.summaries, self.configs, scope);
+        let tolerance = self.config.recommend.unwrap_or(DEFAULT_TOLERANCE);
+        let choices = recommend::recommend(self.summaries, self.configs, scope, tolerance);
+        let headlines = headline::headlines(self.summaries, self.configs, &cells, &choices, scope);
+        let mut charts = vec![self.headline(&headlines, records)?];
+        charts.extend(self.overlays(&choices, records)?);
+        if self.summaries.len() > 1 {
+            charts.push(self.comparison(&cells, records)?);
+        }
+        if configs::paths_differ(self.summaries) {
+            let figure = path_chart::path_figure(self.summaries, self.configs, scope);
+            let texts = draw::draw_figure(&figure, &self.out("path.png"))?;
+            records.push(FigureRecord::of_figure(
+                "path.png",
+                "path",
+                &figure,
+                &[],
+                texts,
+            ));
+            charts.push("path.png".into());
+        }
+        let mesh = mesh::mesh_paths(self.summaries, self.configs, &choices, scope);
+        if let Some(figure) = mesh::mesh_figure(&mesh) {
+            let texts = draw::draw_figure(&figure, &self.out("mesh.png"))?;
+            records.push(FigureRecord::of_figure(
+                "mesh.png",
+                "mesh",
+                &figure,
+                &[],
+                texts,
+            ));
+            charts.push("mesh.png".into());
+        }
+        charts.extend(self.time_sequences.iter().cloned());
+        let mut texts = self.tables(&cells)?;
+        if !mesh.is_empty() {
+            texts.push(("mesh.csv".into(), mesh::mesh_csv(&mesh)));
+        }
+        if self.config.recommend.is_some() {
+            texts.extend(self.recommendation_files(&choices, tolerance));
+        }
+        let recommendation = texts
+            .iter()
+            .find(|(name, _)| name == "recommendation.md")
+            .map(|(_, md)| md.as_str());
+        let page = html::page(&html::Page {
+            summaries: self.summaries,
+            configs: self.configs,
+            cells: &cells,
+            scope,
+            headlines: &headlines,
+            charts: &charts,
+            run_pngs: self.pngs,
+            recommendation,
+            skipped: &self.inputs.skipped,
+            warnings: &self.inputs.warnings,
+            out_dir: &self.config.out_dir,
+        });
+        texts.push(("index.html".into(), page));
+        let mut names = charts;
+        for (name, text) in texts {
+            write(&self.out(&name), &text)?;
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    fn out(&self, name: &str) -> std::path::PathBuf {
+        self.config.out_dir.join(name)
+    }
+
+    fn cycles(&self) -> u32 {
+        self.summaries
+            .iter()
+            .map(RunSummary::cycles)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn headline(
+        &self,
+        headlines: &[headline::PathHeadline],
+        records: &mut Vec<FigureRecord>,
+    ) -> Result<String, ReportError> {
+        let name = "headline.png";
+        let paragraphs = headline::paragraphs(headlines, &self.config.scope.text(self.cycles()));
+        let texts = draw::draw_text_page(&paragraphs, &self.out(name))?;
+        records.push(FigureRecord {
+            file: name.into(),
+            kind: "headline",
+            panels: Vec::new(),
+            texts,
+        });
+        Ok(name.into())
+    }
+
+    fn comparison(
+        &self,
+        cells: &[Vec<Cell>],
+        records: &mut Vec<FigureRecord>,
+    ) -> Result<String, ReportError> {
+        let name = "comparison.png";
+        let figure = comparison::comparison(self.summaries, self.configs, cells, self.config.scope);
+        let texts = interval_draw::draw_interval_figure(&figure, &self.out(name))?;
+        records.push(FigureRecord::of_intervals(name, &figure, texts));
+        Ok(name.into())
+    }
+
+    /// Per path: every configuration overlaid over the session, and over a cycle when the
+    /// runs have more than one.
+    fn overlays(
+        &self,
+        choices: &[PathChoice],
+        records: &mut Vec<FigureRecord>,
+    ) -> Result<Vec<String>, ReportError> {
+        let mut names = Vec::new();
+        for (n, choice) in choices.iter().enumerate() {
+            let path = PathRuns {
+                path: choice.path.clone(),
+                summaries: self.summaries,
+                series: self.series,
+                configs: self
+                    .configs
+                    .iter()
+                    .filter(|c| c.path_key == choice.path_key)
+                    .collect(),
+            };
+            let suffix = if choices.len() > 1 {
+                format!("-path{}", n + 1)
+            } else {
+                String::new()
+            };
+            let mut views = vec![("overlay", Alignment::Session)];
+            if self.cycles() > 1 {
+                views.push(("cycles", Alignment::Cycle));
+            }
+            for (kind, align) in views {
+                let name = format!("{kind}{suffix}.png");
+                let figure = path_overlay(&path, align);
+                let texts = draw::draw_figure(&figure, &self.out(&name))?;
+                records.push(FigureRecord::of_figure(&name, kind, &figure, &[], texts));
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    fn tables(&self, cells: &[Vec<Cell>]) -> Result<Vec<(String, String)>, ReportError> {
+        let (summaries, configs) = (self.summaries, self.configs);
+        let run_baselines = run_baselines(summaries, configs);
+        Ok(vec![
+            ("summary.csv".into(), table::csv(summaries, &run_baselines)?),
+            (
+                "summary.md".into(),
+                with_warnings(
+                    table::markdown(summaries, &run_baselines),
+                    &verdict::workload_warnings(configs, cells),
+                ),
+            ),
+            (
+                "configurations.csv".into(),
+                config_table::configurations_csv(summaries, configs, cells, self.config.scope)?,
+            ),
+            (
+                "cycles.csv".into(),
+                config_table::cycles_csv(summaries, configs)?,
+            ),
+        ])
+    }
+
+    /// `recommendation.md` first, then a sysctl file per path with a choice.
+    fn recommendation_files(
+        &self,
+        choices: &[PathChoice],
+        tolerance: f64,
+    ) -> Vec<(String, String)> {
+        let (summaries, configs, scope) = (self.summaries, self.configs, self.config.scope);
+        let md = recommendation_text::markdown(summaries, configs, choices, scope, tolerance);
+        let mut files = vec![("recommendation.md".to_string(), md)];
+        for (choice, name) in choices.iter().zip(recommendation_text::conf_names(choices)) {
+            let conf = recommendation_text::sysctl_conf(summaries, configs, choice, scope);
+            if let (Some(name), Some(conf)) = (name, conf) {
+                files.push((name, conf));
+            }
+        }
+        files
+    }
+}
+
+/// The summary with the comparisons of different workloads flagged under its title, where
+/// nobody reads past them.
+fn with_warnings(md: String, warnings: &[String]) -> String {
+    if warnings.is_empty() {
+        return md;
+    }
+    let (title, rest) = md.split_once("\n\n").unwrap_or((&md, ""));
+    let lines: String = warnings.iter().map(|w| format!("- **{w}**\n")).collect();
+    format!("{title}\n\n{lines}\n{rest}")
+}
+
+/// For each run, the run `summary.csv` compares it with: the first run of its
+/// configuration's baseline.
+fn run_baselines(summaries: &[RunSummary], configs: &[Configuration]) -> Vec<Option<usize>> {
+    let mut baselines = vec![None; summaries.len()];
+    for c in configs {
+        for &r in &c.runs {
+            baselines[r] = c.baseline.map(|b| configs[b].runs[0]);
+        }
+    }
+    baselines
+}

@@ -1,0 +1,123 @@
+//! `comparison.png` as data: for every compared figure that was measured, in the order of
+//! the questions (`shown_figures`), each configuration's runs as points, their mean and
+//! its 95% interval, and the verdict against the baseline; a line for each figure left out.
+
+use crate::chart::PALETTE;
+use crate::configs::Configuration;
+use crate::metrics::METRICS;
+use crate::shown_figures::shown;
+use crate::summary::{RunSummary, Scope};
+use crate::verdict::{self, Cell};
+
+/// One configuration in one panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalRow {
+    pub label: String,
+    /// Each run's value, in the panel's unit.
+    pub points: Vec<f64>,
+    pub mean: Option<f64>,
+    pub ci: Option<(f64, f64)>,
+    /// The estimate and the verdict in words.
+    pub text: String,
+    pub color: (u8, u8, u8),
+    pub baseline: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalPanel {
+    /// The figure's column name.
+    pub key: String,
+    pub title: String,
+    pub unit: String,
+    pub rows: Vec<IntervalRow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalFigure {
+    pub header: Vec<String>,
+    pub panels: Vec<IntervalPanel>,
+}
+
+/// The comparison across configurations over `scope`; `cells` from `verdict::evaluate`.
+pub fn comparison(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    cells: &[Vec<Cell>],
+    scope: Scope,
+) -> IntervalFigure {
+    let shown = shown(cells);
+    let panels = shown
+        .metrics
+        .iter()
+        .map(|&m| (m, &METRICS[m]))
+        .map(|(m, metric)| IntervalPanel {
+            key: metric.column.to_string(),
+            title: metric.title.to_string(),
+            unit: metric.unit.name.to_string(),
+            rows: configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let cell = &cells[i][m];
+                    let scale = metric.unit.scale;
+                    let estimate = verdict::estimate_text_of(summaries, c, metric, cell, scope);
+                    let words = match (&cell.change, c.is_baseline(i)) {
+                        (_, true) => "baseline".to_string(),
+                        (Some(change), false) => verdict::brief_change(change),
+                        (None, false) => {
+                            verdict::verdict_text(metric, cell, false, c.baseline.is_some())
+                        }
+                    };
+                    IntervalRow {
+                        label: c.name.clone(),
+                        points: verdict::values(summaries, c, metric, scope)
+                            .into_iter()
+                            .map(|v| v / scale)
+                            .collect(),
+                        mean: cell.estimate.map(|e| e.mean / scale),
+                        ci: cell
+                            .estimate
+                            .and_then(|e| e.ci)
+                            .map(|(lo, hi)| (lo / scale, hi / scale)),
+                        text: format!("{estimate}; {words}"),
+                        color: PALETTE[i % PALETTE.len()],
+                        baseline: c.is_baseline(i),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let mut header = header(summaries, configs, scope);
+    header.extend(shown.left_out);
+    IntervalFigure { header, panels }
+}
+
+fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> Vec<String> {
+    let cycles = summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
+    let mut baselines: Vec<&str> = Vec::new();
+    for b in configs.iter().filter_map(|c| c.baseline) {
+        if !baselines.contains(&configs[b].name.as_str()) {
+            baselines.push(&configs[b].name);
+        }
+    }
+    let baseline = if baselines.is_empty() {
+        "no baseline: no configuration has the kernel's default lowat (pass --baseline NAME)"
+            .to_string()
+    } else {
+        format!(
+            "change against the baseline, {} (same path, kernel's default lowat unless --baseline), with a 95% interval for the ratio of the means",
+            baselines.join(", ")
+        )
+    };
+    vec![
+        format!(
+            "Comparison of {} configurations ({} runs), figures {}",
+            configs.len(),
+            summaries.len(),
+            scope.text(cycles)
+        ),
+        format!("Each run is a dot; the bar is the mean and the line its 95% interval (one run has none). A change is clear when its interval leaves out zero; \"no clear change\": the interval holds zero, more runs would tell. {}", crate::stats::METHOD_BRIEF),
+        baseline,
+        format!("{}.", verdict::LOWER_BOUND_NOTE),
+    ]
+}

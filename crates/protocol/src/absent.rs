@@ -1,0 +1,220 @@
+//! What a side's kernel or host could not give, found by that side and said once: in
+//! `run.json`'s `absent`, the reader's summary and `-J`, and the report's warnings. A
+//! column the kernel cannot fill stays empty (`None`), never 0; this says why, in words.
+//! The trace's own gaps (a tracepoint the kernel lacks) stay in `run.json`'s `trace`,
+//! where the tracer records them.
+
+use serde::{Deserialize, Serialize};
+
+use oscil_kernel::diag::Source;
+use oscil_kernel::tcp_info::FieldGroup;
+use oscil_kernel::HostFacts;
+
+use crate::records::Side;
+use crate::text::escape_peer;
+
+/// One thing a side could not give.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Absence {
+    pub side: Side,
+    /// What is missing, by the kernel's own names (`tcpi_rcv_wnd`, `sock_diag`).
+    pub what: String,
+    /// The columns left empty, or narrowed, because of it (`reader.csv rcv_wnd`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<String>,
+    /// The Linux release that brought it, where the kernel's age is the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// The same in words, for the terminal and the report.
+    pub note: String,
+}
+
+impl Side {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Reader => "reader",
+            Side::Sender => "sender",
+        }
+    }
+}
+
+/// The columns of a side's CSV that a `tcp_info` field group fills; none for a group that
+/// side does not record.
+fn columns_of(side: Side, group: FieldGroup) -> &'static [&'static str] {
+    match (side, group) {
+        (Side::Reader, FieldGroup::ByteCounts) => &["reader.csv delivered_bytes"],
+        (Side::Reader, FieldGroup::RcvWnd) => &["reader.csv rcv_wnd"],
+        (Side::Reader, _) => &[],
+        (Side::Sender, FieldGroup::PacingRate) => &["sender.csv pacing_rate_bps"],
+        (Side::Sender, FieldGroup::ByteCounts) => &["sender.csv acked_bytes"],
+        (Side::Sender, FieldGroup::Notsent) => &["sender.csv notsent_bytes"],
+        (Side::Sender, FieldGroup::DeliveryRate) => &["sender.csv delivery_rate_bps"],
+        (Side::Sender, FieldGroup::Chrono) => &[
+            "sender.csv busy_us",
+            "sender.csv rwnd_limited_us",
+            "sender.csv sndbuf_limited_us",
+        ],
+        (Side::Sender, FieldGroup::SndWnd) => &["sender.csv snd_wnd"],
+        (Side::Sender, FieldGroup::BytesSent | FieldGroup::RcvWnd) => &[],
+    }
+}
+
+/// What each side's `tcp_info` lacks that its CSV would hold, from both hosts' facts (a
+/// daemon before this was recorded says nothing of its kernel, and nothing is claimed).
+pub fn of_kernels(reader: &HostFacts, sender: Option<&HostFacts>) -> Vec<Absence> {
+    let sender_has_snd_wnd = sender.is_some_and(|s| {
+        s.tcp_info_bytes.is_some() && !s.tcp_info_absent.contains(&FieldGroup::SndWnd)
+    });
+    let mut absent = Vec::new();
+    for (side, host) in [(Side::Reader, Some(reader)), (Side::Sender, sender)] {
+        let Some(host) = host else { continue };
+        let Some(bytes) = host.tcp_info_bytes else {
+            continue;
+        };
+        for &group in &host.tcp_info_absent {
+            let columns = columns_of(side, group);
+            if columns.is_empty() {
+                continue;
+            }
+            let mut note = format!(
+                "the {}'s kernel ({}) returns {bytes} bytes of tcp_info, without {} (Linux {} and later): {} {} empty",
+                side.as_str(),
+                // The sender's release came from the daemon.
+                escape_peer(&host.kernel_release),
+                group.fields().join(", "),
+                group.since(),
+                columns.join(", "),
+                if columns.len() == 1 { "is" } else { "are" },
+            );
+            if group == FieldGroup::RcvWnd {
+                note += if sender_has_snd_wnd {
+                    "; the report draws the window the sender saw advertised (sender.csv snd_wnd) instead"
+                } else {
+                    "; nor does the sender's kernel give the window it saw advertised (tcpi_snd_wnd, Linux 5.4): no receive window can be drawn"
+                };
+            }
+            absent.push(Absence {
+                side,
+                what: group.fields().join(", "),
+                columns: columns.iter().map(|c| c.to_string()).collect(),
+                since: Some(group.since().to_string()),
+                note,
+            });
+        }
+    }
+    absent
+}
+
+/// What a side's sampler could not see, from how it read its sockets: nothing with
+/// sock_diag; with getsockopt, the rest of its namespace.
+pub fn of_sampling(side: Side, source: &Source) -> Option<Absence> {
+    let Source::Getsockopt { why } = source else {
+        return None;
+    };
+    Some(Absence {
+        side,
+        what: "sock_diag".into(),
+        columns: vec!["host.csv tcp_mem_ns_bytes".into()],
+        since: None,
+        note: format!(
+            "the {} sampled its sockets with getsockopt (TCP_INFO, SO_MEMINFO), not sock_diag ({}): host.csv tcp_mem_ns_bytes sums only the session's data sockets, not the rest of its namespace",
+            side.as_str(),
+            // The sender's reason came from the daemon.
+            escape_peer(why),
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(release: &str, tcp_info_bytes: Option<usize>) -> HostFacts {
+        HostFacts {
+            hostname: "h".into(),
+            kernel_release: release.into(),
+            page_size_bytes: 4096,
+            sysctls: Default::default(),
+            wall_clock_unix_ms: 1,
+            clock: "CLOCK_MONOTONIC".into(),
+            netns_inode: None,
+            tcp_info_bytes: tcp_info_bytes.map(|n| n as u32),
+            tcp_info_absent: tcp_info_bytes.map_or_else(Vec::new, FieldGroup::absent_from),
+        }
+    }
+
+    #[test]
+    fn a_6_1_reader_lacks_only_its_window_and_says_what_stands_in() {
+        // 232 bytes: what 5.10 and 6.1 return (read in the kernel matrix's guests).
+        let absent = of_kernels(
+            &host("6.1.0-50", Some(232)),
+            Some(&host("6.1.0-50", Some(232))),
+        );
+        assert_eq!(absent.len(), 1, "{absent:?}");
+        let rcv = &absent[0];
+        assert_eq!(
+            (rcv.side, rcv.what.as_str()),
+            (Side::Reader, "tcpi_rcv_wnd")
+        );
+        assert_eq!(rcv.columns, ["reader.csv rcv_wnd"]);
+        assert_eq!(rcv.since.as_deref(), Some("6.2"));
+        assert!(
+            rcv.note.contains("6.1.0-50") && rcv.note.contains("232 bytes"),
+            "{}",
+            rcv.note
+        );
+        assert!(
+            rcv.note.contains("sender.csv snd_wnd) instead"),
+            "{}",
+            rcv.note
+        );
+    }
+
+    #[test]
+    fn below_5_4_neither_window_is_there_and_the_note_says_so() {
+        // 224 bytes: 4.19 (RHEL 8's 4.18 may carry more, backported).
+        let absent = of_kernels(&host("4.19", Some(224)), Some(&host("4.19", Some(224))));
+        let whats: Vec<(Side, &str)> = absent.iter().map(|a| (a.side, a.what.as_str())).collect();
+        assert_eq!(
+            whats,
+            [
+                (Side::Reader, "tcpi_rcv_wnd"),
+                (Side::Sender, "tcpi_snd_wnd")
+            ]
+        );
+        assert!(
+            absent[0].note.contains("no receive window can be drawn"),
+            "{}",
+            absent[0].note
+        );
+    }
+
+    #[test]
+    fn sampling_by_getsockopt_says_why_and_what_the_memory_sum_misses() {
+        assert_eq!(of_sampling(Side::Sender, &Source::SockDiag), None);
+        let refused = Source::Getsockopt {
+            why: "sock_diag refused: Operation not supported (os error 95)".into(),
+        };
+        let absent = of_sampling(Side::Reader, &refused).unwrap();
+        assert_eq!(absent.what, "sock_diag");
+        assert_eq!(absent.columns, ["host.csv tcp_mem_ns_bytes"]);
+        assert!(absent.note.contains("os error 95") && absent.note.contains("reader"));
+    }
+
+    #[test]
+    fn a_whole_structure_or_an_unknown_one_claims_nothing() {
+        assert!(of_kernels(&host("6.12", Some(248)), Some(&host("6.12", Some(248)))).is_empty());
+        // A daemon that did not say its length: nothing is claimed of it.
+        assert!(of_kernels(&host("6.12", Some(248)), Some(&host("5.10", None))).is_empty());
+        // A 3.x reader: its window and the delivered bytes both.
+        let old = of_kernels(&host("3.10", Some(120)), None);
+        let columns: Vec<&str> = old
+            .iter()
+            .flat_map(|a| a.columns.iter().map(String::as_str))
+            .collect();
+        assert_eq!(
+            columns,
+            ["reader.csv delivered_bytes", "reader.csv rcv_wnd"]
+        );
+    }
+}

@@ -1,0 +1,377 @@
+//! One row of each CSV in a run directory. Field names are the column names of the
+//! contract in DESIGN.md, so serde writes and reads the files with no mapping table.
+//! Columns the contract lists come first, in its order; extra columns follow.
+
+use serde::{Deserialize, Serialize};
+
+use oscil_kernel::netstat::QueueEvents;
+use oscil_kernel::tcp_info::Chrono;
+
+/// What the reader was doing when a sample was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Reading as fast as the socket delivers.
+    Fast,
+    /// Reading a fixed budget per second, then stopping until the second is over.
+    Slow,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Fast => "fast",
+            Phase::Slow => "slow",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which end of the test a host row describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Reader,
+    Sender,
+}
+
+/// `reader.csv`: the receiver's side of one flow over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReaderSample {
+    /// Seconds since the session's start on the reader's monotonic clock.
+    pub t_s: f64,
+    pub flow: u32,
+    pub phase: Phase,
+    /// Bytes the application read in this interval.
+    pub bytes: u64,
+    /// Window the receiver last advertised, in bytes (tcpi_rcv_wnd); empty where the
+    /// kernel does not report it (before 6.2).
+    pub rcv_wnd: Option<u32>,
+    pub rcv_ssthresh: u32,
+    pub rcv_space: u32,
+    pub rtt_us: u32,
+    /// Receive queue memory including metadata (SO_MEMINFO rmem_alloc), bytes.
+    pub rmem_alloc: u32,
+    /// The socket's receive buffer limit (sk_rcvbuf), bytes.
+    pub rcvbuf: u32,
+    /// The receiver's own RTT estimate (tcpi_rcv_rtt), which works on a silent receiver.
+    pub rcv_rtt_us: u32,
+    /// The slow-phase budget for the current second; 0 in a fast phase.
+    pub budget_bytes: u64,
+    /// Seconds of reading that `bytes` covers: one interval, several when the sampler woke
+    /// late, less for the last sample of a run. Added after format 1 with a default of 0,
+    /// "not recorded", so older run directories load (readers then assume one interval).
+    #[serde(default)]
+    pub span_s: f64,
+    /// Bytes TCP delivered to the receive queue over the row's span (the change of
+    /// `tcpi_bytes_received`): the network's goodput at the receiver, whatever the
+    /// application read. Empty in runs recorded before the column existed.
+    #[serde(default)]
+    pub delivered_bytes: Option<u64>,
+}
+
+impl ReaderSample {
+    /// The seconds this row's bytes were read over: `span_s`, or the sampling interval in
+    /// a run recorded before the column existed.
+    pub fn span_or(&self, interval_s: f64) -> f64 {
+        span_or(self.span_s, interval_s)
+    }
+}
+
+/// `sender.csv`: the daemon's side of one flow over one interval. `Default` (zeros, no
+/// latency or wake-ups) is for made-up rows in tests and examples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SenderSample {
+    /// Seconds since the session's start on the daemon's monotonic clock.
+    pub t_s: f64,
+    pub flow: u32,
+    /// Bytes the kernel accepted from the daemon in this interval (not bytes on the wire).
+    pub bytes: u64,
+    /// Congestion window, segments.
+    pub cwnd: u32,
+    /// Sent but not yet acknowledged, segments.
+    pub unacked: u32,
+    /// Accepted by the kernel but not yet sent (write_seq - snd_nxt); empty where the
+    /// kernel does not report it (before 4.6).
+    pub notsent_bytes: Option<u32>,
+    /// The peer's advertised window as the sender sees it, bytes (tcpi_snd_wnd); empty
+    /// where the kernel does not report it (before 5.4).
+    pub snd_wnd: Option<u32>,
+    pub rtt_us: u32,
+    /// Empty where the kernel does not report it (before 4.9).
+    pub delivery_rate_bps: Option<u64>,
+    /// Send queue memory including metadata (SO_MEMINFO wmem_queued), bytes.
+    pub wmem_queued: u32,
+    /// The socket's send buffer limit (sk_sndbuf), bytes.
+    pub sndbuf: u32,
+    pub snd_mss_bytes: u32,
+    /// Segments in flight (unacked - sacked - lost + retransmitted) x MSS: an estimate.
+    pub inflight_bytes: u64,
+    pub total_retrans: u32,
+    /// Empty where the kernel does not report it (before 3.15).
+    pub pacing_rate_bps: Option<u64>,
+    /// Seconds that `bytes` covers: one interval, several when the daemon's sampler woke
+    /// late, less for the last sample. Added after format 1 with a default of 0, "not
+    /// recorded", so older run directories load (readers then assume one interval).
+    #[serde(default)]
+    pub span_s: f64,
+    /// Microseconds the interval's tagged write waited in the send queue (from the write
+    /// to its TX timestamp at the device); empty when none completed in this interval or
+    /// the kernel gives no TX timestamps.
+    #[serde(default)]
+    pub residence_us: Option<u64>,
+    /// Microseconds from the tagged write to its acknowledgement; empty likewise.
+    #[serde(default)]
+    pub write_to_ack_us: Option<u64>,
+    /// POLLOUT wake-ups of the flow's writer in this interval (a write after one that
+    /// found the socket full): 0 when it never waited; empty in runs recorded before the
+    /// column existed.
+    #[serde(default)]
+    pub wakeups: Option<u64>,
+    /// Not-sent bytes (`tcpi_notsent_bytes`) when the writer woke, before it wrote: the
+    /// median of the interval's wake-ups (to 1%) and the exact largest; empty when there
+    /// was none. With `TCP_NOTSENT_LOWAT` L the kernel wakes the writer below L/2.
+    #[serde(default)]
+    pub wake_notsent_p50_bytes: Option<u64>,
+    #[serde(default)]
+    pub wake_notsent_max_bytes: Option<u64>,
+    /// Microseconds from the writer resuming on a wake-up to the end of its write: median
+    /// (to 1%) and largest; empty when there was no wake-up.
+    #[serde(default)]
+    pub wake_to_write_p50_us: Option<u64>,
+    #[serde(default)]
+    pub wake_to_write_max_us: Option<u64>,
+    /// Bytes the peer acknowledged over the row's span (the change of `tcpi_bytes_acked`).
+    /// Where it is 0 `delivery_rate_bps` is stale: the kernel keeps its last sample. Empty
+    /// in runs recorded before the column existed.
+    #[serde(default)]
+    pub acked_bytes: Option<u64>,
+    /// At the sample, microseconds since the oldest tagged write still without its "sent"
+    /// TX timestamp was written: a lower bound ("censored") of that write's residence,
+    /// where `residence_us` would say nothing until the write left. Empty when no tagged
+    /// write is pending.
+    #[serde(default)]
+    pub pending_write_age_us: Option<u64>,
+    /// Microseconds of the row's span the flow had data to send (`tcpi_busy_time`'s
+    /// growth), and of those, held back by the receiver's window (`tcpi_rwnd_limited`) and
+    /// by the send buffer (`tcpi_sndbuf_limited`). Busy less both is the network (cwnd,
+    /// pacing); the span less busy, the application. Counted in jiffies (1-4 ms). Empty in
+    /// runs before the columns existed and where the kernel lacks the counters (before 4.10).
+    #[serde(default)]
+    pub busy_us: Option<u64>,
+    #[serde(default)]
+    pub rwnd_limited_us: Option<u64>,
+    #[serde(default)]
+    pub sndbuf_limited_us: Option<u64>,
+}
+
+fn span_or(span_s: f64, interval_s: f64) -> f64 {
+    if span_s > 0.0 {
+        span_s
+    } else {
+        interval_s
+    }
+}
+
+/// `host.csv`: one host's `/proc/net/sockstat` TCP line at one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSample {
+    pub t_s: f64,
+    pub side: Side,
+    pub tcp_inuse: u64,
+    pub tcp_orphan: u64,
+    pub tcp_tw: u64,
+    pub tcp_alloc: u64,
+    /// TCP memory in pages; global across network namespaces on this kernel.
+    pub tcp_mem_pages: u64,
+    /// TCP memory charged to every TCP socket of this side's own network namespace
+    /// (send queue, receive queue, forward allocation), bytes, from the sampler's
+    /// sock_diag dump: unlike `tcp_mem_pages` it tells sender from receiver on one host.
+    /// Summed at most every 100 ms (the dump walks the kernel's whole socket table), so
+    /// empty on the ticks between at shorter intervals; empty in runs before format 1.1.
+    #[serde(default)]
+    pub tcp_mem_ns_bytes: Option<u64>,
+    /// Receive-queue events of this side's namespace over the row's span (`TcpExt`
+    /// counters' growth): collapses, prunes (called, receive queue, out-of-order queue)
+    /// and segments dropped for want of room in the receive queue or the socket backlog.
+    /// Empty where the kernel lacks a counter, and in runs before the columns existed.
+    #[serde(default)]
+    pub tcp_collapsed: Option<u64>,
+    #[serde(default)]
+    pub tcp_prune_called: Option<u64>,
+    #[serde(default)]
+    pub tcp_rcv_pruned: Option<u64>,
+    #[serde(default)]
+    pub tcp_ofo_pruned: Option<u64>,
+    #[serde(default)]
+    pub tcp_rcvq_drop: Option<u64>,
+    #[serde(default)]
+    pub tcp_backlog_drop: Option<u64>,
+}
+
+impl HostSample {
+    /// A row with every count zero and no namespace figures, for made-up rows in tests
+    /// and examples (which set the fields they mean).
+    pub fn empty(t_s: f64, side: Side) -> Self {
+        HostSample {
+            t_s,
+            side,
+            tcp_inuse: 0,
+            tcp_orphan: 0,
+            tcp_tw: 0,
+            tcp_alloc: 0,
+            tcp_mem_pages: 0,
+            tcp_mem_ns_bytes: None,
+            tcp_collapsed: None,
+            tcp_prune_called: None,
+            tcp_rcv_pruned: None,
+            tcp_ofo_pruned: None,
+            tcp_rcvq_drop: None,
+            tcp_backlog_drop: None,
+        }
+    }
+
+    /// A row from sockstat, the namespace's receive-queue events since the last row and,
+    /// when summed at this tick, the namespace's charged TCP memory.
+    pub fn from_kernel(
+        t_s: f64,
+        side: Side,
+        s: &oscil_kernel::Sockstat,
+        queue: Option<QueueEvents>,
+        tcp_mem_ns_bytes: Option<u64>,
+    ) -> Self {
+        HostSample {
+            t_s,
+            side,
+            tcp_inuse: s.tcp_inuse,
+            tcp_orphan: s.tcp_orphan,
+            tcp_tw: s.tcp_tw,
+            tcp_alloc: s.tcp_alloc,
+            tcp_mem_pages: s.tcp_mem_pages,
+            tcp_mem_ns_bytes,
+            tcp_collapsed: queue.map(|q| q.collapsed),
+            tcp_prune_called: queue.map(|q| q.prune_called),
+            tcp_rcv_pruned: queue.map(|q| q.rcv_pruned),
+            tcp_ofo_pruned: queue.map(|q| q.ofo_pruned),
+            tcp_rcvq_drop: queue.map(|q| q.rcvq_drop),
+            tcp_backlog_drop: queue.map(|q| q.backlog_drop),
+        }
+    }
+}
+
+impl SenderSample {
+    /// The seconds this row's bytes were written over: `span_s`, or the sampling interval
+    /// in a run recorded before the column existed.
+    pub fn span_or(&self, interval_s: f64) -> f64 {
+        span_or(self.span_s, interval_s)
+    }
+
+    /// Builds a row from what the kernel said of the socket at `t_s`.
+    pub fn from_kernel(
+        t_s: f64,
+        flow: u32,
+        (bytes, span_s): (u64, f64),
+        info: &oscil_kernel::TcpInfo,
+        mem: &oscil_kernel::SkMemInfo,
+    ) -> Self {
+        SenderSample {
+            t_s,
+            flow,
+            bytes,
+            cwnd: info.snd_cwnd_segs,
+            unacked: info.unacked_segs,
+            notsent_bytes: info.notsent_bytes,
+            snd_wnd: info.snd_wnd_bytes,
+            rtt_us: info.rtt_us,
+            delivery_rate_bps: info.delivery_rate_bps,
+            wmem_queued: mem.wmem_queued_bytes,
+            sndbuf: mem.sndbuf_bytes,
+            snd_mss_bytes: info.snd_mss_bytes,
+            inflight_bytes: info.inflight_bytes_est(),
+            total_retrans: info.total_retrans,
+            pacing_rate_bps: info.pacing_rate_bps,
+            span_s,
+            residence_us: None,
+            write_to_ack_us: None,
+            wakeups: None,
+            wake_notsent_p50_bytes: None,
+            wake_notsent_max_bytes: None,
+            wake_to_write_p50_us: None,
+            wake_to_write_max_us: None,
+            acked_bytes: None,
+            pending_write_age_us: None,
+            busy_us: None,
+            rwnd_limited_us: None,
+            sndbuf_limited_us: None,
+        }
+    }
+
+    /// The row with where the flow's time went over its span, where the kernel counts it.
+    pub fn with_chrono(self, spent: Option<Chrono>) -> Self {
+        SenderSample {
+            busy_us: spent.map(|s| s.busy_us),
+            rwnd_limited_us: spent.map(|s| s.rwnd_limited_us),
+            sndbuf_limited_us: spent.map(|s| s.sndbuf_limited_us),
+            ..self
+        }
+    }
+
+    /// The row with one interval's wake-ups of its flow.
+    pub fn with_wakeups(self, w: &WakeupFigures) -> Self {
+        SenderSample {
+            wakeups: Some(w.wakeups),
+            wake_notsent_p50_bytes: w.notsent_p50_bytes,
+            wake_notsent_max_bytes: w.notsent_max_bytes,
+            wake_to_write_p50_us: w.wake_to_write_p50_us,
+            wake_to_write_max_us: w.wake_to_write_max_us,
+            ..self
+        }
+    }
+}
+
+impl ReaderSample {
+    /// Builds a row from what the kernel said of the socket at `t_s`.
+    pub fn from_kernel(
+        t_s: f64,
+        flow: u32,
+        phase: Phase,
+        (bytes, span_s): (u64, f64),
+        budget_bytes: u64,
+        info: &oscil_kernel::TcpInfo,
+        mem: &oscil_kernel::SkMemInfo,
+    ) -> Self {
+        ReaderSample {
+            t_s,
+            flow,
+            phase,
+            bytes,
+            rcv_wnd: info.rcv_wnd_bytes,
+            rcv_ssthresh: info.rcv_ssthresh_bytes,
+            rcv_space: info.rcv_space_bytes,
+            rtt_us: info.rtt_us,
+            rmem_alloc: mem.rmem_alloc_bytes,
+            rcvbuf: mem.rcvbuf_bytes,
+            rcv_rtt_us: info.rcv_rtt_us,
+            budget_bytes,
+            span_s,
+            delivered_bytes: None,
+        }
+    }
+}
+/// One flow's POLLOUT wake-ups as the daemon's writer saw them: not-sent bytes when it
+/// woke (at or below half of `TCP_NOTSENT_LOWAT` when one is set) and the time from waking
+/// to the end of its write. Empty figures when the writer never waited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeupFigures {
+    pub flow: u32,
+    pub wakeups: u64,
+    pub notsent_p50_bytes: Option<u64>,
+    pub notsent_max_bytes: Option<u64>,
+    pub wake_to_write_p50_us: Option<u64>,
+    pub wake_to_write_max_us: Option<u64>,
+}

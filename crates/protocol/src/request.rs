@@ -1,0 +1,293 @@
+//! A session request and its rules, stated once: the reader checks its flags with them, the
+//! lab every run it plans (before anything exists on any host), the daemon every hello. A
+//! default or a limit written here is the only copy; the binaries' clap defaults and help
+//! derive from it (through `oscil_cli::request_args`, which reads them as typed).
+
+use std::time::Duration;
+
+use oscil_kernel::SocketOptions;
+
+use crate::control::{
+    Hello, WriteMode, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES, MAX_WRITE_BYTES,
+};
+use crate::pattern::PatternConfig;
+use crate::text::escape_peer;
+
+/// How often both ends sample unless told: fine enough to see a slow phase's queue build,
+/// coarse enough that a thousand flows' rows stay cheap.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The kernel paces in whole bytes per second: below 8 bit/s a pacing rate would be none.
+pub const MIN_PACING_RATE_BPS: u64 = 8;
+
+/// The most data connections one session may ask for, in the reader and the lab alike.
+pub const MAX_FLOWS: u32 = 10_000;
+
+/// The most fast+slow cycles one run may ask for.
+pub const MAX_CYCLES: u32 = 10_000;
+
+/// The kernel's `TCP_CA_NAME_MAX` less its NUL.
+pub const MAX_CONGESTION_NAME_BYTES: usize = 15;
+
+/// Why a session request cannot be served by any daemon: each message names the flag that
+/// sets the value, which is what the person at the reader (or the lab) can change.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    #[error("--flows {flows}: 1 to {MAX_FLOWS} data connections per session")]
+    Flows { flows: u32 },
+    #[error("--cycles {cycles}: 1 to {MAX_CYCLES} cycles per run")]
+    Cycles { cycles: u32 },
+    #[error("a fast phase of 0 ms: every cycle needs one")]
+    NoFastPhase,
+    #[error("a sampling --interval of zero")]
+    NoInterval,
+    #[error("--interval {interval_ms} ms is longer than the shortest phase ({shortest_ms} ms): every phase needs at least one sample")]
+    IntervalOverPhase { interval_ms: u64, shortest_ms: u64 },
+    #[error("--marker-every {every:?} is shorter than the sampling --interval {interval:?}")]
+    MarkersBeforeSamples { every: Duration, interval: Duration },
+    #[error("write size of {bytes} bytes: 1 to {MAX_WRITE_BYTES} bytes at a time")]
+    WriteSize { bytes: u64 },
+    #[error("pacing rate of {bps} bit/s is below {MIN_PACING_RATE_BPS} bit/s, the kernel's smallest (it paces whole bytes per second)")]
+    PacingRate { bps: u64 },
+    #[error("slow rate of {bps} bit/s is below {MIN_PACING_RATE_BPS} bit/s: the slow phases would read nothing")]
+    SlowRate { bps: u64 },
+    /// The kernel takes a congestion control name up to its first NUL, so `reno\0\n...`
+    /// would pass as reno and carry the rest into a log: only module-name characters.
+    #[error("congestion control \"{shown}\" is not a kernel module name (1 to {MAX_CONGESTION_NAME_BYTES} letters, digits, _ or -)")]
+    CongestionName { shown: String },
+}
+
+/// What one session asks of the daemon and of the reader, as the reader sends it (less the
+/// key and the run directory, which are the reader's own business).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRequest {
+    pub flows: u32,
+    pub interval: Duration,
+    /// The reading pattern; `None` for the daemon, which is told only the session's length.
+    pub pattern: Option<PatternConfig>,
+    pub marker_every: Option<Duration>,
+    /// Bytes per write of the daemon; `None` for its default ([`write_size_bytes`]).
+    pub write_size_bytes: Option<u32>,
+    /// How the daemon's writers write (`--write-mode`).
+    pub write_mode: WriteMode,
+    /// The daemon's socket options.
+    pub sender: SocketOptions,
+    /// The slow phases' absolute rate, all flows together, bit/s (`--slow-rate`).
+    pub slow_rate_bps: Option<u64>,
+}
+
+impl SessionRequest {
+    /// A request with the defaults for everything but the flows, interval and pattern.
+    pub fn new(flows: u32, interval: Duration, pattern: Option<PatternConfig>) -> Self {
+        SessionRequest {
+            flows,
+            interval,
+            pattern,
+            marker_every: None,
+            write_size_bytes: None,
+            write_mode: WriteMode::default(),
+            sender: SocketOptions::default(),
+            slow_rate_bps: None,
+        }
+    }
+
+    /// What a hello asks for, to be checked by the same rules as the reader's flags.
+    pub fn of_hello(hello: &Hello) -> Self {
+        SessionRequest {
+            marker_every: hello.marker_every_us.map(Duration::from_micros),
+            write_size_bytes: hello.write_size_bytes,
+            write_mode: hello.write_mode,
+            sender: hello.options.clone(),
+            ..SessionRequest::new(hello.flows, Duration::from_micros(hello.interval_us), None)
+        }
+    }
+
+    /// Every rule a request must keep, whoever serves it; a daemon's own limits
+    /// (`--max-flows`, `--max-session-time`, ...) come on top.
+    pub fn validate(&self) -> Result<(), RequestError> {
+        if !(1..=MAX_FLOWS).contains(&self.flows) {
+            return Err(RequestError::Flows { flows: self.flows });
+        }
+        if self.interval.is_zero() {
+            return Err(RequestError::NoInterval);
+        }
+        if let Some(pattern) = &self.pattern {
+            check_pattern(pattern, self.interval)?;
+        }
+        if let Some(every) = self.marker_every.filter(|every| *every < self.interval) {
+            return Err(RequestError::MarkersBeforeSamples {
+                every,
+                interval: self.interval,
+            });
+        }
+        if let Some(bytes) = self.write_size_bytes {
+            check_write_size(u64::from(bytes))?;
+        }
+        if let Some(bps) = self.sender.max_pacing_rate_bps {
+            check_pacing_rate(bps)?;
+        }
+        if let Some(bps) = self.slow_rate_bps {
+            check_slow_rate(bps)?;
+        }
+        match &self.sender.congestion {
+            Some(name) => check_congestion_name(name),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Cycles within bounds, a fast phase in each, and every phase at least one sampling
+/// interval long, or it would vanish from the record.
+fn check_pattern(pattern: &PatternConfig, interval: Duration) -> Result<(), RequestError> {
+    if !(1..=MAX_CYCLES).contains(&pattern.cycles) {
+        return Err(RequestError::Cycles {
+            cycles: pattern.cycles,
+        });
+    }
+    if pattern.fast_ms == 0 {
+        return Err(RequestError::NoFastPhase);
+    }
+    let shortest_ms = match pattern.full_speed {
+        true => pattern.total().as_millis() as u64,
+        false => [pattern.fast_ms, pattern.slow_ms]
+            .into_iter()
+            .filter(|&ms| ms > 0)
+            .min()
+            .unwrap_or(0),
+    };
+    let interval_ms = interval.as_millis() as u64;
+    if interval > Duration::from_millis(shortest_ms) {
+        return Err(RequestError::IntervalOverPhase {
+            interval_ms,
+            shortest_ms,
+        });
+    }
+    Ok(())
+}
+
+/// The daemon's write size for a request: the one asked, else the default for its way of
+/// sending.
+pub fn write_size_bytes(asked: Option<u32>, zerocopy: bool) -> u32 {
+    asked.unwrap_or(match zerocopy {
+        true => DEFAULT_ZEROCOPY_WRITE_BYTES,
+        false => DEFAULT_WRITE_BYTES,
+    })
+}
+
+/// 1 to [`MAX_WRITE_BYTES`]: the daemon holds one such buffer per session.
+pub fn check_write_size(bytes: u64) -> Result<u32, RequestError> {
+    match u32::try_from(bytes) {
+        Ok(n) if (1..=MAX_WRITE_BYTES).contains(&n) => Ok(n),
+        _ => Err(RequestError::WriteSize { bytes }),
+    }
+}
+
+/// At least [`MIN_PACING_RATE_BPS`].
+pub fn check_pacing_rate(bps: u64) -> Result<u64, RequestError> {
+    match bps < MIN_PACING_RATE_BPS {
+        true => Err(RequestError::PacingRate { bps }),
+        false => Ok(bps),
+    }
+}
+
+/// At least one byte a second, or the slow phases would read nothing.
+pub fn check_slow_rate(bps: u64) -> Result<u64, RequestError> {
+    match bps < MIN_PACING_RATE_BPS {
+        true => Err(RequestError::SlowRate { bps }),
+        false => Ok(bps),
+    }
+}
+
+/// A congestion control name the kernel would read as written.
+pub fn check_congestion_name(name: &str) -> Result<(), RequestError> {
+    let valid = (1..=MAX_CONGESTION_NAME_BYTES).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    match valid {
+        true => Ok(()),
+        false => Err(RequestError::CongestionName {
+            shown: escape_peer(name),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> SessionRequest {
+        SessionRequest::new(1, DEFAULT_INTERVAL, Some(PatternConfig::CLOUDFLARE))
+    }
+
+    #[test]
+    fn the_defaults_are_a_valid_request() {
+        assert_eq!(request().validate(), Ok(()));
+    }
+
+    #[test]
+    fn every_phase_holds_a_sample() {
+        let mut r = request();
+        r.interval = Duration::from_secs(6);
+        let error = r.validate().unwrap_err();
+        assert_eq!(
+            error,
+            RequestError::IntervalOverPhase {
+                interval_ms: 6000,
+                shortest_ms: 5000
+            }
+        );
+        // A slow phase of 0 is no phase; the full-speed run is one phase of the whole.
+        r.pattern = Some(PatternConfig {
+            slow_ms: 0,
+            fast_ms: 7000,
+            ..PatternConfig::CLOUDFLARE
+        });
+        assert_eq!(r.validate(), Ok(()));
+        r.pattern = Some(PatternConfig {
+            full_speed: true,
+            fast_ms: 1000,
+            slow_ms: 1000,
+            cycles: 3,
+            ..PatternConfig::CLOUDFLARE
+        });
+        assert_eq!(r.validate(), Ok(()));
+        r.interval = Duration::from_millis(6001);
+        assert!(r.validate().is_err());
+    }
+
+    #[test]
+    fn limits_name_the_flag() {
+        let mut r = request();
+        r.marker_every = Some(Duration::from_millis(50));
+        assert_eq!(
+            r.validate().unwrap_err().to_string(),
+            "--marker-every 50ms is shorter than the sampling --interval 100ms"
+        );
+        r.marker_every = Some(DEFAULT_INTERVAL);
+        assert_eq!(r.validate(), Ok(()));
+        for (bytes, ok) in [
+            (0, false),
+            (1, true),
+            (16 << 20, true),
+            ((16 << 20) + 1, false),
+        ] {
+            assert_eq!(check_write_size(bytes).is_ok(), ok, "{bytes}");
+        }
+        assert_eq!(
+            check_pacing_rate(7),
+            Err(RequestError::PacingRate { bps: 7 })
+        );
+        assert_eq!(check_pacing_rate(8), Ok(8));
+        assert!(check_slow_rate(4)
+            .unwrap_err()
+            .to_string()
+            .contains("read nothing"));
+        r.sender.congestion = Some("reno\0\nforged".into());
+        let error = r.validate().unwrap_err().to_string();
+        assert!(error.contains("not a kernel module name"), "{error}");
+        assert!(!error.contains('\n') && !error.contains('\0'), "{error}");
+        r.flows = 0;
+        assert_eq!(r.validate(), Err(RequestError::Flows { flows: 0 }));
+    }
+}
