@@ -13,7 +13,7 @@
 //! line (and netem's rate, and the lab's serializer) first takes its serialization time,
 //! 1.2 ms at 10 Mbit/s: a flow held by its send buffer sees a longer RTT in the lab and
 //! carries a few points less (lab 53.8-60.3%, kernel path 59.9-63.6% in seven runs).
-//! Root only (namespaces, TUN, tc); about 40 s.
+//! Root only (namespaces, TUN, tc); about 40 s, up to 2 min on a host too busy to fill a path.
 
 mod common;
 
@@ -123,18 +123,38 @@ fn goodput_bps(pair: &LinkedPair, sndbuf_bytes: usize) -> f64 {
     reader.join().unwrap()
 }
 
+/// 64 KiB fills the link (1448 payload bytes per 1514 on the wire) unless the host starves
+/// the emulator; the ratio then measures what the small buffer lets through, not a slow path.
+const FILLED_BPS: f64 = 0.95 * 10e6 * 1448.0 / 1514.0;
+
+/// Measurements of one path before the test gives up on a host too busy to fill it.
+const ATTEMPTS: usize = 3;
+
 /// 16 KiB's goodput over 64 KiB's on a fresh path from `make` each (no cached metrics).
-fn ratio(make: fn() -> LinkedPair) -> (f64, f64, f64) {
-    let small = goodput_bps(&make(), 16 << 10);
-    let large = goodput_bps(&make(), 64 << 10);
-    (small / large, small, large)
+/// An attempt whose 64 KiB flow falls short of the link was spoiled by the host (CI once
+/// read 8.96 Mbit/s on the kernel path while the test binaries ran beside it): it is
+/// printed and measured again, both flows, so the two always share one host's moment.
+fn ratio(name: &str, make: fn() -> LinkedPair) -> (f64, f64, f64) {
+    let mut attempt = 1;
+    loop {
+        let small = goodput_bps(&make(), 16 << 10);
+        let large = goodput_bps(&make(), 64 << 10);
+        if large > FILLED_BPS || attempt == ATTEMPTS {
+            return (small / large, small, large);
+        }
+        eprintln!(
+            "{name} attempt {attempt}: 64 KiB carried {:.2} Mbit/s, short of the link; again",
+            large / 1e6
+        );
+        attempt += 1;
+    }
 }
 
 #[test]
 fn a_16k_send_buffer_carries_what_the_kernel_path_lets_it() {
     require_root!();
-    let (lab, lab_small, lab_large) = ratio(lab_path);
-    let (kernel, k_small, k_large) = ratio(kernel_path);
+    let (lab, lab_small, lab_large) = ratio("lab", lab_path);
+    let (kernel, k_small, k_large) = ratio("kernel path", kernel_path);
     let figures = format!(
         "lab {:.1}% ({:.2} / {:.2} Mbit/s), kernel path {:.1}% ({:.2} / {:.2} Mbit/s)",
         lab * 100.0,
@@ -145,13 +165,7 @@ fn a_16k_send_buffer_carries_what_the_kernel_path_lets_it() {
         k_large / 1e6
     );
     eprintln!("{figures}");
-    // 64 KiB fills the link on both (1448 payload bytes per 1514 on the wire), so the
-    // ratio measures what the small buffer lets through, not a slow path.
-    let ceiling_bps = 10e6 * 1448.0 / 1514.0;
-    assert!(
-        lab_large > 0.95 * ceiling_bps && k_large > 0.95 * ceiling_bps,
-        "{figures}"
-    );
+    assert!(lab_large > FILLED_BPS && k_large > FILLED_BPS, "{figures}");
     // The seed (netem, stock 6.8 kernel) measured 65%, the reference lab on this kernel 63%.
     assert!((0.50..=0.70).contains(&lab), "{figures}");
     // Never more generous than the kernel, and short of it by at most the serialization
