@@ -206,8 +206,9 @@ impl CampaignDir {
     }
 }
 
-/// Keeps an earlier attempt's files (a partial or failed run being redone) as
-/// `rep-<k>.attempt-<n>`: nothing a campaign wrote is ever overwritten.
+/// Keeps an earlier attempt's files (a partial, failed or spoiled run being redone) as
+/// `<name>.attempt-<n>` (a run directory or its logs): nothing a campaign wrote is ever
+/// overwritten.
 pub fn set_aside(run_dir: &Path) -> Result<(), LabError> {
     if !run_dir.exists() {
         return Ok(());
@@ -244,6 +245,14 @@ pub enum Ended {
     Interrupted(i32),
 }
 
+/// How many times a run whose link the emulator could not hold is run again. A spoiled run
+/// counts in no verdict, and a busy moment of the host (a build finishing beside it) spoils
+/// runs in a row: `scripts/lab --quick` right after a build once had both its runs left
+/// out and no comparison at all, where a minute later both counted. One more attempt
+/// gives the campaign its figures without hiding a host that cannot hold the path: a run
+/// spoiled twice stays flagged.
+pub const SPOILED_REDOS: u32 = 1;
+
 /// Runs every run that is not complete, in plan order.
 pub fn execute(
     cdir: &mut CampaignDir,
@@ -272,30 +281,55 @@ pub fn execute(
                 continue;
             }
         }
-        let run_dir = cdir.dir.join(&run.dir);
-        set_aside(&run_dir)?;
-        if let Some(parent) = run_dir.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|source| LabError::io("cannot create", parent.to_owned(), source))?;
+        for redo in 0..=SPOILED_REDOS {
+            attempt(cdir, index, &run, backend, ui)?;
+            let spoiled = cdir.campaign.runs[index].link_spoiled.is_some();
+            if !spoiled || redo == SPOILED_REDOS || sys::stop_signal().is_some() {
+                break;
+            }
+            ui.line(&format!(
+                "[{}] {} rep-{}: running it again, its link spoiled (this attempt is kept beside it, outside the verdicts)",
+                run.position, run.label, run.repetition
+            ));
+            ui.add_redo(&run);
         }
-        let logs = cdir.dir.join("logs").join(format!(
-            "{:03}_{}_rep-{}",
-            run.position, run.label, run.repetition
-        ));
-        std::fs::create_dir_all(&logs)
-            .map_err(|source| LabError::io("cannot create", logs.clone(), source))?;
-        ui.start_run(&run);
-        let result = backend.run(&run, &run_dir, &logs, &mut |elapsed| {
-            ui.tick(&run, &run_dir, elapsed)
-        });
-        let (status, reason) = outcome(&run_dir, &result, &logs.join("reader.log"));
-        cdir.set(index, status, reason.clone())?;
-        ui.finish_run(&run, status, reason.as_deref(), &run_dir);
     }
     Ok(match sys::stop_signal() {
         Some(signal) => Ended::Interrupted(signal),
         None => Ended::Done,
     })
+}
+
+/// One attempt at a run: an earlier attempt's run directory and logs set aside, the run on
+/// the backend, its outcome saved.
+fn attempt(
+    cdir: &mut CampaignDir,
+    index: usize,
+    run: &CampaignRun,
+    backend: &mut dyn Backend,
+    ui: &mut Ui,
+) -> Result<(), LabError> {
+    let run_dir = cdir.dir.join(&run.dir);
+    set_aside(&run_dir)?;
+    if let Some(parent) = run_dir.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|source| LabError::io("cannot create", parent.to_owned(), source))?;
+    }
+    let logs = cdir.dir.join("logs").join(format!(
+        "{:03}_{}_rep-{}",
+        run.position, run.label, run.repetition
+    ));
+    set_aside(&logs)?;
+    std::fs::create_dir_all(&logs)
+        .map_err(|source| LabError::io("cannot create", logs.clone(), source))?;
+    ui.start_run(run);
+    let result = backend.run(run, &run_dir, &logs, &mut |elapsed| {
+        ui.tick(run, &run_dir, elapsed)
+    });
+    let (status, reason) = outcome(&run_dir, &result, &logs.join("reader.log"));
+    cdir.set(index, status, reason.clone())?;
+    ui.finish_run(run, status, reason.as_deref(), &run_dir);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -147,6 +147,12 @@ impl Ui {
         ));
     }
 
+    /// One run more than planned: a spoiled run about to be run again.
+    pub fn add_redo(&mut self, run: &CampaignRun) {
+        self.remaining += run.settings.pattern.total() + self.overhead;
+        self.bar.inc_length(1);
+    }
+
     pub fn finish_run(
         &mut self,
         run: &CampaignRun,
