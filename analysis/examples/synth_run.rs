@@ -6,13 +6,15 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use oscil_kernel::sysctl::Sysctl;
-use oscil_kernel::{HostFacts, OptionsInForce, SocketOptions};
-use oscil_protocol::pattern::PatternConfig;
-use oscil_protocol::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
-use oscil_rundir::campaign::{PathSettings, RunSettings};
-use oscil_rundir::lab::{LabRecord, Sides};
-use oscil_rundir::{Ending, RunConfig, RunMeta, RunStatus, RunWriter, FORMAT_VERSION};
+use oscil_model::campaign::{PathSettings, RunSettings};
+use oscil_model::host::HostFacts;
+use oscil_model::lab::{LabRecord, Sides};
+use oscil_model::pattern::PatternConfig;
+use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
+use oscil_model::run::{Ending, RunConfig, RunMeta, RunStatus, FORMAT_VERSION};
+use oscil_model::socket::{OptionsInForce, SocketOptions};
+use oscil_model::sysctl::Sysctl;
+use oscil_rundir::RunWriter;
 
 fn host(name: &str) -> HostFacts {
     HostFacts {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use oscil_rundir::campaign::CampaignError;
 use oscil_rundir::RunDirError;
 
-use crate::configs;
-use crate::draw::DrawError;
+use crate::charts::draw::DrawError;
+use crate::load::configs;
 
 /// What went wrong making a report; every message names the file or the flag.
 #[derive(Debug, thiserror::Error)]

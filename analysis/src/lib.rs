@@ -1,70 +1,41 @@
 //! Turns run directories and campaigns into PNG charts, tables, verdicts, a
 //! recommendation and an HTML page.
 //!
-//! Loading and the figures (`input`, `settings`, `summary`, `metrics`, `configs`, `stats`,
-//! `verdict`, `recommend`) are pure functions of the run directories; the charts are
-//! built as data (`chart`, `run_chart`, `comparison`, `path_chart`) and rendered by
-//! `draw`; the tables, the recommendation and the page are text (`table`, `config_table`,
-//! `recommendation_text`, `html`); `report` ties them together.
+//! A report goes through five stages: `load` -> `figures` -> `verdicts` -> `charts` ->
+//! `write`. Loading, the figures and the verdicts are pure functions of the run
+//! directories; the charts are built as data and rendered by `charts::draw`; the tables,
+//! the recommendation and the page are text; `report` ties them together.
 
-mod across;
-pub mod chart;
-mod comparison;
-mod config_table;
-mod configs;
-mod draw;
-pub mod end_table;
+pub mod charts;
 mod error;
-mod headline;
-mod html;
-mod human;
-pub mod input;
-mod interval_draw;
-mod limit_shares;
-mod manifest;
-mod mesh;
-mod metrics;
-mod openmetrics;
+mod figures;
+pub mod load;
 mod options;
-mod out_dir;
-mod overlay_chart;
-mod path_chart;
-mod queue_events;
-mod recommend;
-mod recommendation_text;
-pub mod run_chart;
-mod run_series;
-mod series;
-mod settings;
-mod shared_scale;
-mod shown_figures;
-mod stats;
-pub mod summary;
-mod table;
-mod text_layout;
-pub mod time_sequence;
-mod verdict;
+mod verdicts;
+pub mod write;
 
 use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use oscil_protocol::trace::{ReaderTrace, TraceRow};
-use oscil_rundir::{Run, RunMeta};
+use oscil_model::run::RunMeta;
+use oscil_model::trace::{ReaderTrace, TraceRow};
+use oscil_rundir::Run;
 use sha2::{Digest, Sha256};
 
 pub use crate::error::ReportError;
 pub use crate::options::ReportConfig;
 
-use crate::across::Across;
-use crate::chart::Figure;
-use crate::configs::Configuration;
-use crate::input::RunInput;
-use crate::manifest::FigureRecord;
-use crate::out_dir::write;
-use crate::run_series::RunSeries;
-use crate::summary::RunSummary;
+use crate::charts::chart::Figure;
+use crate::charts::{draw, run_chart, shared_scale, time_sequence};
+use crate::load::configs::{self, Configuration};
+use crate::load::input::{self, RunInput};
+use crate::load::run_series::RunSeries;
+use crate::load::summary::{self, RunSummary};
+use crate::write::across::Across;
+use crate::write::manifest::{self, FigureRecord};
+use crate::write::{openmetrics, out_dir};
 
 /// The files written and the runs' figures.
 #[derive(Debug, Clone)]
@@ -143,7 +114,7 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
     };
     let mut names: Vec<String> = pngs.clone();
     names.extend(across.write(&mut records)?);
-    write(
+    out_dir::write(
         &out.join("report.json"),
         &manifest::manifest(&names, &inputs.warnings, &records),
     )?;

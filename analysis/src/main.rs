@@ -6,9 +6,10 @@ use clap::Parser;
 use oscil_cli::placeholder;
 use oscil_cli::units::{parse_bytes, parse_percent, parse_positive_duration};
 use oscil_kernel::rlimit;
-use oscil_report::summary::Scope;
-use oscil_report::time_sequence::Span;
-use oscil_report::{input, report, ReportConfig, ReportError};
+use oscil_report::charts::time_sequence::Span;
+use oscil_report::load::input;
+use oscil_report::load::summary::Scope;
+use oscil_report::{report, ReportConfig, ReportError};
 use std::time::Duration;
 
 /// Turns oscil run directories and campaigns into PNG charts (one per run, a comparison
@@ -91,12 +92,12 @@ fn parse_memory_limit(input: &str) -> Result<u64, String> {
 fn end_table(dirs: &[PathBuf]) -> ExitCode {
     use std::io::Write;
     for dir in dirs {
-        let words = match oscil_report::end_table::words(dir) {
+        let words = match oscil_report::write::end_table::words(dir) {
             Ok(words) => words,
             Err(err) => {
                 eprintln!(
                     "oscil-report: {}",
-                    oscil_protocol::error_text::error_line(&err)
+                    oscil_model::error_text::error_line(&err)
                 );
                 return ExitCode::from(oscil_cli::exit::FAILED_START);
             }
@@ -150,7 +151,7 @@ fn main() -> ExitCode {
     if let Err(e) = bound_itself(&cli) {
         eprintln!(
             "oscil-report: cannot bound its memory and time (--max-memory, --max-time): {}",
-            oscil_protocol::error_text::os_error(&e)
+            oscil_model::error_text::os_error(&e)
         );
         return ExitCode::from(oscil_cli::exit::FAILED_START);
     }
@@ -186,7 +187,7 @@ fn main() -> ExitCode {
         Err(err) => {
             eprintln!(
                 "oscil-report: {}",
-                oscil_protocol::error_text::error_line(&err)
+                oscil_model::error_text::error_line(&err)
             );
             // What the command line names and cannot work is a bad value, as in every
             // binary (docs/cli.md); anything else failed on the way.

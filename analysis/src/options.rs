@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::summary::Scope;
-use crate::time_sequence;
+use crate::charts::time_sequence;
+use crate::load::summary::Scope;
 
 /// What to report on and where.
 #[derive(Debug, Clone)]

@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use oscil_protocol::PatternConfig;
-use oscil_rundir::campaign::{
-    self, Backend, Campaign, CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings,
+use oscil_model::campaign::{
+    Backend, Campaign, CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings,
     CAMPAIGN_FORMAT_VERSION,
 };
+use oscil_model::pattern::PatternConfig;
+use oscil_rundir::campaign;
 use oscil_testkit::{number, Csv, Daemon};
 use util::{assert_close, expected, png_size, reader_run, report, Chromium};
 

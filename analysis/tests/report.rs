@@ -273,13 +273,13 @@ fn with_residence(run: &Path, fast_us: u64, slow_us: u64) -> tempfile::TempDir {
     })
 }
 
-fn summarized(dir: &Path) -> (oscil_rundir::Run, oscil_report::summary::RunSummary) {
+fn summarized(dir: &Path) -> (oscil_rundir::Run, oscil_report::load::summary::RunSummary) {
     let run = oscil_rundir::load(dir).unwrap();
-    let input = oscil_report::input::RunInput {
+    let input = oscil_report::load::input::RunInput {
         dir: dir.to_owned(),
         campaign: None,
     };
-    let summary = oscil_report::summary::summarize(&run, &input);
+    let summary = oscil_report::load::summary::summarize(&run, &input);
     (run, summary)
 }
 
@@ -287,7 +287,7 @@ fn summarized(dir: &Path) -> (oscil_rundir::Run, oscil_report::summary::RunSumma
 /// left the send queue, every sample found one queued since the session began.
 #[test]
 fn writes_still_queued_are_drawn_as_lower_bounds_never_an_empty_panel() {
-    use oscil_report::chart::Weight;
+    use oscil_report::charts::chart::Weight;
     let (_scratch, dirs) = runs();
     let copy = with_sender_rows(&dirs[0], |t_s, fields, column| {
         fields[column("residence_us")] = String::new();
@@ -295,7 +295,7 @@ fn writes_still_queued_are_drawn_as_lower_bounds_never_an_empty_panel() {
         fields[column("pending_write_age_us")] = ((t_s * 1e6) as u64).to_string();
     });
     let (run, summary) = summarized(copy.path());
-    let figure = oscil_report::run_chart::run_figure(&run, &summary, &[]);
+    let figure = oscil_report::charts::run_chart::run_figure(&run, &summary, &[]);
     let latency = figure
         .panels
         .iter()
@@ -324,7 +324,7 @@ fn writes_still_queued_are_drawn_as_lower_bounds_never_an_empty_panel() {
 
 #[test]
 fn a_latency_spanning_decades_is_drawn_on_a_log_scale() {
-    use oscil_report::chart::Scale;
+    use oscil_report::charts::chart::Scale;
     let (_scratch, dirs) = runs();
     // 0.3 ms to 900 ms spans more than three decades; 0.3 ms to 2.25 ms less than one.
     for (fast_us, slow_us, scale, label) in [
@@ -333,7 +333,7 @@ fn a_latency_spanning_decades_is_drawn_on_a_log_scale() {
     ] {
         let copy = with_residence(&dirs[0], fast_us, slow_us);
         let (run, summary) = summarized(copy.path());
-        let figure = oscil_report::run_chart::run_figure(&run, &summary, &[]);
+        let figure = oscil_report::charts::run_chart::run_figure(&run, &summary, &[]);
         let latency = figure
             .panels
             .iter()
@@ -428,7 +428,7 @@ fn without_rcv_wnd_the_window_panels_draw_snd_wnd_and_say_so() {
         fields[column("rcv_wnd")] = String::new();
     });
     let (run, summary) = summarized(copy.path());
-    let figure = oscil_report::run_chart::run_figure(&run, &summary, &[]);
+    let figure = oscil_report::charts::run_chart::run_figure(&run, &summary, &[]);
     let window = figure
         .panels
         .iter()

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use oscil_kernel::SocketOptions;
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::control::DEFAULT_WRITE_BYTES;
 use oscil_protocol::key::Key;
 

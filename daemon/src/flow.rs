@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use oscil_protocol::control::WriteMode;
+use oscil_model::socket::WriteMode;
 use tokio::net::TcpStream;
 
 use crate::latency::{MarkerTap, TxProbe, Writer};

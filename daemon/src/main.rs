@@ -13,7 +13,7 @@ use oscil_cli::placeholder;
 use oscil_cli::units::{parse_bytes, parse_bytes_u32, parse_positive_duration, whole};
 use oscil_daemon::budget::{self, Budget, Demand};
 use oscil_daemon::{DaemonConfig, StartupLimits, TracePolicy};
-use oscil_kernel::SocketOptions;
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::key::{load_key, KeySource};
 
 /// Serve oscil test sessions: stream at full speed on every data connection, with the socket
@@ -196,7 +196,7 @@ async fn main() -> ExitCode {
                 if let Err(e) = oscil_protocol::key::protect_stdout_file() {
                     eprintln!(
                         "oscil-daemon: warning: cannot make the key file 0600: {}",
-                        oscil_protocol::error_text::os_error(&e)
+                        oscil_model::error_text::os_error(&e)
                     );
                 }
                 oscil_cli::outln!("{key}");
@@ -206,7 +206,7 @@ async fn main() -> ExitCode {
                 oscil_cli::exit::FAILED_START,
                 format!(
                     "cannot read /dev/urandom: {}",
-                    oscil_protocol::error_text::os_error(&e)
+                    oscil_model::error_text::os_error(&e)
                 ),
             ),
         };
@@ -220,7 +220,7 @@ async fn main() -> ExitCode {
         Err(e) => {
             return fail(
                 oscil_cli::exit::USAGE,
-                oscil_protocol::error_text::error_line(&*e),
+                oscil_model::error_text::error_line(&*e),
             )
         }
     };
@@ -240,7 +240,7 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(
             oscil_cli::exit::FAILED_START,
-            oscil_protocol::error_text::error_line(&*e),
+            oscil_model::error_text::error_line(&*e),
         ),
     }
 }
@@ -260,7 +260,7 @@ async fn serve(
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
         anyhow::anyhow!(
             "cannot listen on {listen}: {}",
-            oscil_protocol::error_text::os_error(&e)
+            oscil_model::error_text::os_error(&e)
         )
     })?;
     let budget = fit_to_open_files(&config, flows_asked)?;

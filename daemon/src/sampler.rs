@@ -7,13 +7,15 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use oscil_kernel::diag::{Probe, Source, Watched};
+use oscil_kernel::diag::{Probe, Watched};
 use oscil_kernel::netstat::QueueEventsSince;
-use oscil_kernel::tcp_info::{Chrono, TcpInfo};
-use oscil_protocol::clock::realtime_unix_ns;
+use oscil_kernel::rows::{host_sample, sender_sample};
+use oscil_kernel::tcp_info::{self, TcpInfo};
+use oscil_kernel::ticker::{covered_s, intervals_by, Ticker};
+use oscil_model::clock::realtime_unix_ns;
+use oscil_model::rows::{SenderSample, Side};
+use oscil_model::socket::{Chrono, Source};
 use oscil_protocol::control::DaemonMessage;
-use oscil_protocol::{HostSample, SenderSample, Side};
-use oscil_sampling::ticker::{covered_s, intervals_by, Ticker};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::flow::Flow;
@@ -61,7 +63,7 @@ impl FlowCounters {
     fn of(info: &TcpInfo) -> Self {
         FlowCounters {
             bytes_acked: info.bytes_acked,
-            chrono: Chrono::of(info),
+            chrono: tcp_info::chrono(info),
         }
     }
 
@@ -138,7 +140,7 @@ impl Sampler {
                         write_to_ack_us: completed.write_to_ack_us,
                         pending_write_age_us: completed.pending_write_age_us,
                         acked_bytes,
-                        ..SenderSample::from_kernel(t_s, flow.index, (bytes, span_s), info, mem)
+                        ..sender_sample(t_s, flow.index, (bytes, span_s), info, mem)
                     }
                     .with_wakeups(&wakeups)
                     .with_chrono(spent),
@@ -146,7 +148,7 @@ impl Sampler {
             })
             .collect();
         Ok(DaemonMessage::Samples {
-            host: HostSample::from_kernel(
+            host: host_sample(
                 t_s,
                 Side::Sender,
                 &sockstat,

@@ -4,23 +4,21 @@ use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use oscil_kernel::diag::Source;
-use oscil_kernel::{
-    host, netstat, sockopt, timestamping, OptionsInForce, ProcessCost, SocketOptions, SockoptError,
-};
+use oscil_kernel::{host, netstat, sockopt, timestamping, SockoptError};
+use oscil_model::clock::realtime_unix_ns;
+use oscil_model::markers::{Marker, MarkerSchedule};
+use oscil_model::probe::PROBE_FLOW;
+use oscil_model::rows::WakeupFigures;
+use oscil_model::socket::{OptionsInForce, SocketOptions, Source};
+use oscil_model::text::escape_peer;
+use oscil_model::trace::TraceSideFacts;
 use oscil_protocol::auth::Authenticated;
-use oscil_protocol::clock::realtime_unix_ns;
 use oscil_protocol::control::{
     Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,
     MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
 };
-use oscil_protocol::markers::{Marker, MarkerSchedule};
-use oscil_protocol::probe::PROBE_FLOW;
 use oscil_protocol::proof::{DataKey, SessionId};
-use oscil_protocol::records::WakeupFigures;
 use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
-use oscil_protocol::text::escape_peer;
-use oscil_protocol::trace::TraceSideFacts;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
@@ -151,7 +149,7 @@ pub(crate) async fn serve(
         trace: &shared.trace,
     };
     let started = Instant::now();
-    let cost_before = ProcessCost::of_self();
+    let cost_before = oscil_kernel::cost::of_self();
     let expected = shared.admission.expect(peer.ip(), connections(&hello));
     let connected = session.connect_flows(data_rx).await;
     drop(expected);
@@ -170,7 +168,7 @@ pub(crate) async fn serve(
         eprintln!("oscil-daemon: session {session_id}: sampled by getsockopt: {why}");
     }
     let cost = cost_before
-        .zip(ProcessCost::of_self())
+        .zip(oscil_kernel::cost::of_self())
         .map(|(b, a)| a.since(&b));
     // Free the slot before saying so, so a reader that starts its next session at once is
     // not refused as busy.

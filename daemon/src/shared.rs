@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use oscil_kernel::{ProcFile, Sockstat, TcpExt};
+use oscil_kernel::{ProcFile, TcpExt};
+use oscil_model::host::Sockstat;
 use oscil_protocol::control::DataHello;
 use oscil_protocol::proof::{DataKey, SessionId};
 use tokio::net::TcpStream;

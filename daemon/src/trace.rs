@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use oscil_kernel::tracefs::Owner;
+use oscil_kernel::tracer::{cookies, TraceRequest, Tracer, BUFFER_KB, SENDER_KINDS};
+use oscil_model::trace::{SenderTrace, TraceRow, TraceSideFacts};
 use oscil_protocol::control::DaemonMessage;
-use oscil_protocol::trace::{SenderTrace, TraceRow, TraceSideFacts};
-use oscil_tracer::{cookies, TraceRequest, Tracer, BUFFER_KB, SENDER_KINDS};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{DaemonConfig, TracePolicy};
@@ -270,7 +270,7 @@ fn request(
         start,
         name: owner.instance_name(n),
         buffer_kb,
-        probe_group: oscil_tracer::probe_group("daemon", std::process::id()),
+        probe_group: oscil_kernel::tracer::probe_group("daemon", std::process::id()),
     })
 }
 

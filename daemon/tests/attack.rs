@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oscil_daemon::GENERIC_REFUSAL;
-use oscil_kernel::SocketOptions;
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::control::DaemonMessage;
 use oscil_protocol::key::{generate_key, Key};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

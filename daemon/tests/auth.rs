@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oscil_daemon::{DaemonConfig, GENERIC_REFUSAL};
-use oscil_kernel::SocketOptions;
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, DataChallenge, DataHello, ReaderMessage,
 };

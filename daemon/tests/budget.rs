@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use oscil_daemon::budget::{FDS_PER_FLOW, FDS_PER_SESSION, SPARE_FDS};
-use oscil_kernel::SocketOptions;
+use oscil_model::socket::SocketOptions;
 use util::process::DaemonProcess;
 use util::{drain, hello, Client};
 

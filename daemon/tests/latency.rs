@@ -6,9 +6,9 @@ mod util;
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_kernel::SocketOptions;
-use oscil_protocol::control::{Ended, WriteMode};
-use oscil_protocol::SenderSample;
+use oscil_model::rows::SenderSample;
+use oscil_model::socket::{SocketOptions, WriteMode};
+use oscil_protocol::control::Ended;
 use util::{drain, hello, Client, Daemon};
 
 const INTERVAL: Duration = Duration::from_millis(50);

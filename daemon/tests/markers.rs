@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_kernel::SocketOptions;
-use oscil_protocol::clock::realtime_unix_ns;
+use oscil_model::clock::realtime_unix_ns;
+use oscil_model::markers::{FlowMarkers, Marker};
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::control::{DaemonMessage, Hello, ReaderMessage};
-use oscil_protocol::markers::{FlowMarkers, Marker};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use util::{hello, Client, Daemon};

@@ -7,9 +7,9 @@ mod util;
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_kernel::SocketOptions;
+use oscil_model::probe::PROBE_FLOW;
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::control::{open_data_connection, DaemonMessage, ReaderMessage, Welcome};
-use oscil_protocol::probe::PROBE_FLOW;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;

@@ -5,7 +5,7 @@ mod util;
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_kernel::SocketOptions;
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::control::{DaemonMessage, ReaderMessage};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -139,8 +139,7 @@ async fn notsent_lowat_bounds_the_unsent_queue_of_a_stalled_reader() {
     );
     assert!(with_lowat > 0, "the queue should hold something");
 
-    let sysctl = oscil_kernel::sysctl::Sysctl::TcpNotsentLowat
-        .read()
+    let sysctl = oscil_kernel::host::read_typed(oscil_model::sysctl::Sysctl::TcpNotsentLowat)
         .and_then(|v| v.integer())
         .unwrap_or(0);
     if sysctl < 4 << 20 {

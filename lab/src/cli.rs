@@ -12,16 +12,17 @@ use oscil_cli::units::{
     parse_positive_duration, parse_rate_bps, UnitError,
 };
 use oscil_kernel::congestion::CongestionControls;
-use oscil_kernel::sysctl::{Sysctl, NOTSENT_LOWAT_UNLIMITED};
-use oscil_protocol::control::{UnknownWriteMode, WriteMode};
-use oscil_protocol::request::{self, RequestError, MAX_CYCLES, MAX_FLOWS};
-use oscil_protocol::PatternConfig;
-use oscil_rundir::campaign::{Order, PathSettings};
+use oscil_model::campaign::{Order, PathSettings};
+use oscil_model::lab::LinkKind;
+use oscil_model::pattern::PatternConfig;
+use oscil_model::sampling::DEFAULT_INTERVAL;
+use oscil_model::socket::{UnknownWriteMode, WriteMode};
+use oscil_model::sysctl::{Sysctl, NOTSENT_LOWAT_UNLIMITED};
+use oscil_protocol::request::{self, RequestError, SessionRequest, MAX_CYCLES, MAX_FLOWS};
 
 use crate::config::{BackendSpec, HostsSpec, Job, NewCampaign};
-use crate::host::{check_bin_dir, check_ssh_option, check_ssh_target, HostArgError};
-use crate::plan::{AxisValue, Matrix, Setting};
-use oscil_rundir::lab::LinkKind;
+use crate::plan::matrix::{AxisValue, Matrix, Setting};
+use crate::remote::host::{check_bin_dir, check_ssh_option, check_ssh_target, HostArgError};
 
 /// The lab's marker interval unless `--marker-every` says otherwise, µs.
 const DEFAULT_MARKER_EVERY_US: u64 = 1_000_000;
@@ -290,10 +291,10 @@ pub enum ValueError {
     #[error("{path}: {source}")]
     Inventory {
         path: std::path::PathBuf,
-        source: crate::inventory::InventoryError,
+        source: crate::backend::fleet::inventory::InventoryError,
     },
     #[error(transparent)]
-    Pairs(#[from] crate::pairs::PairsError),
+    Pairs(#[from] crate::backend::fleet::pairs::PairsError),
     #[error(transparent)]
     Fleet(#[from] crate::config::FleetError),
     #[error("pairs of what? give --inventory")]
@@ -662,7 +663,7 @@ impl Cli {
         let lab = matches!(backend, BackendSpec::Netns { .. });
         let pattern = self.pattern_config()?;
         let interval = opt("interval", &self.interval, parse_positive_duration)?;
-        let interval_us = interval.unwrap_or(request::DEFAULT_INTERVAL).as_micros() as u64;
+        let interval_us = interval.unwrap_or(DEFAULT_INTERVAL).as_micros() as u64;
         let marker_every_us = self.marker_every_us(interval_us)?;
         let mut axes = Vec::new();
         if lab {
@@ -677,19 +678,17 @@ impl Cli {
             write_size_bytes: opt("write-size", &self.write_size, parse_write_size)?,
             marker_every_us,
             slow_rate: match opt("slow-rate", &self.slow_rate, parse_slow_rate_arg)? {
-                None => crate::plan::SlowRateChoice::PerPath,
-                Some(SlowRateArg::Bps(bps)) => crate::plan::SlowRateChoice::Given(bps),
-                Some(SlowRateArg::AutoPerRun) => crate::plan::SlowRateChoice::PerRun,
+                None => crate::plan::matrix::SlowRateChoice::PerPath,
+                Some(SlowRateArg::Bps(bps)) => crate::plan::matrix::SlowRateChoice::Given(bps),
+                Some(SlowRateArg::AutoPerRun) => crate::plan::matrix::SlowRateChoice::PerRun,
             },
             no_probe: self.no_probe,
             trace: self.trace,
             pattern,
         };
         // Every run's session, by the rules the reader and the daemon will apply to it.
-        for config in crate::plan::configurations(&matrix) {
-            config
-                .settings
-                .session_request()
+        for config in crate::plan::matrix::configurations(&matrix) {
+            SessionRequest::of_run(&config.settings)
                 .validate()
                 .map_err(|source| CliError::Request {
                     label: config.label,
@@ -815,7 +814,7 @@ pub fn check_congestion_available(
     if !matches!(campaign.backend, BackendSpec::Netns { .. }) {
         return Ok(());
     }
-    let configs = crate::plan::configurations(&campaign.matrix);
+    let configs = crate::plan::matrix::configurations(&campaign.matrix);
     let mut names: Vec<&str> = Vec::new();
     for name in configs
         .iter()
@@ -846,24 +845,24 @@ fn fleet_spec(cli: &Cli, path: &std::path::Path) -> Result<BackendSpec, CliError
         option: "inventory",
         detail,
     };
-    let (hosts, reader) = crate::inventory::load(path).map_err(|source| {
+    let (hosts, reader) = crate::backend::fleet::inventory::load(path).map_err(|source| {
         inventory(ValueError::Inventory {
             path: path.to_path_buf(),
             source,
         })
     })?;
-    crate::ui::say(&format!(
+    crate::campaign::ui::say(&format!(
         "oscil-lab: {} host(s) read from {} {}",
         hosts.len(),
-        crate::inventory::source_name(path),
+        crate::backend::fleet::inventory::source_name(path),
         reader.text()
     ));
-    let pairs = crate::pairs::parse_pairs(cli.pairs.as_deref().unwrap_or("all"), &hosts).map_err(
-        |detail| CliError::Invalid {
-            option: "pairs",
-            detail: ValueError::Pairs(detail),
-        },
-    )?;
+    let pairs =
+        crate::backend::fleet::pairs::parse_pairs(cli.pairs.as_deref().unwrap_or("all"), &hosts)
+            .map_err(|detail| CliError::Invalid {
+                option: "pairs",
+                detail: ValueError::Pairs(detail),
+            })?;
     let spec = crate::config::FleetSpec {
         hosts,
         pairs,
@@ -885,8 +884,8 @@ fn check_target(option: &'static str, target: &str) -> Result<String, CliError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::configurations;
-    use oscil_rundir::campaign::SlowRateBasis;
+    use crate::plan::matrix::configurations;
+    use oscil_model::campaign::SlowRateBasis;
 
     fn job(args: &[&str]) -> Result<Job, CliError> {
         let cli = Cli::try_parse_from(std::iter::once("oscil-lab").chain(args.iter().copied()))

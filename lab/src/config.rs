@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use oscil_rundir::campaign::Order;
-use oscil_rundir::lab::LinkKind;
+use oscil_model::campaign::Order;
+use oscil_model::lab::LinkKind;
 use serde::{Deserialize, Serialize};
 
-use crate::host::HostArgError;
+use crate::remote::host::HostArgError;
 
-use crate::plan::Matrix;
+use crate::plan::matrix::Matrix;
 
 #[derive(Debug)]
 pub enum Job {
@@ -46,7 +46,8 @@ pub enum BackendSpec {
     Netns { link: LinkKind },
     /// Two real machines over ssh.
     Hosts(HostsSpec),
-    /// Many machines from an inventory, pairs of them measured in rounds (`crate::fleet`).
+    /// Many machines from an inventory, pairs of them measured in rounds
+    /// (`crate::backend::fleet`).
     Fleet(FleetSpec),
 }
 
@@ -86,13 +87,13 @@ impl HostsSpec {
     pub fn check(&self) -> Result<(), HostArgError> {
         std::iter::once(&self.sender)
             .chain(&self.receiver)
-            .try_for_each(|t| crate::host::check_ssh_target(t))?;
+            .try_for_each(|t| crate::remote::host::check_ssh_target(t))?;
         if let Some(dir) = &self.remote_bin {
-            crate::host::check_bin_dir(dir)?;
+            crate::remote::host::check_bin_dir(dir)?;
         }
         self.ssh_options
             .iter()
-            .try_for_each(|o| crate::host::check_ssh_option(o))
+            .try_for_each(|o| crate::remote::host::check_ssh_option(o))
     }
 }
 
@@ -110,8 +111,8 @@ pub enum FleetError {
 /// A many-host campaign: the inventory's hosts, the pairs measured, and how to reach them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetSpec {
-    pub hosts: Vec<crate::inventory::InventoryHost>,
-    pub pairs: Vec<crate::pairs::Pair>,
+    pub hosts: Vec<crate::backend::fleet::inventory::InventoryHost>,
+    pub pairs: Vec<crate::backend::fleet::pairs::Pair>,
     /// Each passed to ssh as `-o KEY=VALUE`, for every host.
     pub ssh_options: Vec<String>,
     /// Where the binaries are on hosts whose inventory entry has no `oscil_bin`.
@@ -124,13 +125,13 @@ impl FleetSpec {
     /// command line could have given.
     pub fn check(&self) -> Result<(), FleetError> {
         for host in &self.hosts {
-            crate::host::check_ssh_target(&host.target())?;
+            crate::remote::host::check_ssh_target(&host.target())?;
         }
         for dir in self.hosts.iter().filter_map(|h| h.bin_dir.as_ref()) {
-            crate::host::check_bin_dir(dir)?;
+            crate::remote::host::check_bin_dir(dir)?;
         }
         if let Some(dir) = &self.remote_bin {
-            crate::host::check_bin_dir(dir)?;
+            crate::remote::host::check_bin_dir(dir)?;
         }
         for pair in &self.pairs {
             for name in [&pair.sender, &pair.receiver] {
@@ -138,17 +139,17 @@ impl FleetSpec {
                     return Err(FleetError::UnknownHost(pair.to_string()));
                 }
             }
-            if !oscil_rundir::campaign::is_plain_label(&pair.dir_name()) {
+            if !oscil_model::campaign::is_plain_label(&pair.dir_name()) {
                 return Err(FleetError::NotPlain(pair.to_string()));
             }
         }
         self.ssh_options
             .iter()
-            .try_for_each(|o| crate::host::check_ssh_option(o))?;
+            .try_for_each(|o| crate::remote::host::check_ssh_option(o))?;
         Ok(())
     }
 
-    pub fn host(&self, name: &str) -> Option<&crate::inventory::InventoryHost> {
+    pub fn host(&self, name: &str) -> Option<&crate::backend::fleet::inventory::InventoryHost> {
         self.hosts.iter().find(|h| h.name == name)
     }
 }

@@ -3,46 +3,33 @@
 //! real hosts over ssh), kept in a campaign directory that can be resumed, with every
 //! setting changed on a host recorded first and restored on every exit path.
 
-mod bounded;
-mod calibrate;
-mod capacity;
+mod backend;
+mod campaign;
 pub mod cli;
 mod config;
-mod execute;
-mod finish;
-mod fleet;
-mod fleet_ui;
-mod host;
-mod hosts;
-mod inventory;
-mod lock;
-mod meta;
-mod netns;
-mod pairs;
 mod plan;
-mod schedule;
-mod session;
+mod remote;
 mod sys;
-mod sysctl;
-mod ui;
-mod unpack;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use oscil_rundir::campaign::{
-    self, Backend as BackendKind, Campaign, CampaignRunStatus, SlowRateBasis,
-    CAMPAIGN_FORMAT_VERSION,
+use oscil_model::campaign::{
+    Backend as BackendKind, Campaign, CampaignRunStatus, RunSettings, SlowRateBasis,
+    CAMPAIGN_FORMAT_VERSION, CAMPAIGN_JSON,
 };
-
-use config::{BackendSpec, Job, NewCampaign};
-pub use execute::Finished;
-use execute::{Backend, CampaignDir, Ended, LabError};
-use finish::finish_campaign;
-use host::Host;
-use oscil_rundir::lab::LinkKind;
+use oscil_model::lab::LinkKind;
 use oscil_rundir::safe_fs;
-use plan::{configurations, plan_runs, planned_duration};
+
+use backend::{fleet, hosts, netns};
+pub use campaign::execute::Finished;
+use campaign::execute::{self, Backend, CampaignDir, Ended, LabError};
+use campaign::finish::finish_campaign;
+use campaign::{meta, sysctl, ui};
+use config::{BackendSpec, Job, NewCampaign};
+use plan::capacity;
+use plan::matrix::{configurations, plan_runs, planned_duration};
+use remote::host::Host;
 
 /// Where this build's binaries are: `$OSCIL_BIN_DIR`, else beside `oscil-lab` itself.
 pub fn bin_dir() -> PathBuf {
@@ -87,12 +74,12 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
             )
         }
         Job::Resume { dir, dry_run } => {
-            campaign::check_is_campaign(&dir)?;
+            oscil_rundir::campaign::check_is_campaign(&dir)?;
             // campaign.json names hosts, options and directories root acts on: only when
             // nobody else could have written it.
             safe_fs::check_trusted(&dir)?;
-            safe_fs::check_trusted(&dir.join(campaign::CAMPAIGN_JSON))?;
-            let campaign = campaign::load(&dir)?;
+            safe_fs::check_trusted(&dir.join(CAMPAIGN_JSON))?;
+            let campaign = oscil_rundir::campaign::load(&dir)?;
             let spec = backend_spec(&campaign)?;
             if let BackendSpec::Fleet(fleet) = &spec {
                 if dry_run {
@@ -241,7 +228,7 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
 }
 
 /// What every run of a plan shares, in words: the axes' values are in the labels.
-fn shared_words(settings: &oscil_rundir::campaign::RunSettings, pattern_note: &str) -> String {
+fn shared_words(settings: &RunSettings, pattern_note: &str) -> String {
     let p = &settings.pattern;
     let ms = |ms: u64| ui::human_duration(Duration::from_millis(ms));
     let slow_at = match (&settings.slow_rate_basis, settings.slow_rate_bps) {
@@ -311,13 +298,7 @@ fn prepare_out(out: &Path, force: bool) -> Result<(), LabError> {
     if !check_out(out, force)? {
         return Ok(());
     }
-    for name in [
-        campaign::CAMPAIGN_JSON,
-        "runs",
-        "report",
-        "logs",
-        fleet::PAIRS_DIR,
-    ] {
+    for name in [CAMPAIGN_JSON, "runs", "report", "logs", fleet::PAIRS_DIR] {
         let path = out.join(name);
         let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
     }
@@ -370,7 +351,7 @@ fn make_backend(
         }
         BackendSpec::Hosts(hosts) => Ok(Box::new(hosts::Hosts::new(hosts, dir, bin)?)),
         BackendSpec::Fleet(_) => Err(LabError::Setup(
-            "a fleet runs through oscil_lab::fleet, not one backend".into(),
+            "a fleet runs through oscil_lab::backend::fleet, not one backend".into(),
         )),
     }
 }
@@ -468,7 +449,7 @@ fn run_all(
         cdir.campaign.sender,
         cdir.campaign.receiver
     ));
-    for warning in crate::meta::axis_warnings(&todo, backend.receiver_kernel()) {
+    for warning in meta::axis_warnings(&todo, backend.receiver_kernel()) {
         ui::say(&format!("oscil-lab: warning: {warning}"));
     }
     let overhead = backend.per_run_overhead();

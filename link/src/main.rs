@@ -81,10 +81,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!(
-                "oscil-link: {}",
-                oscil_protocol::error_text::error_line(&*e)
-            );
+            eprintln!("oscil-link: {}", oscil_model::error_text::error_line(&*e));
             ExitCode::from(oscil_cli::exit::FAILED_START)
         }
     }

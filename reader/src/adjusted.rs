@@ -3,7 +3,7 @@
 //! so that `--sndbuf 0` becoming 4608 bytes or a pacing rate capped by the daemon's
 //! `--max-rate` is not found out from the figures.
 
-use oscil_kernel::{OptionsInForce, SocketOptions};
+use oscil_model::socket::{OptionsInForce, SocketOptions};
 
 /// One line each: the kernel's notes on the daemon's sockets, and the daemon's own cap.
 pub fn adjustments(asked: &SocketOptions, in_force: &OptionsInForce) -> Vec<String> {

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use oscil_kernel::ProcessCost;
+use oscil_model::host::ProcessCost;
+use oscil_model::rows::{HostSample, SenderSample, Side};
+use oscil_model::trace::{SenderTrace, TraceRow};
 use oscil_protocol::control::Ended;
-use oscil_protocol::trace::{SenderTrace, TraceRow};
-use oscil_protocol::{HostSample, SenderSample, Side};
 
 /// Longer than any write waits in a session (the daemon's limit is far shorter): a figure
 /// past it is forged, and would swamp the latency histograms.
@@ -417,7 +417,7 @@ mod tests {
     #[test]
     fn trace_rows_are_refused_unasked_for_another_flow_or_outside_the_session() {
         let row = |t_s, flow| {
-            TraceRow::<SenderTrace>::new(t_s, oscil_protocol::trace::TraceKind::Probe, flow)
+            TraceRow::<SenderTrace>::new(t_s, oscil_model::trace::TraceKind::Probe, flow)
         };
         assert!(check_trace_rows(&[row(1.0, 0)], true, 1, 2.0).is_ok());
         let unasked = check_trace_rows(&[row(1.0, 0)], false, 1, 2.0).unwrap_err();

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use oscil_kernel::SocketOptions;
-use oscil_protocol::{PatternConfig, SlowRule};
+use oscil_model::pattern::{PatternConfig, SlowRule};
+use oscil_model::socket::SocketOptions;
 
 /// This reader as it names itself in the hello and in `run.json`.
 pub const SOFTWARE: &str = concat!("oscil-reader ", env!("CARGO_PKG_VERSION"));
@@ -33,7 +33,7 @@ pub struct ReaderConfig {
     /// Bytes the daemon offers the kernel per write.
     pub write_size_bytes: u32,
     /// How the daemon writes (`--write-mode`).
-    pub write_mode: oscil_protocol::control::WriteMode,
+    pub write_mode: oscil_model::socket::WriteMode,
     /// Mark every flow's stream this often (at least `interval`); `None`: no markers.
     pub marker_every: Option<Duration>,
     /// Trace both sides' data sockets (`--trace`).
@@ -46,7 +46,7 @@ pub struct ReaderConfig {
     pub key: Option<oscil_protocol::key::Key>,
     pub label: Option<String>,
     /// The lab's record of the run, kept in run.json as `lab`.
-    pub lab: Option<oscil_rundir::lab::LabRecord>,
+    pub lab: Option<oscil_model::lab::LabRecord>,
     /// The person's description of the run, kept in run.json as `meta`.
     pub meta: Option<serde_json::Value>,
     pub progress: bool,

@@ -70,8 +70,8 @@ pub enum ReaderError {
     /// ignores the request and writes until `EAGAIN`, which would measure something else.
     #[error("--write-mode {asked}: the daemon writes {runs} (a daemon older than --write-mode writes only until-eagain); use a daemon of this version")]
     WriteMode {
-        asked: oscil_protocol::control::WriteMode,
-        runs: oscil_protocol::control::WriteMode,
+        asked: oscil_model::socket::WriteMode,
+        runs: oscil_model::socket::WriteMode,
     },
     /// The daemon sent a message out of order.
     #[error("the daemon sent something other than {0}")]

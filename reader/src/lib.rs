@@ -25,18 +25,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use oscil_kernel::{host, netstat, ProcessCost};
-use oscil_protocol::absent;
-use oscil_protocol::clock::realtime_unix_ns;
+use oscil_kernel::ticker::intervals_by;
+use oscil_kernel::{cost, host, netstat};
+use oscil_model::absent;
+use oscil_model::clock::realtime_unix_ns;
+use oscil_model::host::ProcessCost;
+use oscil_model::markers::RunSpan;
+use oscil_model::pattern::{CycleSlowRate, PhaseSpan, SlowRate};
+use oscil_model::rows::Side;
+use oscil_model::run::{Ending, RunConfig, RunCost, RunMeta, RunStatus, FORMAT_VERSION};
+use oscil_model::text::escape_peer;
 use oscil_protocol::control::{Connection, DaemonMessage, Ended, ReaderMessage};
-use oscil_protocol::markers::RunSpan;
-use oscil_protocol::pattern::CycleSlowRate;
-use oscil_protocol::text::escape_peer;
-use oscil_protocol::{Side, SlowRate};
-use oscil_rundir::RunCost;
-use oscil_rundir::{Ending, RunConfig, RunMeta, RunStatus, RunWriter};
-use oscil_rundir::{RunDirError, FORMAT_VERSION};
-use oscil_sampling::ticker::intervals_by;
+use oscil_rundir::{RunDirError, RunWriter};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -68,11 +68,7 @@ pub struct Outcome {
 
 /// What run.json says before the run starts: the request, both hosts and the options in
 /// force; how it ended is filled in at the end.
-fn run_meta(
-    config: &ReaderConfig,
-    session: &session::Session,
-    schedule: &[oscil_protocol::PhaseSpan],
-) -> RunMeta {
+fn run_meta(config: &ReaderConfig, session: &session::Session, schedule: &[PhaseSpan]) -> RunMeta {
     let reader_host = host::collect();
     RunMeta {
         format_version: FORMAT_VERSION,
@@ -139,7 +135,7 @@ fn record_counters(
     }
     meta.cost = Some(RunCost {
         reader: cost_before
-            .zip(ProcessCost::of_self())
+            .zip(cost::of_self())
             .map(|(before, after)| after.since(&before)),
         sender: daemon_ended.and_then(|e| e.cost),
     });
@@ -174,7 +170,7 @@ pub async fn run(
     let start = Instant::now();
     let probe = probe::start(probe, start);
     let start_unix_ns = realtime_unix_ns();
-    let cost_before = ProcessCost::of_self();
+    let cost_before = cost::of_self();
 
     let (flows, mut readers) = spawn_readers(&config, data, start);
     let tracing = config
@@ -234,7 +230,7 @@ pub async fn run(
 fn open_recorder(
     config: &ReaderConfig,
     session: &session::Session,
-    schedule: &[oscil_protocol::PhaseSpan],
+    schedule: &[PhaseSpan],
 ) -> Result<SharedRecorder, ReaderError> {
     let meta = run_meta(config, session, schedule);
     let mut recorder = Recorder::new(
@@ -291,7 +287,7 @@ fn spawn_sampler(
     flows: &[Arc<Flow>],
     recorder: &SharedRecorder,
     start: Instant,
-    schedule: &[oscil_protocol::PhaseSpan],
+    schedule: &[PhaseSpan],
 ) -> Result<(std::sync::mpsc::Sender<u64>, SamplerThread), ReaderError> {
     let (stop_sampling, stop_rx) = std::sync::mpsc::channel();
     let sampler = Sampler {
@@ -410,7 +406,7 @@ async fn finish_trace(
 struct RunEnd<'a> {
     start_unix_ns: u64,
     end_s: f64,
-    schedule: &'a [oscil_protocol::PhaseSpan],
+    schedule: &'a [PhaseSpan],
     tcpext_before: Option<oscil_kernel::TcpExt>,
     cost_before: Option<ProcessCost>,
     daemon_ended: Option<Ended>,
@@ -574,14 +570,11 @@ fn check_out_dir(config: &ReaderConfig) -> Result<(), RunDirError> {
 }
 
 /// The schedule as it ran: spans after `end_s` dropped, the one running then cut.
-fn cut_schedule(
-    schedule: &[oscil_protocol::PhaseSpan],
-    end_s: f64,
-) -> Vec<oscil_protocol::PhaseSpan> {
+fn cut_schedule(schedule: &[PhaseSpan], end_s: f64) -> Vec<PhaseSpan> {
     schedule
         .iter()
         .filter(|s| s.start_s < end_s)
-        .map(|s| oscil_protocol::PhaseSpan {
+        .map(|s| PhaseSpan {
             end_s: s.end_s.min(end_s),
             ..*s
         })

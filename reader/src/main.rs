@@ -17,14 +17,13 @@ use oscil_cli::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, whole,
     UnitError,
 };
-use oscil_kernel::SocketOptions;
+use oscil_model::pattern::{PatternConfig, SlowRule};
+use oscil_model::run::RunStatus;
+use oscil_model::socket::{SocketOptions, WriteMode};
 use oscil_protocol::auth::AuthError;
-use oscil_protocol::control::WriteMode;
 use oscil_protocol::key::{load_key, KeySource};
 use oscil_protocol::request::{self, SessionRequest, MAX_CYCLES, MAX_FLOWS};
-use oscil_protocol::{PatternConfig, SlowRule};
 use oscil_reader::{Outcome, ReaderConfig, ReaderError};
-use oscil_rundir::RunStatus;
 
 /// Reads from oscil-daemon in an oscillating pattern (fast, then a trickle) and records both
 /// ends of every flow into a run directory.
@@ -241,7 +240,7 @@ impl Args {
         let lab = self
             .lab_record
             .as_deref()
-            .map(oscil_rundir::lab::LabRecord::read)
+            .map(oscil_rundir::lab::read_record)
             .transpose()
             .context("--lab-record")?;
         let request = self.request()?;
@@ -311,7 +310,7 @@ fn read_meta(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
         SafeFsError::Io { source, .. } => anyhow::anyhow!(
             "cannot read --meta file {}: {}",
             path.display(),
-            oscil_protocol::error_text::os_error(source)
+            oscil_model::error_text::os_error(source)
         ),
         other => anyhow::anyhow!("--meta file {other}"),
     })
@@ -350,7 +349,7 @@ fn with_the_key_named(error: anyhow::Error, source: Option<KeySource>) -> anyhow
     match source {
         Some(source) if about_the_key => anyhow::anyhow!(
             "{} (this reader's key came from {source})",
-            oscil_protocol::error_text::error_line(&*error)
+            oscil_model::error_text::error_line(&*error)
         ),
         _ => error,
     }
@@ -371,7 +370,7 @@ fn start_failure_code(error: &anyhow::Error) -> u8 {
 
 /// One line on stderr; with --json also an error object on stdout, as iperf3 -J does.
 fn fail(code: u8, error: &anyhow::Error, json: bool) -> ExitCode {
-    let line = oscil_protocol::error_text::error_line(&**error);
+    let line = oscil_model::error_text::error_line(&**error);
     eprintln!("oscil-reader: {line}");
     if json {
         oscil_cli::outln!("{}", oscil_cli::json_error(code, &line));
@@ -507,13 +506,14 @@ fn dir_name(dir: &std::path::Path) -> String {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use oscil_model::sampling::DEFAULT_INTERVAL;
     use oscil_protocol::control::{DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES};
 
     #[test]
     fn the_defaults_are_the_cloudflare_pattern_and_the_protocols_write_sizes() {
         let args = Args::try_parse_from(["oscil-reader", "-c", "h", "-o", "x"]).unwrap();
         assert_eq!(args.pattern(), PatternConfig::CLOUDFLARE);
-        assert_eq!(args.interval.0, request::DEFAULT_INTERVAL);
+        assert_eq!(args.interval.0, DEFAULT_INTERVAL);
         let command = Args::command();
         let help = command
             .get_arguments()
@@ -571,11 +571,7 @@ mod tests {
         let bare = ReaderInvocation {
             lab_record: None,
             label: None,
-            request: SessionRequest::new(
-                1,
-                request::DEFAULT_INTERVAL,
-                Some(PatternConfig::CLOUDFLARE),
-            ),
+            request: SessionRequest::new(1, DEFAULT_INTERVAL, Some(PatternConfig::CLOUDFLARE)),
             rcvbuf_bytes: None,
             probe: true,
             trace: false,

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use oscil_protocol::PhaseSpan;
+use oscil_model::pattern::PhaseSpan;
 
 /// The bar and the times take 29 columns, the message ([`message`]) the rest of 80.
 const TEMPLATE: &str = "{bar:20} {elapsed:>3}/{duration:3} {msg}";
@@ -75,7 +75,7 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_protocol::PatternConfig;
+    use oscil_model::pattern::PatternConfig;
 
     #[test]
     fn the_line_fits_80_columns() {

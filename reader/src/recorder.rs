@@ -3,13 +3,13 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use oscil_protocol::clock::ClockEstimate;
-use oscil_protocol::markers::{MarkerCounts, RunSpan};
-use oscil_protocol::trace::{SenderTrace, TraceRow};
-use oscil_protocol::{HostSample, ReaderSample, SenderSample};
+use oscil_model::clock::ClockEstimate;
+use oscil_model::markers::{MarkerCounts, RunSpan};
+use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
+use oscil_model::sampling::{Sampling, Tally};
+use oscil_model::trace::{SenderTrace, TraceRow};
 use oscil_rundir::trace::TraceCsv;
 use oscil_rundir::{RunDirError, RunWriter};
-use oscil_sampling::{Sampling, Tally};
 
 use crate::flow::Flow;
 use crate::summary::SummaryBuilder;

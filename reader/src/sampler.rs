@@ -11,12 +11,14 @@ use std::time::{Duration, Instant};
 
 use oscil_kernel::diag::{Probe, Watched};
 use oscil_kernel::netstat::QueueEventsSince;
-use oscil_kernel::{netstat, sockstat, ProcFile, Sockstat, TcpExt};
-use oscil_protocol::absent;
-use oscil_protocol::pattern::phase_of_sample;
-use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, Side};
+use oscil_kernel::rows::{host_sample, reader_sample};
+use oscil_kernel::ticker::{covered_s, Ticker};
+use oscil_kernel::{netstat, sockstat, ProcFile, TcpExt};
+use oscil_model::absent;
+use oscil_model::host::Sockstat;
+use oscil_model::pattern::{phase_of_sample, PhaseSpan};
+use oscil_model::rows::{Phase, ReaderSample, Side};
 use oscil_rundir::RunDirError;
-use oscil_sampling::ticker::{covered_s, Ticker};
 
 use crate::flow::Flow;
 use crate::progress::Progress;
@@ -124,7 +126,7 @@ impl Sampler {
             });
             rows.push(ReaderSample {
                 delivered_bytes,
-                ..ReaderSample::from_kernel(
+                ..reader_sample(
                     t_s,
                     flow.index,
                     phase,
@@ -135,7 +137,7 @@ impl Sampler {
                 )
             });
         }
-        let host = HostSample::from_kernel(
+        let host = host_sample(
             t_s,
             Side::Reader,
             &sources.sockstat.read()?,

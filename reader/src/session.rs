@@ -4,16 +4,17 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use oscil_cli::address::IpFamily;
-use oscil_kernel::{sockopt, OptionsInForce, SocketOptions};
+use oscil_kernel::sockopt;
+use oscil_model::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
+use oscil_model::probe::PROBE_FLOW;
+use oscil_model::socket::{OptionsInForce, SocketOptions};
+use oscil_model::text::escape_peer;
 use oscil_protocol::auth::{AuthError, ReaderHandshake};
-use oscil_protocol::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, FrameError, Hello, ReaderMessage, Welcome,
     PROTOCOL_VERSION,
 };
-use oscil_protocol::probe::PROBE_FLOW;
 use oscil_protocol::proof::{DataKey, Nonce, SessionId};
-use oscil_protocol::text::escape_peer;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{lookup_host, TcpSocket, TcpStream};
 use tokio::time::{sleep, timeout, Instant};
@@ -216,7 +217,7 @@ async fn open_flows(
     Ok((data, reader_options.unwrap_or_default()))
 }
 
-/// The clock exchanges of `oscil_protocol::clock`, one after another while nothing streams
+/// The clock exchanges of `oscil_model::clock`, one after another while nothing streams
 /// yet, so the quietest is near the path's bare round trip.
 async fn measure_clock(
     rx: &mut Connection<OwnedReadHalf>,
@@ -375,7 +376,7 @@ async fn resolve(
         .await
         .map_err(|e| ReaderError::Address {
             addr: connect.to_owned(),
-            detail: oscil_protocol::error_text::os_error(&e),
+            detail: oscil_model::error_text::os_error(&e),
         })?
         .collect();
     if let Some(addr) = addrs.iter().find(|addr| family.allows(addr.ip())) {
@@ -414,7 +415,7 @@ fn new_socket(addr: SocketAddr, bind: Option<IpAddr>) -> std::io::Result<TcpSock
         socket.bind(SocketAddr::new(ip, 0)).map_err(|e| {
             std::io::Error::new(
                 e.kind(),
-                format!("-B {ip}: {}", oscil_protocol::error_text::os_error(&e)),
+                format!("-B {ip}: {}", oscil_model::error_text::os_error(&e)),
             )
         })?;
     }

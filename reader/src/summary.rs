@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use oscil_cli::units::mib;
 use oscil_figures::{PhaseFigures, Totals, WakeSpread};
-use oscil_protocol::markers::MarkerRow;
-use oscil_protocol::{HostSample, Phase, PhaseSpan, ReaderSample, SenderSample};
+use oscil_model::markers::MarkerRow;
+use oscil_model::pattern::PhaseSpan;
+use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample};
 use serde::Serialize;
 
 /// Figures for all spans of one phase kind (fast or slow) together.
@@ -176,7 +177,7 @@ impl SummaryBuilder {
         self.figures.marker(row);
     }
 
-    pub fn probe(&mut self, row: &oscil_protocol::probe::ProbeRow) {
+    pub fn probe(&mut self, row: &oscil_model::probe::ProbeRow) {
         self.figures.probe(row);
     }
 

@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::collections::BTreeMap;
 
 use oscil_kernel::tracefs::Owner;
-use oscil_protocol::records::Phase;
-use oscil_protocol::trace::{
+use oscil_kernel::tracer::{cookies, probe_group, TraceRequest, Tracer, BUFFER_KB, READER_KINDS};
+use oscil_model::pattern::PhaseSpan;
+use oscil_model::rows::Phase;
+use oscil_model::trace::{
     CallFigures, ReaderTrace, TraceFacts, TraceKind, TraceRow, TraceSideFacts, TraceSource,
 };
-use oscil_protocol::PhaseSpan;
 use oscil_rundir::trace::TraceCsv;
-use oscil_tracer::{cookies, probe_group, TraceRequest, Tracer, BUFFER_KB, READER_KINDS};
 
 use crate::flow::Flow;
 

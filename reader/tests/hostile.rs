@@ -7,15 +7,16 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread::JoinHandle;
 
+use oscil_model::rows::{HostSample, SenderSample, Side};
+use oscil_model::socket::WriteMode;
 use oscil_protocol::auth::DaemonHandshake;
 
 use oscil_protocol::control::{
     decode_frame, encode_frame, DaemonMessage, DataChallenge, DataHello, ReaderMessage, Welcome,
-    WriteMode, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::key::{generate_key, Key};
 use oscil_protocol::proof::{Nonce, SessionId};
-use oscil_protocol::{HostSample, SenderSample, Side};
 use serde::de::DeserializeOwned;
 use util::reader;
 
@@ -187,7 +188,7 @@ fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> 
     loop {
         match fake.read() {
             Some(ReaderMessage::ClockProbe { t1_unix_ns }) => {
-                let now = oscil_protocol::clock::realtime_unix_ns();
+                let now = oscil_model::clock::realtime_unix_ns();
                 fake.send(&DaemonMessage::ClockEcho {
                     t1_unix_ns,
                     t2_unix_ns: now,
@@ -241,7 +242,7 @@ fn a_marker_for_a_flow_the_session_lacks_ends_the_run_partial() {
     let (addr, daemon) = stand_in(|listener, mut fake| {
         let _flows = welcome_and_start(listener, &mut fake);
         fake.send(&DaemonMessage::Markers {
-            markers: vec![oscil_protocol::markers::Marker {
+            markers: vec![oscil_model::markers::Marker {
                 flow: 7,
                 k: 1,
                 offset_bytes: 0,
@@ -292,7 +293,7 @@ fn a_daemon_that_does_not_say_it_writes_per_wake_is_refused() {
         let welcome = serde_json::json!({
             "type": "welcome", "version": PROTOCOL_VERSION, "software": "oscil-daemon 0.0.9",
             "session_id": SessionId::random().unwrap(), "host": oscil_kernel::host::collect(),
-            "options_in_force": oscil_kernel::OptionsInForce::default(),
+            "options_in_force": oscil_model::socket::OptionsInForce::default(),
         });
         fake.stream.write_all(&encode_frame(&welcome)).unwrap();
         assert!(fake.read::<ReaderMessage>().is_none(), "no data, no start");

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use oscil_rundir::RunStatus;
+use oscil_model::run::RunStatus;
 use oscil_testkit::Daemon;
 use util::reader;
 

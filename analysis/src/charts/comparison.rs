@@ -2,12 +2,12 @@
 //! the questions (`shown_figures`), each configuration's runs as points, their mean and
 //! its 95% interval, and the verdict against the baseline; a line for each figure left out.
 
-use crate::chart::PALETTE;
-use crate::configs::Configuration;
-use crate::metrics::METRICS;
-use crate::shown_figures::shown;
-use crate::summary::{RunSummary, Scope};
-use crate::verdict::{self, Cell};
+use crate::charts::chart::PALETTE;
+use crate::figures::metrics::METRICS;
+use crate::figures::shown_figures::shown;
+use crate::load::configs::Configuration;
+use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::verdict::{self, Cell};
 
 /// One configuration in one panel.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +116,7 @@ fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> 
             summaries.len(),
             scope.text(cycles)
         ),
-        format!("Each run is a dot; the bar is the mean and the line its 95% interval (one run has none). A change is clear when its interval leaves out zero; \"no clear change\": the interval holds zero, more runs would tell. {}", crate::stats::METHOD_BRIEF),
+        format!("Each run is a dot; the bar is the mean and the line its 95% interval (one run has none). A change is clear when its interval leaves out zero; \"no clear change\": the interval holds zero, more runs would tell. {}", crate::figures::stats::METHOD_BRIEF),
         baseline,
         format!("{}.", verdict::LOWER_BOUND_NOTE),
     ]

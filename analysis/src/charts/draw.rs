@@ -10,8 +10,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::chart::{Axis, Figure, Line, Panel, Scale, Weight};
-use crate::text_layout::{self, fit, font, single, DrawnText, FONT};
+use crate::charts::chart::{Axis, Figure, Line, Panel, Scale, Weight};
+use crate::charts::text_layout::{self, fit, font, single, DrawnText, FONT};
 
 /// Width of every picture, in pixels.
 pub const WIDTH_PX: u32 = 1600;

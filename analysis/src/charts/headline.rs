@@ -3,14 +3,14 @@
 //! there is none. Everything here is words over what `verdict` and `recommend` decided;
 //! nothing is judged twice.
 
-use crate::configs::Configuration;
-use crate::draw::Emphasis;
-use crate::human;
-use crate::metrics::{Metric, METRICS};
-use crate::recommend::{self, PathChoice};
-use crate::recommendation_text;
-use crate::summary::{RunSummary, Scope};
-use crate::verdict::{self, brief_change, Cell};
+use crate::charts::draw::Emphasis;
+use crate::figures::metrics::{Metric, METRICS};
+use crate::load::configs::Configuration;
+use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::recommend::{self, PathChoice};
+use crate::verdicts::recommendation_text;
+use crate::verdicts::verdict::{self, brief_change, Cell};
+use crate::write::human;
 
 /// One path's answer.
 #[derive(Debug, Clone, PartialEq)]

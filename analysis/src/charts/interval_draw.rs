@@ -8,11 +8,11 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::comparison::{IntervalFigure, IntervalPanel, IntervalRow};
-use crate::draw::{
+use crate::charts::comparison::{IntervalFigure, IntervalPanel, IntervalRow};
+use crate::charts::draw::{
     self, header_height, header_lines, render, rgb, tick, DrawError, PlotError, WIDTH_PX,
 };
-use crate::text_layout::{fit, font, single, DrawnText, FONT};
+use crate::charts::text_layout::{fit, font, single, DrawnText, FONT};
 
 const LABEL_COLUMN_PX: u32 = 330;
 const PLOT_COLUMN_PX: u32 = 560;

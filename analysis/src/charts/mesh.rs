@@ -4,14 +4,14 @@
 //! kernel's default lowat and of the setting the recommendation chose, so where a setting
 //! pays and what it costs read against RTT and rate together.
 
-use crate::chart::{Axis, Figure, Line, Panel, Weight, BLUE, VERMILLION};
-use crate::configs::Configuration;
-use crate::human::{MBIT, MIB};
-use crate::metrics::Metric;
-use crate::recommend::{self, PathChoice};
-use crate::stats::Estimate;
-use crate::summary::{pair_of, RunSummary, Scope};
-use crate::verdict;
+use crate::charts::chart::{Axis, Figure, Line, Panel, Weight, BLUE, VERMILLION};
+use crate::figures::metrics::Metric;
+use crate::figures::stats::Estimate;
+use crate::load::configs::Configuration;
+use crate::load::summary::{pair_of, RunSummary, Scope};
+use crate::verdicts::recommend::{self, PathChoice};
+use crate::verdicts::verdict;
+use crate::write::human::{MBIT, MIB};
 
 /// One path of the mesh: where it sits and what its default and chosen settings did.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,7 +181,7 @@ pub fn mesh_csv(paths: &[MeshPath]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::pair_path_text;
+    use crate::load::summary::pair_path_text;
 
     fn path(pair: &str, rtt_ms: f64, chosen: Option<&str>) -> MeshPath {
         MeshPath {

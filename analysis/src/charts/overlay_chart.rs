@@ -4,14 +4,14 @@
 //! and Cloudflare's post draw them. A second picture folds every cycle onto its fast
 //! phase's start, so cycles read against each other.
 
-use crate::chart::{
+use crate::charts::chart::{
     byte_unit, rate_unit, Axis, Family, Figure, Line, Panel, Unit, Weight, GREY, MS, PALETTE,
 };
-use crate::configs::Configuration;
-use crate::human;
-use crate::run_series::{Question, RunSeries, QUESTIONS};
-use crate::series;
-use crate::summary::RunSummary;
+use crate::load::configs::Configuration;
+use crate::load::run_series::{Question, RunSeries, QUESTIONS};
+use crate::load::series;
+use crate::load::summary::RunSummary;
+use crate::write::human;
 
 /// Shares kept in percent already.
 const PERCENT: Unit = Unit {

@@ -2,13 +2,13 @@
 //! point a configuration's mean with its 95% interval, and the path's bandwidth-delay
 //! product as a line, so queued bytes read against what the path needs in flight.
 
-use crate::chart::{Axis, Figure, Line, Panel, GREY, PALETTE};
-use crate::configs::{self, Configuration};
-use crate::human::{self, MIB};
-use crate::metrics::metric;
-use crate::stats::Estimate;
-use crate::summary::{RunSummary, Scope};
-use crate::verdict;
+use crate::charts::chart::{Axis, Figure, Line, Panel, GREY, PALETTE};
+use crate::figures::metrics::metric;
+use crate::figures::stats::Estimate;
+use crate::load::configs::{self, Configuration};
+use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::verdict;
+use crate::write::human::{self, MIB};
 
 /// The path figure over `scope`.
 pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> Figure {
@@ -18,7 +18,7 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
             .iter()
             .filter_map(|&r| summaries[r].path_rtt_ms())
             .collect();
-        Estimate::of(&rtts, crate::stats::Range::NonNegative).map(|e| e.mean)
+        Estimate::of(&rtts, crate::figures::stats::Range::NonNegative).map(|e| e.mean)
     };
     let x_max = configs.iter().filter_map(rtt).fold(1.0, f64::max) * 1.05;
     let measured = summaries.iter().any(|s| s.settings.path_rtt_ms.is_none());

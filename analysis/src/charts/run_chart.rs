@@ -1,16 +1,16 @@
 //! The picture of one run: panels over time sharing the time axis, slow phases shaded.
 
-use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
-use oscil_protocol::trace::{ReaderTrace, TraceRow};
+use oscil_model::rows::{Phase, ReaderSample, SenderSample, Side};
+use oscil_model::trace::{ReaderTrace, TraceRow};
 use oscil_rundir::Run;
 
-use crate::chart::*;
-use crate::human;
-use crate::limit_shares::TickShares;
-use crate::metrics::metric;
-use crate::run_series;
-use crate::series::{self, Tick};
-use crate::summary::{RunSummary, Scope};
+use crate::charts::chart::*;
+use crate::figures::limit_shares::TickShares;
+use crate::figures::metrics::metric;
+use crate::load::run_series;
+use crate::load::series::{self, Tick};
+use crate::load::summary::{RunSummary, Scope};
+use crate::write::human;
 
 pub fn interval_s(run: &Run) -> f64 {
     match run.meta.config.interval_us {
@@ -232,8 +232,8 @@ pub fn run_figure(run: &Run, summary: &RunSummary, calls: &[TraceRow<ReaderTrace
 fn queue_events_panel(run: &Run, calls: &[TraceRow<ReaderTrace>], frame: &Frame) -> Option<Panel> {
     let title = "The receiver's queue events: intervals in which its namespace collapsed, pruned or dropped for want of room (host.csv TcpExt); each traced collapse or prune call's duration (kprobes)";
     let (left, right) = match (
-        crate::queue_events::axis(&run.host),
-        crate::queue_events::calls_axis(calls),
+        crate::figures::queue_events::axis(&run.host),
+        crate::figures::queue_events::calls_axis(calls),
     ) {
         (Some(events), calls) => (events, calls),
         (None, Some(calls)) => (calls, None),
@@ -306,7 +306,7 @@ fn window_panel(run: &Run, frame: &Frame) -> Panel {
     let seen = sender_ticks(run, |r| r.snd_wnd.map(f64::from));
     let (window, title) = if !advertised.is_empty() || seen.is_empty() {
         let title = if advertised.is_empty() {
-            crate::overlay_chart::NO_WINDOW
+            crate::charts::overlay_chart::NO_WINDOW
         } else {
             "Receive window against bytes in flight"
         };
@@ -477,7 +477,7 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
 /// chrono columns, summed over flows): the receiver's window, the send buffer, the network
 /// (cwnd, pacing) or nothing to send. `None` for runs recorded before the columns.
 fn limits_panel(run: &Run, frame: &Frame) -> Option<Panel> {
-    let shares = crate::limit_shares::tick_shares(&run.sender, frame.interval_s);
+    let shares = crate::figures::limit_shares::tick_shares(&run.sender, frame.interval_s);
     if shares.is_empty() {
         return None;
     }

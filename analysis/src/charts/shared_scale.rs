@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::chart::{Axis, Figure, Panel, Scale};
-use crate::draw::{legend_rows, natural_range};
+use crate::charts::chart::{Axis, Figure, Panel, Scale};
+use crate::charts::draw::{legend_rows, natural_range};
 
 /// Which axis of a panel: its left, or its right.
 fn axis(panel: &Panel, right: bool) -> Option<&Axis> {
@@ -82,8 +82,8 @@ fn share_group(figures: &mut [Figure], members: &[(usize, usize)], right: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chart::{byte_unit, Family, Line, BLUE};
-    use crate::human::MIB;
+    use crate::charts::chart::{byte_unit, Family, Line, BLUE};
+    use crate::write::human::MIB;
 
     fn figure(window_mib: f64) -> Figure {
         let unit = byte_unit(window_mib * MIB);

@@ -7,17 +7,19 @@
 
 use std::path::Path;
 
-use oscil_protocol::trace::{
+use oscil_model::pattern::PhaseSpan;
+use oscil_model::rows::Phase;
+use oscil_model::run::RunMeta;
+use oscil_model::trace::{
     ReaderTrace, SenderTrace, TraceFacts, TraceKind, TraceRow, TraceSideFacts,
 };
-use oscil_protocol::{Phase, PhaseSpan};
-use oscil_rundir::{load_meta, trace, Limits, RunMeta};
+use oscil_rundir::{load_meta, trace, Limits};
 
-use crate::chart::{
+use crate::charts::chart::{
     byte_unit, Axis, Figure, Line, Panel, Weight, BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION,
 };
 use crate::error::ReportError;
-use crate::manifest::FigureRecord;
+use crate::write::manifest::FigureRecord;
 
 /// The window around a fast phase's start: from this long before it...
 const BEFORE_S: f64 = 2.0;
@@ -329,7 +331,7 @@ pub fn draw_run(
         return Ok(Drawn::Empty(why_empty(label, facts.sender.as_ref())));
     };
     let file = format!("{stem}-time-sequence.png");
-    let texts = crate::draw::draw_figure(&figure, &out.join(&file))?;
+    let texts = crate::charts::draw::draw_figure(&figure, &out.join(&file))?;
     let record = FigureRecord::of_figure(&file, "time_sequence", &figure, &[], texts);
     Ok(Drawn::Picture(file, record))
 }
@@ -337,7 +339,7 @@ pub fn draw_run(
 /// Why a traced run has no time-sequence picture: the picture is the sender's ACKs
 /// (`tcp_probe`), and the sender's trace facts say what became of them.
 fn why_empty(label: &str, sender: Option<&TraceSideFacts>) -> String {
-    let escape = oscil_protocol::text::escape_stored;
+    let escape = oscil_model::text::escape_stored;
     let why = match sender {
         None => "the daemon said nothing of its trace".to_string(),
         Some(facts)

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use oscil_protocol::records::SenderSample;
+use oscil_model::rows::SenderSample;
 
-use crate::series::tick_index;
+use crate::load::series::tick_index;
 
 /// One tick's shares of the flows' time, in percent (0 to 100 each, adding up to 100).
 #[derive(Debug, Clone, Copy, PartialEq)]

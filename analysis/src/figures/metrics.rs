@@ -15,11 +15,11 @@
 //! end, so `summary.csv`'s existing columns keep their order.
 
 use oscil_figures::{Totals, WakeSpread};
-use oscil_kernel::ProcessCost;
-use oscil_rundir::RunCost;
+use oscil_model::host::ProcessCost;
+use oscil_model::run::RunCost;
 
-use crate::human::{MBIT, MIB};
-use crate::stats::Range;
+use crate::figures::stats::Range;
+use crate::write::human::{MBIT, MIB};
 
 /// Which way a figure is better, for the words of a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -509,7 +509,7 @@ pub const METRICS: &[Metric] = &[
         compared: false,
     },
     // The workload's slow rate: configurations compared must share it
-    // (`oscil_protocol::pattern::slow_rates_agree`), or they ran different workloads.
+    // (`oscil_model::pattern::slow_rates_agree`), or they ran different workloads.
     Metric {
         column: "slow_rate_mbps",
         title: "Slow phases' reading rate set by the pattern (recorded; else what was read)",

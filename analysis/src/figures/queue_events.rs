@@ -3,10 +3,12 @@
 //! (host.csv's `TcpExt` columns, the receive side of Cloudflare's story); and, where the
 //! reader traced them with kprobes, how long each collapse or prune call took.
 
-use oscil_protocol::records::{HostSample, Side};
-use oscil_protocol::trace::{ReaderTrace, TraceKind, TraceRow, TraceSource};
+use oscil_model::rows::{HostSample, Side};
+use oscil_model::trace::{ReaderTrace, TraceKind, TraceRow, TraceSource};
 
-use crate::chart::{Axis, Line, Weight, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION};
+use crate::charts::chart::{
+    Axis, Line, Weight, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION,
+};
 
 /// The receiver's events in one interval: (label, colour, count of the row).
 type Series = (&'static str, (u8, u8, u8), fn(&HostSample) -> Option<u64>);

@@ -4,8 +4,8 @@
 //! for each left out: not measured (with the option that measures it), or host-wide
 //! sockstat where the sender's own namespace sum says the same of the setting alone.
 
-use crate::metrics::{Metric, METRICS};
-use crate::verdict::Cell;
+use crate::figures::metrics::{Metric, METRICS};
+use crate::verdicts::verdict::Cell;
 
 /// The questions in order, each by words its figures' column names hold.
 const ORDER: &[&str] = &[
@@ -84,7 +84,7 @@ pub fn shown(cells: &[Vec<Cell>]) -> Shown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Estimate;
+    use crate::figures::stats::Estimate;
 
     fn cells(measured: &[&str]) -> Vec<Vec<Cell>> {
         let row = METRICS
@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn unmeasured_figures_are_left_out_with_the_option_that_measures_them() {
-        let goodput = crate::recommend::goodput().column;
+        let goodput = crate::verdicts::recommend::goodput().column;
         let shown = shown(&cells(&[goodput, "slow_queued_mean_mib"]));
         let columns: Vec<&str> = shown.metrics.iter().map(|&i| METRICS[i].column).collect();
         assert_eq!(columns, ["slow_queued_mean_mib", goodput]);

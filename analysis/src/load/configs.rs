@@ -1,8 +1,8 @@
 //! Runs grouped into configurations (repetitions of the same settings, path and pattern),
 //! each with a name and the configuration it is compared with.
 
-use crate::settings::Settings;
-use crate::summary::RunSummary;
+use crate::load::settings::Settings;
+use crate::load::summary::RunSummary;
 
 /// Runs with identical settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,7 +245,7 @@ pub fn paths_differ(summaries: &[RunSummary]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::LowatSource;
+    use crate::load::settings::LowatSource;
     use oscil_figures::RunPhases;
 
     fn run(label: &str, lowat: Option<u64>, rtt_ms: Option<f64>) -> RunSummary {

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use oscil_rundir::campaign::{self, CampaignError, CampaignRunStatus, RunSettings};
+use oscil_model::campaign::{CampaignRunStatus, RunSettings};
+use oscil_rundir::campaign::{self, CampaignError};
 
 /// One run directory to report on.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +55,7 @@ pub fn expand(dirs: &[PathBuf]) -> Result<Inputs, CampaignError> {
                 ));
             }
         }
-        for (run, path) in plan.complete_runs(dir) {
+        for (run, path) in campaign::complete_runs(&plan, dir) {
             let path = match path {
                 Ok(path) => path,
                 Err(e) => {

@@ -2,11 +2,11 @@
 //! whatever the number of flows) so every run of a report can stay in memory after its
 //! rows are dropped: the answers to the questions over time, and where its cycles start.
 
-use oscil_protocol::records::{Phase, ReaderSample, SenderSample, Side};
+use oscil_model::rows::{Phase, ReaderSample, SenderSample, Side};
 use oscil_rundir::Run;
 
-use crate::limit_shares::TickShares;
-use crate::series::{self, Tick};
+use crate::figures::limit_shares::TickShares;
+use crate::load::series::{self, Tick};
 
 /// A question a picture across runs answers, one panel each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub fn pending_age_us(row: &SenderSample) -> Option<u64> {
 }
 
 /// A marker still unread when the run ended: its latency is a lower bound.
-pub fn marker_censored(row: &oscil_protocol::markers::MarkerRow) -> bool {
+pub fn marker_censored(row: &oscil_model::markers::MarkerRow) -> bool {
     row.censored
 }
 
@@ -121,7 +121,7 @@ impl RunSeries {
             .collect();
         let rate = |bytes: u64, r: &ReaderSample| bytes as f64 * 8.0 / r.span_or(interval_s);
         let schedule = &run.meta.schedule;
-        let shares = crate::limit_shares::tick_shares(&run.sender, interval_s);
+        let shares = crate::figures::limit_shares::tick_shares(&run.sender, interval_s);
         let share = |part: fn(&TickShares) -> f64| -> Vec<(f64, f64)> {
             shares.iter().map(|s| (s.t_s, part(s))).collect()
         };
@@ -192,7 +192,7 @@ impl Question {
 
 /// Each cycle's fast-phase start and the cycle's length (to the next cycle's start, or the
 /// end of its last phase).
-fn cycle_starts(schedule: &[oscil_protocol::PhaseSpan]) -> Vec<(f64, f64)> {
+fn cycle_starts(schedule: &[oscil_model::pattern::PhaseSpan]) -> Vec<(f64, f64)> {
     let mut cycles: Vec<(f64, f64)> = Vec::new();
     for span in schedule {
         match cycles.last_mut() {

@@ -2,13 +2,14 @@
 //! apart (in words, for charts and tables) and the key that makes runs repetitions of one
 //! configuration.
 
-use oscil_kernel::sysctl::{Sysctl, SysctlValue, NOTSENT_LOWAT_UNLIMITED};
-use oscil_protocol::control::{WriteMode, DEFAULT_WRITE_BYTES};
-use oscil_rundir::campaign::RunSettings;
-use oscil_rundir::RunMeta;
+use oscil_model::campaign::RunSettings;
+use oscil_model::run::RunMeta;
+use oscil_model::socket::WriteMode;
+use oscil_model::sysctl::{Sysctl, SysctlValue, NOTSENT_LOWAT_UNLIMITED};
+use oscil_protocol::control::DEFAULT_WRITE_BYTES;
 use serde_json::json;
 
-use crate::human;
+use crate::write::human;
 
 /// Where a run's notsent threshold came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,12 +6,13 @@
 use std::path::PathBuf;
 
 use oscil_figures::{PhaseFigures, RunPhases};
-use oscil_protocol::records::Phase;
-use oscil_rundir::{Run, RunStatus};
+use oscil_model::rows::Phase;
+use oscil_model::run::RunStatus;
+use oscil_rundir::Run;
 
-use crate::input::RunInput;
-use crate::metrics::{Metric, RunFacts, Window};
-use crate::settings::{configuration_key, path_key, Settings};
+use crate::figures::metrics::{Metric, RunFacts, Window};
+use crate::load::input::RunInput;
+use crate::load::settings::{configuration_key, path_key, Settings};
 
 /// Which cycles a figure covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +124,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
     };
     let campaign = input.campaign.as_ref();
     let settings = Settings::from_meta(meta, campaign.map(|c| &c.settings));
-    let link = oscil_rundir::link_health::read(&run.dir);
+    let link = oscil_rundir::lab::link_health(&run.dir);
     RunSummary {
         label: run.label(),
         dir: run.dir.clone(),
@@ -184,7 +185,7 @@ fn partial_reason(run: &Run) -> Option<String> {
     let ending = &run.meta.ending;
     let mut reasons: Vec<String> = Vec::new();
     if ending.status == RunStatus::Partial {
-        reasons.push(oscil_protocol::text::escape_stored(&ending.reason));
+        reasons.push(oscil_model::text::escape_stored(&ending.reason));
     }
     reasons.extend(run.cut.iter().map(ToString::to_string));
     (!reasons.is_empty()).then(|| reasons.join("; "))

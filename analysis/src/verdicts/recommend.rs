@@ -7,11 +7,11 @@
 //! what lets a smaller setting win. Thin evidence is one run (no interval at all), or no
 //! configuration whose saving over the default is clear.
 
-use crate::configs::Configuration;
-use crate::metrics::{metric, Metric};
-use crate::stats::{Change, Estimate};
-use crate::summary::{RunSummary, Scope};
-use crate::verdict;
+use crate::figures::metrics::{metric, Metric};
+use crate::figures::stats::{Change, Estimate};
+use crate::load::configs::Configuration;
+use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::verdict;
 
 /// Why a configuration was or was not chosen.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,7 +199,7 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
     let path_text = first
         .settings
         .path_text()
-        .or_else(|| crate::summary::pair_path_text(path, first.rtt_min_ms()))
+        .or_else(|| crate::load::summary::pair_path_text(path, first.rtt_min_ms()))
         .unwrap_or_else(|| "measured path (no lab path recorded)".into());
     let mut choice = PathChoice {
         path: path_text,
@@ -254,11 +254,13 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::configs::group;
-    use crate::settings::{LowatSource, Settings};
+    use crate::load::configs::group;
+    use crate::load::settings::{LowatSource, Settings};
+    use crate::verdicts::recommendation_text;
     use oscil_figures::{LimitedBy, RunPhases, SpanTotals, Totals};
-    use oscil_kernel::sysctl::SysctlValue;
-    use oscil_protocol::{Phase, PhaseSpan};
+    use oscil_model::pattern::PhaseSpan;
+    use oscil_model::rows::Phase;
+    use oscil_model::sysctl::SysctlValue;
 
     /// A one-cycle run: 1 s fast in which TCP delivered (and the reader read)
     /// `goodput_bps`, 1 s slow with one sender pass of `queued` bytes.
@@ -371,8 +373,8 @@ mod tests {
         assert!(matches!(standing("b"), Standing::GoodputBelowBest(_)));
         assert!(matches!(standing("c"), Standing::SavingNotClear(Some(_))));
         assert_eq!(standing("default"), Standing::Default);
-        let conf = crate::recommendation_text::sysctl_conf(&runs, &configs, choice, Scope::Steady)
-            .unwrap();
+        let conf =
+            recommendation_text::sysctl_conf(&runs, &configs, choice, Scope::Steady).unwrap();
         assert!(
             conf.contains("\nnet.ipv4.tcp_notsent_lowat = 131072\n"),
             "{conf}"
@@ -381,8 +383,7 @@ mod tests {
             conf.contains("\nnet.ipv4.tcp_wmem = 4096 16384 4194304\n"),
             "{conf}"
         );
-        let md =
-            crate::recommendation_text::markdown(&runs, &configs, &choices, Scope::Steady, 0.01);
+        let md = recommendation_text::markdown(&runs, &configs, &choices, Scope::Steady, 0.01);
         assert!(md.contains("**Choice: a** (3 runs)"), "{md}");
         assert!(md.contains("lost: goodput clearly below the best"), "{md}");
     }
@@ -447,8 +448,7 @@ mod tests {
             choices[0].chosen.map(|i| configs[i].name.as_str()),
             Some("fair")
         );
-        let md =
-            crate::recommendation_text::markdown(&runs, &configs, &choices, Scope::Steady, 0.01);
+        let md = recommendation_text::markdown(&runs, &configs, &choices, Scope::Steady, 0.01);
         assert!(
             md.contains("What limits the flows of fair: receive-window limited 30%"),
             "{md}"
@@ -470,7 +470,7 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("default lowat"));
-        let conf = crate::recommendation_text::sysctl_conf(&runs, &configs, choice, Scope::Steady);
+        let conf = recommendation_text::sysctl_conf(&runs, &configs, choice, Scope::Steady);
         assert!(conf.is_none());
     }
 }

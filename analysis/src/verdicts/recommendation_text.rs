@@ -4,13 +4,15 @@
 
 use std::fmt::Write as _;
 
-use oscil_kernel::sysctl::{Sysctl, NOTSENT_LOWAT_UNLIMITED};
+use oscil_model::sysctl::{Sysctl, NOTSENT_LOWAT_UNLIMITED};
 
-use crate::configs::Configuration;
-use crate::metrics::Metric;
-use crate::recommend::{buffer_limits, goodput, memory, queued, Evidence, PathChoice, Standing};
-use crate::summary::{RunSummary, Scope};
-use crate::verdict::{self, estimate_text};
+use crate::figures::metrics::Metric;
+use crate::load::configs::Configuration;
+use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::recommend::{
+    buffer_limits, goodput, memory, queued, Evidence, PathChoice, Standing,
+};
+use crate::verdicts::verdict::{self, estimate_text};
 
 /// The sysctl file of each path with a choice: `99-oscil-tcp.conf` when one path has
 /// one, `99-oscil-tcp-pathN.conf` (N counting such paths) when several do.
@@ -50,7 +52,7 @@ pub fn markdown(
         "Per path: the configuration with the least sender memory (slow-phase queued mean, then peak TCP memory) whose fast-phase goodput is not clearly below the best configuration's by more than {:.1}%, and whose memory saving over the default is clear. Figures: {}. {}\n",
         tolerance * 100.0,
         scope.text(cycles),
-        crate::stats::METHOD
+        crate::figures::stats::METHOD
     );
     for (choice, conf) in choices.iter().zip(conf_names(choices)) {
         path_section(&mut md, &evidence, choice, conf.as_deref());
@@ -239,7 +241,7 @@ fn conf_summary(evidence: &Evidence, i: usize) -> String {
 fn sysctls(evidence: &Evidence, i: usize) -> (u64, String, String) {
     let s = evidence.configs[i].settings(evidence.summaries);
     let lowat = s.lowat.map_or(NOTSENT_LOWAT_UNLIMITED, |(bytes, _)| bytes);
-    let text = |value: &Option<oscil_kernel::sysctl::SysctlValue>| {
+    let text = |value: &Option<oscil_model::sysctl::SysctlValue>| {
         value
             .as_ref()
             .map_or_else(|| "(not recorded)".to_string(), ToString::to_string)

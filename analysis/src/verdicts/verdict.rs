@@ -2,12 +2,12 @@
 //! its baseline configuration (an interval for the ratio of the means, `stats::METHOD`),
 //! and the verdict in words.
 
-use crate::configs::Configuration;
-use crate::human;
-use crate::metrics::{lower_bound, metric, Better, Metric, MBPS, METRICS};
-use crate::stats::{Change, Estimate, NoInterval};
-use crate::summary::{RunSummary, Scope};
-use oscil_protocol::pattern::{slow_rates_agree, SLOW_RATE_TOLERANCE};
+use crate::figures::metrics::{lower_bound, metric, Better, Metric, MBPS, METRICS};
+use crate::figures::stats::{Change, Estimate, NoInterval};
+use crate::load::configs::Configuration;
+use crate::load::summary::{RunSummary, Scope};
+use crate::write::human;
+use oscil_model::pattern::{slow_rates_agree, SLOW_RATE_TOLERANCE};
 
 /// One figure of one configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,7 +67,7 @@ pub fn evaluate(
 }
 
 /// The mean slow rates of two configurations when they do not agree
-/// (`oscil_protocol::pattern::slow_rates_agree`); `None` when they do or one has none.
+/// (`oscil_model::pattern::slow_rates_agree`); `None` when they do or one has none.
 fn slow_rates_differ(
     summaries: &[RunSummary],
     pair: &[&Configuration; 2],
@@ -268,7 +268,7 @@ fn verdict_words(metric: &Metric, cell: &Cell, is_baseline: bool, has_baseline: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::metric;
+    use crate::figures::metrics::metric;
 
     #[test]
     fn verdicts_in_words() {

@@ -2,21 +2,20 @@
 //! (`headline.png`), the comparison, the pictures per path, the tables, the
 //! recommendation and the page, each picture recorded for the manifest.
 
-use crate::configs::{self, Configuration};
+use crate::charts::overlay_chart::{path_overlay, Alignment, PathRuns};
+use crate::charts::{comparison, draw, headline, interval_draw, mesh, path_chart};
 use crate::error::ReportError;
-use crate::input::Inputs;
-use crate::manifest::FigureRecord;
+use crate::load::configs::{self, Configuration};
+use crate::load::input::Inputs;
+use crate::load::run_series::RunSeries;
+use crate::load::summary::RunSummary;
 use crate::options::ReportConfig;
-use crate::out_dir::write;
-use crate::overlay_chart::{path_overlay, Alignment, PathRuns};
-use crate::recommend::{self, PathChoice};
-use crate::run_series::RunSeries;
-use crate::summary::RunSummary;
-use crate::verdict::{self, Cell};
-use crate::{
-    comparison, config_table, draw, headline, html, interval_draw, mesh, path_chart,
-    recommendation_text, table,
-};
+use crate::verdicts::recommend::{self, PathChoice};
+use crate::verdicts::recommendation_text;
+use crate::verdicts::verdict::{self, Cell};
+use crate::write::manifest::FigureRecord;
+use crate::write::out_dir::write;
+use crate::write::{config_table, html, table};
 
 /// The goodput tolerance of the headline's recommendation when `--recommend` gave none.
 const DEFAULT_TOLERANCE: f64 = 0.01;

@@ -1,11 +1,11 @@
 //! `configurations.csv` (one row per configuration: each figure's mean, 95% interval and
 //! change against the baseline) and `cycles.csv` (one row per cycle of every run).
 
-use crate::configs::Configuration;
-use crate::metrics::{lower_bound, Metric, Window, METRICS};
-use crate::summary::{RunSummary, Scope};
-use crate::table::cell;
-use crate::verdict::{self, Cell};
+use crate::figures::metrics::{lower_bound, Metric, Window, METRICS};
+use crate::load::configs::Configuration;
+use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::verdict::{self, Cell};
+use crate::write::table::cell;
 
 fn finish(writer: csv::Writer<Vec<u8>>) -> Result<String, csv::Error> {
     let bytes = writer.into_inner().map_err(|e| e.into_error())?;

@@ -6,15 +6,16 @@
 
 use std::path::Path;
 
-use oscil_rundir::campaign::{self, Campaign};
+use oscil_model::campaign::Campaign;
+use oscil_rundir::campaign;
 
-use crate::configs;
 use crate::error::ReportError;
-use crate::human;
-use crate::input::{self, RunInput};
-use crate::metrics::{metric, Metric};
-use crate::summary::{self, Scope};
-use crate::verdict::{self, Cell};
+use crate::figures::metrics::{metric, Metric};
+use crate::load::configs;
+use crate::load::input::{self, RunInput};
+use crate::load::summary::{self, Scope};
+use crate::verdicts::verdict::{self, Cell};
+use crate::write::human;
 
 /// The figures the lab shows, in order: network goodput of the fast phases, the slow
 /// phases' mean queued bytes.
@@ -128,7 +129,7 @@ fn header(m: &Metric) -> String {
 }
 
 fn index(m: &Metric) -> usize {
-    crate::metrics::METRICS
+    crate::figures::metrics::METRICS
         .iter()
         .position(|x| x.column == m.column)
         .expect("in the registry")

@@ -13,13 +13,14 @@ use std::path::{Component, Path};
 
 use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use crate::configs::Configuration;
-use crate::headline::PathHeadline;
-use crate::input::relative;
-use crate::metrics::METRICS;
-use crate::shown_figures::shown;
-use crate::summary::{RunSummary, Scope};
-use crate::verdict::{self, brief_change, Cell};
+use crate::charts::headline::PathHeadline;
+use crate::figures::metrics::{Better, Metric, METRICS};
+use crate::figures::shown_figures::shown;
+use crate::figures::stats::Change;
+use crate::load::configs::Configuration;
+use crate::load::input::relative;
+use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::verdict::{self, brief_change, Cell};
 
 /// What the page shows, all already computed.
 pub struct Page<'a> {
@@ -161,7 +162,7 @@ fn answer(html: &mut String, p: &Page) {
     let _ = write!(
         html,
         "</div>\n<p class=\"note\">How to read the figures: a change is the ratio of the means against the baseline, a figure alone a mean over the runs, each with its interval. {} A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. \"No interval\": a baseline whose runs are too far apart to tell its mean from zero; more runs give one. {} The same answer as a picture: <a href=\"{}\">headline.png</a>.</p>\n",
-        escape(crate::stats::METHOD),
+        escape(crate::figures::stats::METHOD),
         escape(&format!("{}.", verdict::LOWER_BOUND_NOTE)),
         link(Path::new("headline.png"))
     );
@@ -303,8 +304,7 @@ fn verdicts(html: &mut String, p: &Page) {
 }
 
 /// `clear` for a clear change for the better, `worse` for one for the worse.
-fn class_of(metric: &crate::metrics::Metric, change: &crate::stats::Change) -> &'static str {
-    use crate::metrics::Better;
+fn class_of(metric: &Metric, change: &Change) -> &'static str {
     if !change.is_clear() {
         return "";
     }

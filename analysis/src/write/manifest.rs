@@ -5,10 +5,10 @@
 
 use serde_json::{json, Value};
 
-use crate::chart::Figure;
-use crate::comparison::IntervalFigure;
-use crate::draw::{legend_rows, natural_range};
-use crate::text_layout::DrawnText;
+use crate::charts::chart::Figure;
+use crate::charts::comparison::IntervalFigure;
+use crate::charts::draw::{legend_rows, natural_range};
+use crate::charts::text_layout::DrawnText;
 
 /// What one picture shows.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,9 +3,10 @@
 //! reads the older text format, takes the files too). One file per run,
 //! `oscil-run-<run>.prom`, and one for the campaign's configurations,
 //! `oscil-campaign.prom`, each written whole and renamed into place. The figures are the
-//! registry's ([`crate::metrics::METRICS`]), named for Prometheus: the column's stem and
-//! the base unit (`_bytes`, `_seconds`, `_bytes_per_second`, `_ratio`); the per-GB costs
-//! are left out. Labels: the pair, the path's RTT, the configuration and its settings.
+//! registry's ([`crate::figures::metrics::METRICS`]), named for Prometheus: the column's
+//! stem and the base unit (`_bytes`, `_seconds`, `_bytes_per_second`, `_ratio`); the
+//! per-GB costs are left out. Labels: the pair, the path's RTT, the configuration and its
+//! settings.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -16,11 +17,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::configs::Configuration;
-use crate::metrics::{Metric, METRICS};
-use crate::settings::LowatSource;
-use crate::stats::Estimate;
-use crate::summary::{pair_of, RunSummary, Scope};
+use crate::figures::metrics::{Metric, METRICS};
+use crate::figures::stats::Estimate;
+use crate::load::configs::Configuration;
+use crate::load::settings::LowatSource;
+use crate::load::summary::{pair_of, RunSummary, Scope};
 
 type Labels = Vec<(String, String)>;
 type Gauges = Family<Labels, Gauge<f64, AtomicU64>>;

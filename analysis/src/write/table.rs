@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use crate::human::{self, MBIT};
-use crate::metrics::{Metric, METRICS};
-use crate::summary::{RunSummary, Scope};
+use crate::figures::metrics::{Metric, METRICS};
+use crate::load::summary::{RunSummary, Scope};
+use crate::write::human::{self, MBIT};
 
 fn status(s: &RunSummary) -> &'static str {
     if s.partial.is_some() {

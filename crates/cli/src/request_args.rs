@@ -98,13 +98,13 @@ impl std::str::FromStr for TypedDuration {
 /// The Cloudflare pattern's values as the command line shows them, for clap's defaults.
 pub mod cloudflare {
     use super::TypedDuration;
-    use oscil_protocol::PatternConfig;
+    use oscil_model::pattern::PatternConfig;
 
     pub const FAST: TypedDuration = TypedDuration::from_millis(PatternConfig::CLOUDFLARE.fast_ms);
     pub const SLOW: TypedDuration = TypedDuration::from_millis(PatternConfig::CLOUDFLARE.slow_ms);
     pub const FRACTION: f64 = PatternConfig::CLOUDFLARE.fraction;
     pub const CYCLES: u32 = PatternConfig::CLOUDFLARE.cycles;
-    pub const INTERVAL: TypedDuration = TypedDuration(oscil_protocol::request::DEFAULT_INTERVAL);
+    pub const INTERVAL: TypedDuration = TypedDuration(oscil_model::sampling::DEFAULT_INTERVAL);
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ fn exit_code(program: &str, code: u8, failure: Option<&std::io::Error>) -> u8 {
             let _ = writeln!(
                 std::io::stderr(),
                 "{program}: cannot write to standard output: {}",
-                oscil_protocol::error_text::os_error(error)
+                oscil_model::error_text::os_error(error)
             );
             match code {
                 exit::OK => exit::FAILED_START,

@@ -41,13 +41,13 @@
 
 use hdrhistogram::Histogram;
 
-use oscil_protocol::pattern::{span_of_sample, PhaseSpan};
+use oscil_model::pattern::{span_of_sample, PhaseSpan};
 
-use oscil_protocol::records::{HostSample, Phase, ReaderSample, SenderSample, Side};
+use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 
 /// The histograms' top: an hour; a longer wait is counted there.
 const MAX_RESIDENCE_US: u64 = 3_600_000_000;
-use oscil_protocol::markers::MarkerRow;
+use oscil_model::markers::MarkerRow;
 
 /// Running totals of one span, or of several merged.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -591,7 +591,7 @@ impl PhaseFigures {
     }
 
     /// An idle probe, in the span in which it was sent; a lost one counts for nothing.
-    pub fn probe(&mut self, row: &oscil_protocol::probe::ProbeRow) {
+    pub fn probe(&mut self, row: &oscil_model::probe::ProbeRow) {
         let Some(rtt_us) = row.rtt_us else { return };
         if let Some(i) = self.schedule.iter().position(|s| s.contains(row.t_s)) {
             record_wait(&mut self.totals[i].probe_rtt_us, rtt_us);
@@ -674,7 +674,7 @@ impl RunPhases {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_protocol::pattern::PatternConfig;
+    use oscil_model::pattern::PatternConfig;
 
     fn reader_row(t_s: f64, bytes: u64) -> ReaderSample {
         ReaderSample {

@@ -3,49 +3,20 @@
 //! and the threads that did the work may have ended. A difference of two readings is the
 //! cost of what ran between them.
 
-use serde::{Deserialize, Serialize};
+use oscil_model::host::ProcessCost;
 
-/// CPU time and context switches of a process (or their growth over a span).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProcessCost {
-    pub user_s: f64,
-    pub system_s: f64,
-    pub voluntary_ctx: u64,
-    pub involuntary_ctx: u64,
-}
-
-impl ProcessCost {
-    /// This process so far; `None` when `/proc` does not tell.
-    pub fn of_self() -> Option<ProcessCost> {
-        let me = procfs::process::Process::myself().ok()?;
-        let stat = me.stat().ok()?;
-        let ticks = procfs::ticks_per_second() as f64;
-        let (voluntary_ctx, involuntary_ctx) = crate::sys::context_switches().ok()?;
-        Some(ProcessCost {
-            user_s: stat.utime as f64 / ticks,
-            system_s: stat.stime as f64 / ticks,
-            voluntary_ctx,
-            involuntary_ctx,
-        })
-    }
-
-    /// What grew from `before` to `self`.
-    pub fn since(&self, before: &ProcessCost) -> ProcessCost {
-        ProcessCost {
-            user_s: (self.user_s - before.user_s).max(0.0),
-            system_s: (self.system_s - before.system_s).max(0.0),
-            voluntary_ctx: self.voluntary_ctx.saturating_sub(before.voluntary_ctx),
-            involuntary_ctx: self.involuntary_ctx.saturating_sub(before.involuntary_ctx),
-        }
-    }
-
-    pub fn cpu_s(&self) -> f64 {
-        self.user_s + self.system_s
-    }
-
-    pub fn ctx(&self) -> u64 {
-        self.voluntary_ctx.saturating_add(self.involuntary_ctx)
-    }
+/// This process so far; `None` when `/proc` does not tell.
+pub fn of_self() -> Option<ProcessCost> {
+    let me = procfs::process::Process::myself().ok()?;
+    let stat = me.stat().ok()?;
+    let ticks = procfs::ticks_per_second() as f64;
+    let (voluntary_ctx, involuntary_ctx) = crate::sys::context_switches().ok()?;
+    Some(ProcessCost {
+        user_s: stat.utime as f64 / ticks,
+        system_s: stat.stime as f64 / ticks,
+        voluntary_ctx,
+        involuntary_ctx,
+    })
 }
 
 #[cfg(test)]
@@ -60,7 +31,7 @@ mod tests {
             let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
             text.split_whitespace().next().unwrap().parse().unwrap()
         };
-        let before = ProcessCost::of_self().unwrap();
+        let before = of_self().unwrap();
         let spin_from_ns = on_cpu_ns();
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
         let mut x = 0u64;
@@ -77,7 +48,7 @@ mod tests {
         })
         .join()
         .unwrap();
-        let spent = ProcessCost::of_self().unwrap().since(&before);
+        let spent = of_self().unwrap().since(&before);
         assert!(spent.cpu_s() >= 0.2, "{spent:?}");
         assert!(spent.voluntary_ctx >= 5, "{spent:?}");
     }

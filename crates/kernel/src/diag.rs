@@ -22,10 +22,11 @@ use netlink_packet_sock_diag::inet::{
 };
 use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket};
-use serde::{Deserialize, Serialize};
 
 use crate::meminfo::SkMemInfo;
 use crate::sys;
+use oscil_model::socket::Source;
+
 use crate::tcp_info::{self, TcpInfo};
 
 /// One TCP socket as the dump describes it.
@@ -422,20 +423,6 @@ pub struct Snapshot<'a> {
 /// Set to `getsockopt`, makes every sampler read its sockets with getsockopt even where
 /// sock_diag works: how a test on a kernel with sock_diag takes the fallback's path.
 pub const SAMPLE_BY_ENV: &str = "OSCIL_SAMPLE_BY";
-
-/// How a sampler reads its sockets.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "by", rename_all = "snake_case")]
-pub enum Source {
-    /// sock_diag: one netlink round trip for every socket, the namespace's memory from a
-    /// dump.
-    SockDiag,
-    /// `getsockopt` (`TCP_INFO`, `SO_MEMINFO`) on each socket, because sock_diag was refused
-    /// (`why`, in the kernel's words) or [`SAMPLE_BY_ENV`] asked for it. The namespace's
-    /// memory is then the sum of the watched sockets: other sockets of the namespace
-    /// are not seen.
-    Getsockopt { why: String },
-}
 
 /// How the kernel is asked.
 enum Reads {

@@ -1,46 +1,14 @@
 //! The facts of a host that decide what a run measures: kernel, buffer sysctls, clock.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-
 use crate::sys;
-use crate::sysctl::{Sysctl, SysctlValue};
-use crate::tcp_info::{self, FieldGroup};
+use oscil_model::host::HostFacts;
+use oscil_model::socket::FieldGroup;
+use oscil_model::sysctl::{Sysctl, SysctlValue};
 
-/// One host's facts, as recorded in `run.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct HostFacts {
-    pub hostname: String,
-    pub kernel_release: String,
-    pub page_size_bytes: u64,
-    /// Every sysctl the project knows ([`Sysctl`]), by dotted name, each value in the
-    /// kernel's text white space normalised (`4096 16384 4194304`); unreadable ones are
-    /// absent. Kept as text: a peer of another build may know other names.
-    pub sysctls: BTreeMap<String, String>,
-    pub wall_clock_unix_ms: u64,
-    /// Which clock sample times use.
-    pub clock: String,
-    /// Inode of the caller's network namespace: tells namespaces on one host apart.
-    pub netns_inode: Option<u64>,
-    /// Bytes of `struct tcp_info` this kernel returns (`tcp_info::kernel_bytes`); absent
-    /// in runs recorded before it was, and where the kernel would not say.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tcp_info_bytes: Option<u32>,
-    /// The field groups that length leaves out: figures this kernel cannot give.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tcp_info_absent: Vec<FieldGroup>,
-}
-
-impl HostFacts {
-    /// A recorded sysctl's value, typed; `None` when it was not recorded or is not a
-    /// value of its kind.
-    pub fn sysctl(&self, sysctl: Sysctl) -> Option<SysctlValue> {
-        sysctl.parse(self.sysctls.get(sysctl.name())?).ok()
-    }
-}
+use crate::tcp_info;
 
 /// Collects the facts of the host (and network namespace) the calling thread runs in.
 /// Never fails: what cannot be read is left empty or absent.
@@ -67,6 +35,13 @@ pub fn collect() -> HostFacts {
     }
 }
 
+/// Reads `sysctl` in the calling thread's network namespace, typed; `None` where this
+/// kernel has no such file or it is unreadable.
+pub fn read_typed(sysctl: Sysctl) -> Option<SysctlValue> {
+    let text = std::fs::read_to_string(sysctl.proc_path()).ok()?;
+    sysctl.parse(&text).ok()
+}
+
 /// Reads a sysctl by dotted name (`net.ipv4.tcp_wmem`), whitespace-normalised.
 pub fn read_sysctl(name: &str) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/sys/{}", name.replace('.', "/"))).ok()?;
@@ -76,6 +51,16 @@ pub fn read_sysctl(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_kernel_reads_back_as_typed() {
+        assert!(read_typed(Sysctl::TcpWmem)
+            .and_then(|v| v.triple())
+            .is_some());
+        assert!(read_typed(Sysctl::TcpNotsentLowat)
+            .and_then(|v| v.integer())
+            .is_some());
+    }
 
     #[test]
     fn collects_this_host() {

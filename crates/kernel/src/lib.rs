@@ -1,6 +1,8 @@
-//! The kernel's view of a TCP socket and a host: `TCP_INFO`, `SO_MEMINFO`, socket options,
-//! `/proc/net/sockstat`, `/proc/net/netstat` `TcpExt` and the sysctls that shape a run.
-//! Linux only. Every unit is in the field name; rates are bits per second.
+//! The operating system, and only it: the kernel's view of a TCP socket and a host
+//! (`TCP_INFO`, `SO_MEMINFO`, sock_diag, socket options, `/proc/net/sockstat`, `TcpExt`,
+//! sysctls), the sampling clock, tracefs and the per-ACK tracer; each answer turned into
+//! the model's types (`oscil-model`). Linux only. Every unit is in the field name; rates
+//! are bits per second.
 
 #[allow(unsafe_code)]
 mod sys;
@@ -13,21 +15,20 @@ pub mod meminfo;
 pub mod netstat;
 mod proc;
 pub mod rlimit;
+pub mod rows;
 pub mod sendfile;
 pub mod sockopt;
 pub mod sockstat;
-pub mod sysctl;
 pub mod tcp_info;
+pub mod ticker;
 pub mod timestamping;
 pub mod tracefs;
+pub mod tracer;
 
-pub use cost::ProcessCost;
-pub use host::HostFacts;
 pub use meminfo::SkMemInfo;
 pub use netstat::TcpExt;
 pub use proc::{ParseError, ProcFile, ReadError};
-pub use sockopt::{OptionsInForce, SocketOptions, SockoptError};
-pub use sockstat::Sockstat;
+pub use sockopt::SockoptError;
 /// CPUs online now: a tracefs instance keeps a ring buffer on each.
 pub use sys::online_cpus;
 /// Run at start by servers: a flood of connections then meets the caps a server sets, not

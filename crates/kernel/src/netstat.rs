@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use oscil_model::host::QueueEvents;
+
 use crate::proc::{ParseError, ProcFile, ReadError};
 
 const FILE: &str = "/proc/net/netstat";
@@ -83,43 +85,17 @@ pub fn delta(before: &TcpExt, after: &TcpExt, names: &[&str]) -> BTreeMap<String
         .collect()
 }
 
-/// The receive-queue events of [`WATCHED`] as numbers: how often the kernel collapsed or
-/// pruned a receive queue, or dropped a segment for want of room. Per network namespace.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueEvents {
-    pub collapsed: u64,
-    pub prune_called: u64,
-    pub rcv_pruned: u64,
-    pub ofo_pruned: u64,
-    pub rcvq_drop: u64,
-    pub backlog_drop: u64,
-}
-
-impl QueueEvents {
-    /// The counters from a reading; `None` where the kernel lacks one of them.
-    pub fn of(t: &TcpExt) -> Option<Self> {
-        let get = |name: &str| t.0.get(name).copied();
-        Some(QueueEvents {
-            collapsed: get("TCPRcvCollapsed")?,
-            prune_called: get("PruneCalled")?,
-            rcv_pruned: get("RcvPruned")?,
-            ofo_pruned: get("OfoPruned")?,
-            rcvq_drop: get("TCPRcvQDrop")?,
-            backlog_drop: get("TCPBacklogDrop")?,
-        })
-    }
-
-    /// What happened between `before` and `self` (a counter that went back counts 0).
-    pub fn since(self, before: QueueEvents) -> QueueEvents {
-        QueueEvents {
-            collapsed: self.collapsed.saturating_sub(before.collapsed),
-            prune_called: self.prune_called.saturating_sub(before.prune_called),
-            rcv_pruned: self.rcv_pruned.saturating_sub(before.rcv_pruned),
-            ofo_pruned: self.ofo_pruned.saturating_sub(before.ofo_pruned),
-            rcvq_drop: self.rcvq_drop.saturating_sub(before.rcvq_drop),
-            backlog_drop: self.backlog_drop.saturating_sub(before.backlog_drop),
-        }
-    }
+/// The receive-queue counters of [`WATCHED`] from a reading; `None` where the kernel lacks one of them.
+pub fn queue_events(t: &TcpExt) -> Option<QueueEvents> {
+    let get = |name: &str| t.0.get(name).copied();
+    Some(QueueEvents {
+        collapsed: get("TCPRcvCollapsed")?,
+        prune_called: get("PruneCalled")?,
+        rcv_pruned: get("RcvPruned")?,
+        ofo_pruned: get("OfoPruned")?,
+        rcvq_drop: get("TCPRcvQDrop")?,
+        backlog_drop: get("TCPBacklogDrop")?,
+    })
 }
 
 /// A sampler's view of the counters: each tick, what happened since the last one.
@@ -132,13 +108,13 @@ impl QueueEventsSince {
     /// Starts counting from `now` (the sampler's start).
     pub fn new(now: Option<&TcpExt>) -> Self {
         QueueEventsSince {
-            last: now.and_then(QueueEvents::of),
+            last: now.and_then(queue_events),
         }
     }
 
     /// The events since the last reading; `None` without two readings to compare.
     pub fn next(&mut self, now: Option<&TcpExt>) -> Option<QueueEvents> {
-        let now = now.and_then(QueueEvents::of);
+        let now = now.and_then(queue_events);
         let delta = match (now, self.last) {
             (Some(now), Some(last)) => Some(now.since(last)),
             _ => None,
@@ -187,7 +163,7 @@ mod tests {
         let second = since.next(Some(&reading(15, 9))).unwrap();
         assert_eq!((second.collapsed, second.rcvq_drop), (1, 6));
         let old_kernel = parse("TcpExt: TCPRcvCollapsed\nTcpExt: 1\n").unwrap();
-        assert_eq!(QueueEvents::of(&old_kernel), None);
+        assert_eq!(queue_events(&old_kernel), None);
     }
 
     #[test]

@@ -3,74 +3,9 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use serde::{Deserialize, Serialize};
-
 use crate::sys;
-use crate::sysctl::Sysctl;
-
-/// What a session asked for; `None` leaves the kernel's default in place.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SocketOptions {
-    /// `TCP_NOTSENT_LOWAT`.
-    pub notsent_lowat_bytes: Option<u32>,
-    /// `SO_SNDBUF` as asked; the kernel doubles it (and setting it stops autotuning).
-    pub sndbuf_bytes: Option<u32>,
-    /// `SO_RCVBUF` as asked; the kernel doubles it (and setting it stops autotuning).
-    pub rcvbuf_bytes: Option<u32>,
-    /// `TCP_CONGESTION`, e.g. "cubic".
-    pub congestion: Option<String>,
-    /// `SO_MAX_PACING_RATE`, in bits per second (the kernel takes bytes per second).
-    pub max_pacing_rate_bps: Option<u64>,
-    /// Send with `sendfile` from a file instead of copying with `write` (see
-    /// [`crate::sendfile`]). Not a socket option: the sender's way of writing, asked with
-    /// the options so that `run.json` records it. Absent in older hellos, hence the default.
-    #[serde(default)]
-    pub zerocopy: bool,
-}
-
-/// One line for logs: `notsent_lowat=16384 congestion=cubic`, or `kernel defaults`.
-impl std::fmt::Display for SocketOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut parts = Vec::new();
-        if let Some(v) = self.notsent_lowat_bytes {
-            parts.push(format!("notsent_lowat={v}"));
-        }
-        if let Some(v) = self.sndbuf_bytes {
-            parts.push(format!("sndbuf={v}"));
-        }
-        if let Some(v) = self.rcvbuf_bytes {
-            parts.push(format!("rcvbuf={v}"));
-        }
-        if let Some(v) = &self.congestion {
-            parts.push(format!("congestion={v}"));
-        }
-        if let Some(v) = self.max_pacing_rate_bps {
-            parts.push(format!("max_pacing_rate={v}bit"));
-        }
-        if self.zerocopy {
-            parts.push("zerocopy".into());
-        }
-        if parts.is_empty() {
-            f.write_str("kernel defaults")
-        } else {
-            f.write_str(&parts.join(" "))
-        }
-    }
-}
-
-/// The options in force on a socket, as read back with `getsockopt`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct OptionsInForce {
-    /// 0 means the socket follows `net.ipv4.tcp_notsent_lowat`.
-    pub notsent_lowat_bytes: u32,
-    pub sndbuf_bytes: u32,
-    pub rcvbuf_bytes: u32,
-    pub congestion: String,
-    /// `None` means unlimited.
-    pub max_pacing_rate_bps: Option<u64>,
-    /// In words, where the kernel changed what was asked.
-    pub notes: Vec<String>,
-}
+use oscil_model::socket::{OptionsInForce, SocketOptions};
+use oscil_model::sysctl::Sysctl;
 
 /// A socket option the kernel would not set, with the value asked and the kernel's reason.
 #[derive(Debug, thiserror::Error)]
@@ -185,7 +120,7 @@ struct BufferLimits {
 impl BufferLimits {
     fn read() -> Self {
         let read = |sysctl: Sysctl| {
-            let value = sysctl.read()?.integer()?;
+            let value = crate::host::read_typed(sysctl)?.integer()?;
             u32::try_from(value).ok()
         };
         BufferLimits {

@@ -1,22 +1,10 @@
 //! `/proc/net/sockstat`: the host's TCP socket counts and TCP memory.
 
-use serde::{Deserialize, Serialize};
+use oscil_model::host::Sockstat;
 
 use crate::proc::{ParseError, ProcFile, ReadError};
 
 const FILE: &str = "/proc/net/sockstat";
-
-/// The `TCP:` line of `/proc/net/sockstat`. `inuse` and `tw` are per network namespace;
-/// `alloc`, `orphan` and `mem` are global to the host.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sockstat {
-    pub tcp_inuse: u64,
-    pub tcp_orphan: u64,
-    pub tcp_tw: u64,
-    pub tcp_alloc: u64,
-    /// TCP memory in pages (see `HostFacts::page_size_bytes`), compared against `tcp_mem`.
-    pub tcp_mem_pages: u64,
-}
 
 /// Parses the text of `/proc/net/sockstat`.
 pub fn parse(text: &str) -> Result<Sockstat, ParseError> {

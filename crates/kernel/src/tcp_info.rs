@@ -1,10 +1,11 @@
 //! `TCP_INFO`: the kernel's per-connection TCP state, with units in the field names.
 
 use std::io;
-use std::mem::{offset_of, size_of};
 use std::os::fd::AsFd;
 
 use serde::{Deserialize, Serialize};
+
+use oscil_model::socket::{Chrono, FieldGroup};
 
 use crate::sys;
 
@@ -57,140 +58,14 @@ pub struct TcpInfo {
     pub rcv_wnd_bytes: Option<u32>,
 }
 
-/// The fields `struct tcp_info` gained after its first form (104 bytes, Linux 2.6), in
-/// the order the kernel appended them, each group with the release that brought it
-/// (include/uapi/linux/tcp.h's history). A kernel returns the structure as long as it
-/// knows it: a group past that length is absent, never zero.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldGroup {
-    /// `tcpi_pacing_rate`, `tcpi_max_pacing_rate`.
-    PacingRate,
-    /// `tcpi_bytes_acked`, `tcpi_bytes_received`.
-    ByteCounts,
-    /// `tcpi_notsent_bytes`, `tcpi_min_rtt`.
-    Notsent,
-    /// `tcpi_delivery_rate`.
-    DeliveryRate,
-    /// `tcpi_busy_time`, `tcpi_rwnd_limited`, `tcpi_sndbuf_limited`.
-    Chrono,
-    /// `tcpi_bytes_sent`, `tcpi_bytes_retrans`.
-    BytesSent,
-    /// `tcpi_snd_wnd`.
-    SndWnd,
-    /// `tcpi_rcv_wnd`.
-    RcvWnd,
-}
-
-impl FieldGroup {
-    pub const ALL: [FieldGroup; 8] = [
-        FieldGroup::PacingRate,
-        FieldGroup::ByteCounts,
-        FieldGroup::Notsent,
-        FieldGroup::DeliveryRate,
-        FieldGroup::Chrono,
-        FieldGroup::BytesSent,
-        FieldGroup::SndWnd,
-        FieldGroup::RcvWnd,
-    ];
-
-    /// Bytes of `tcp_info` a kernel must return to hold the whole group.
-    pub fn end_bytes(self) -> usize {
-        match self {
-            FieldGroup::PacingRate => {
-                offset_of!(libc::tcp_info, tcpi_max_pacing_rate) + size_of::<u64>()
-            }
-            FieldGroup::ByteCounts => {
-                offset_of!(libc::tcp_info, tcpi_bytes_received) + size_of::<u64>()
-            }
-            FieldGroup::Notsent => offset_of!(libc::tcp_info, tcpi_min_rtt) + size_of::<u32>(),
-            FieldGroup::DeliveryRate => {
-                offset_of!(libc::tcp_info, tcpi_delivery_rate) + size_of::<u64>()
-            }
-            FieldGroup::Chrono => {
-                offset_of!(libc::tcp_info, tcpi_sndbuf_limited) + size_of::<u64>()
-            }
-            FieldGroup::BytesSent => {
-                offset_of!(libc::tcp_info, tcpi_bytes_retrans) + size_of::<u64>()
-            }
-            FieldGroup::SndWnd => offset_of!(libc::tcp_info, tcpi_snd_wnd) + size_of::<u32>(),
-            FieldGroup::RcvWnd => offset_of!(libc::tcp_info, tcpi_rcv_wnd) + size_of::<u32>(),
-        }
-    }
-
-    /// The Linux release that brought the group.
-    pub fn since(self) -> &'static str {
-        match self {
-            FieldGroup::PacingRate => "3.15",
-            FieldGroup::ByteCounts => "4.1",
-            FieldGroup::Notsent => "4.6",
-            FieldGroup::DeliveryRate => "4.9",
-            FieldGroup::Chrono => "4.10",
-            FieldGroup::BytesSent => "4.19",
-            FieldGroup::SndWnd => "5.4",
-            FieldGroup::RcvWnd => "6.2",
-        }
-    }
-
-    /// The kernel's names of the group's fields.
-    pub fn fields(self) -> &'static [&'static str] {
-        match self {
-            FieldGroup::PacingRate => &["tcpi_pacing_rate", "tcpi_max_pacing_rate"],
-            FieldGroup::ByteCounts => &["tcpi_bytes_acked", "tcpi_bytes_received"],
-            FieldGroup::Notsent => &["tcpi_notsent_bytes", "tcpi_min_rtt"],
-            FieldGroup::DeliveryRate => &["tcpi_delivery_rate"],
-            FieldGroup::Chrono => &["tcpi_busy_time", "tcpi_rwnd_limited", "tcpi_sndbuf_limited"],
-            FieldGroup::BytesSent => &["tcpi_bytes_sent", "tcpi_bytes_retrans"],
-            FieldGroup::SndWnd => &["tcpi_snd_wnd"],
-            FieldGroup::RcvWnd => &["tcpi_rcv_wnd"],
-        }
-    }
-
-    /// Whether a structure of `len` bytes holds the group.
-    pub fn held_by(self, len: usize) -> bool {
-        len >= self.end_bytes()
-    }
-
-    /// The groups a structure of `len` bytes lacks.
-    pub fn absent_from(len: usize) -> Vec<FieldGroup> {
-        FieldGroup::ALL
-            .into_iter()
-            .filter(|g| !g.held_by(len))
-            .collect()
-    }
-}
-
-/// Where a sender's time went since the connection began (the kernel's "chrono" counters,
-/// in jiffies, shown in microseconds): busy with data to send, and of that, held back by
-/// the peer's receive window or by its own send buffer. The rest of busy is the network
-/// (cwnd, pacing); the time not busy, the application (nothing to send).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Chrono {
-    pub busy_us: u64,
-    pub rwnd_limited_us: u64,
-    pub sndbuf_limited_us: u64,
-}
-
-impl Chrono {
-    /// `None` on a kernel without the counters (before 4.10).
-    pub fn of(info: &TcpInfo) -> Option<Self> {
-        Some(Chrono {
-            busy_us: info.busy_time_us?,
-            rwnd_limited_us: info.rwnd_limited_us?,
-            sndbuf_limited_us: info.sndbuf_limited_us?,
-        })
-    }
-
-    /// The time spent between `before` and `self`.
-    pub fn since(self, before: Chrono) -> Chrono {
-        Chrono {
-            busy_us: self.busy_us.saturating_sub(before.busy_us),
-            rwnd_limited_us: self.rwnd_limited_us.saturating_sub(before.rwnd_limited_us),
-            sndbuf_limited_us: self
-                .sndbuf_limited_us
-                .saturating_sub(before.sndbuf_limited_us),
-        }
-    }
+/// Where the sender's time went since the connection began; `None` on a kernel without
+/// the counters (before 4.10).
+pub fn chrono(info: &TcpInfo) -> Option<Chrono> {
+    Some(Chrono {
+        busy_us: info.busy_time_us?,
+        rwnd_limited_us: info.rwnd_limited_us?,
+        sndbuf_limited_us: info.sndbuf_limited_us?,
+    })
 }
 
 impl TcpInfo {
@@ -431,6 +306,50 @@ mod tests {
             }
         }
         assert_eq!(present(&from_bytes(&full)).len(), expected.len());
+    }
+
+    #[test]
+    fn each_groups_end_is_where_its_last_field_ends_in_the_kernels_struct() {
+        use std::mem::{offset_of, size_of};
+        let end = |offset: usize, width: usize| offset + width;
+        let expected = [
+            (
+                FieldGroup::PacingRate,
+                end(offset_of!(libc::tcp_info, tcpi_max_pacing_rate), 8),
+            ),
+            (
+                FieldGroup::ByteCounts,
+                end(offset_of!(libc::tcp_info, tcpi_bytes_received), 8),
+            ),
+            (
+                FieldGroup::Notsent,
+                end(offset_of!(libc::tcp_info, tcpi_min_rtt), 4),
+            ),
+            (
+                FieldGroup::DeliveryRate,
+                end(offset_of!(libc::tcp_info, tcpi_delivery_rate), 8),
+            ),
+            (
+                FieldGroup::Chrono,
+                end(offset_of!(libc::tcp_info, tcpi_sndbuf_limited), 8),
+            ),
+            (
+                FieldGroup::BytesSent,
+                end(offset_of!(libc::tcp_info, tcpi_bytes_retrans), 8),
+            ),
+            (
+                FieldGroup::SndWnd,
+                end(offset_of!(libc::tcp_info, tcpi_snd_wnd), 4),
+            ),
+            (
+                FieldGroup::RcvWnd,
+                end(offset_of!(libc::tcp_info, tcpi_rcv_wnd), 4),
+            ),
+        ];
+        for (group, end_bytes) in expected {
+            assert_eq!(group.end_bytes(), end_bytes, "{group:?}");
+        }
+        assert!(size_of::<libc::tcp_info>() >= FieldGroup::RcvWnd.end_bytes());
     }
 
     #[test]

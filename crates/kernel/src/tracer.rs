@@ -15,13 +15,13 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use oscil_kernel::tracefs::{
+use crate::tracefs::{
     monotonic_now_ns, remove_leftover_probes, Format, FunctionProbes, Instance, Record, TraceError,
     Tracepoint,
 };
 
-use oscil_protocol::trace::{TraceKind, TraceRow, TraceSide, TraceSideFacts, TraceSource};
-use oscil_rundir::Columns;
+use oscil_model::columns::Row;
+use oscil_model::trace::{TraceKind, TraceRow, TraceSide, TraceSideFacts, TraceSource};
 
 /// Each CPU's ring buffer: 0.5 s of 1 Gbit/s ACKs (~45,000 a second of ~150 bytes) between
 /// drains 100 ms apart.
@@ -64,7 +64,7 @@ pub struct TraceRequest {
     /// The session's start: row times count from it.
     pub start: Instant,
     /// The instance's name under `instances/`, unique to this process and session: an
-    /// [`Owner`](oscil_kernel::tracefs::Owner)'s, so a killed owner's is found and removed.
+    /// [`Owner`](crate::tracefs::Owner)'s, so a killed owner's is found and removed.
     pub name: String,
     /// Each CPU's ring buffer, KiB ([`BUFFER_KB`] unless a budget says less).
     pub buffer_kb: u32,
@@ -93,7 +93,7 @@ pub fn cookies<F: std::os::fd::AsFd>(
 ) -> std::io::Result<Vec<(u64, u32)>> {
     flows
         .into_iter()
-        .map(|(flow, fd)| Ok((oscil_kernel::diag::cookie(fd)?, flow)))
+        .map(|(flow, fd)| Ok((crate::diag::cookie(fd)?, flow)))
         .collect()
 }
 
@@ -377,7 +377,7 @@ impl<S: TraceSide> Decoder<S> {
         };
         let mut row = TraceRow::new(self.t_s(record.time_ns), kind, flow);
         // After `t_s`, `kind` and `flow`, every column is a field of some tracepoint.
-        for &column in &TraceRow::<S>::COLUMNS[3..] {
+        for &column in &TraceRow::<S>::columns()[3..] {
             if let Some(v) = value(field_of(column)) {
                 put(&mut row, column, v);
             }
@@ -521,8 +521,8 @@ mod tests {
 
     #[test]
     fn every_column_after_the_first_three_is_set_from_its_field() {
-        let mut row = TraceRow::<oscil_protocol::trace::SenderTrace>::new(0.0, TraceKind::Probe, 0);
-        let columns = &TraceRow::<oscil_protocol::trace::SenderTrace>::COLUMNS[3..];
+        let mut row = TraceRow::<oscil_model::trace::SenderTrace>::new(0.0, TraceKind::Probe, 0);
+        let columns = &TraceRow::<oscil_model::trace::SenderTrace>::columns()[3..];
         for (i, column) in columns.iter().enumerate() {
             put(&mut row, column, i as u64 + 1);
         }
@@ -558,7 +558,7 @@ mod tests {
     fn rows_are_of_the_sessions_sockets_on_its_clock_and_cookieless_events_follow_skaddr() {
         let probe = Format::parse(PROBE).unwrap();
         let cong = Format::parse(CONG).unwrap();
-        let mut decoder = Decoder::<oscil_protocol::trace::SenderTrace> {
+        let mut decoder = Decoder::<oscil_model::trace::SenderTrace> {
             flows_by_cookie: [(100, 0), (101, 1)].into_iter().collect(),
             flows_by_key: HashMap::new(),
             start_mono_ns: 5_000_000_000,
@@ -625,7 +625,7 @@ mod tests {
     fn on_6_1_acks_without_skaddr_count_and_retransmits_follow_their_ports() {
         let probe = Format::parse(PROBE_6_1).unwrap();
         let retransmit = Format::parse(RETRANSMIT_6_1).unwrap();
-        let mut decoder = Decoder::<oscil_protocol::trace::SenderTrace> {
+        let mut decoder = Decoder::<oscil_model::trace::SenderTrace> {
             flows_by_cookie: [(100, 0), (101, 1)].into_iter().collect(),
             flows_by_key: HashMap::new(),
             start_mono_ns: 0,
@@ -683,7 +683,7 @@ mod tests {
             "ID: 4\n\tfield:unsigned long __probe_func;\toffset:8;\tsize:8;\tsigned:0;\n",
         )
         .unwrap();
-        let mut decoder = Decoder::<oscil_protocol::trace::ReaderTrace>::new(&request(1));
+        let mut decoder = Decoder::<oscil_model::trace::ReaderTrace>::new(&request(1));
         decoder.start_mono_ns = 1_000_000_000;
         let sk = 0xffff_8000_dead_0000u64;
         decoder.flows_by_key.insert(SocketKey::Address(sk), 0);
@@ -769,7 +769,7 @@ mod tests {
     fn an_empty_root_says_there_is_no_tracefs() {
         let empty = tempfile::tempdir().unwrap();
         let facts =
-            Tracer::start::<oscil_protocol::trace::SenderTrace>(empty.path(), request(1), |_| {
+            Tracer::start::<oscil_model::trace::SenderTrace>(empty.path(), request(1), |_| {
                 ControlFlow::Continue(())
             })
             .err()

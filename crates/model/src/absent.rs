@@ -6,11 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use oscil_kernel::diag::Source;
-use oscil_kernel::tcp_info::FieldGroup;
-use oscil_kernel::HostFacts;
-
-use crate::records::Side;
+use crate::host::HostFacts;
+use crate::rows::Side;
+use crate::socket::{FieldGroup, Source};
 use crate::text::escape_peer;
 
 /// One thing a side could not give.

@@ -4,12 +4,10 @@
 //! and keeps it, the report reads it: one definition, read typed everywhere. A person's own
 //! notes (`oscil-reader --meta`) are `run.json`'s `meta`, free-form, apart from it.
 
-use std::path::Path;
-
-use oscil_kernel::sysctl::SysctlValues;
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::RunSettings;
+use crate::sysctl::SysctlValues;
 
 /// `run.json`'s `lab`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,38 +96,9 @@ pub struct OneWay {
     pub receiver_to_sender: f64,
 }
 
-/// Why a file given as a lab record is not one.
-#[derive(Debug, thiserror::Error)]
-pub enum LabRecordError {
-    #[error(transparent)]
-    File(#[from] crate::safe_fs::SafeFsError),
-    #[error("{path}: not a lab record ({source})")]
-    Bad {
-        path: String,
-        source: serde_json::Error,
-    },
-}
-
-/// The most bytes a lab record may hold: it names a run's settings, not its data.
-const MAX_RECORD_BYTES: u64 = 1 << 20;
-
 impl LabRecord {
     pub fn to_json(&self) -> Vec<u8> {
         serde_json::to_vec_pretty(self).expect("a lab record serializes")
-    }
-
-    /// Replaces `path` atomically, never through a link.
-    pub fn write(&self, path: &Path) -> Result<(), crate::safe_fs::SafeFsError> {
-        crate::safe_fs::write_atomic(path, &self.to_json(), 0o644)
-    }
-
-    /// Reads a record the lab wrote: a regular file of bounded size holding one.
-    pub fn read(path: &Path) -> Result<LabRecord, LabRecordError> {
-        let text = crate::safe_fs::read_bounded(path, MAX_RECORD_BYTES)?;
-        serde_json::from_slice(&text).map_err(|source| LabRecordError::Bad {
-            path: path.display().to_string(),
-            source,
-        })
     }
 }
 

@@ -5,9 +5,7 @@
 //! `configs::group`), so no mean, verdict or recommendation rests on it; the
 //! report and the lab's end table say so in one line each. netem's `link.json` (its qdisc
 //! statistics) has no such counters: its runs are never judged spoiled. It lives with the
-//! run directory so the lab, which links no report, marks `campaign.json` by the same rule.
-
-use std::path::Path;
+//! record so the lab, which links no report, marks `campaign.json` by the same rule.
 
 use serde::Deserialize;
 
@@ -27,8 +25,8 @@ pub const LATE_RTT_SHARE_MAX: f64 = 0.02;
 /// make are the path's, and never count.
 pub const EMULATOR_DROP_SHARE_MAX: f64 = 0.001;
 
-/// The largest `link.json` read: oscil-link's is about 2 KB.
-const MAX_LINK_JSON_BYTES: u64 = 1 << 20;
+/// The file beside a lab run's directory that holds the emulated link's own record.
+pub const LINK_JSON: &str = "link.json";
 
 /// What a run's `link.json` says of the emulator, when it is oscil-link's.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -76,13 +74,10 @@ struct EmulatorCounts {
     truncate_failures: u64,
 }
 
-/// Reads `dir/link.json`; a run without one (not from the lab), or with netem's, has
-/// nothing to say.
-pub fn read(dir: &Path) -> LinkHealth {
-    let Ok(text) = crate::safe_fs::read_bounded(&dir.join("link.json"), MAX_LINK_JSON_BYTES) else {
-        return LinkHealth::default();
-    };
-    match serde_json::from_slice::<Stats>(&text) {
+/// What `link.json`'s text says of the emulator; netem's file, or one that is not
+/// oscil-link's, has nothing to say.
+pub fn judge_json(text: &[u8]) -> LinkHealth {
+    match serde_json::from_slice::<Stats>(text) {
         Ok(stats) => judge(&stats),
         Err(_) => LinkHealth::default(),
     }
@@ -215,8 +210,6 @@ mod tests {
     fn netem_and_runs_without_a_link_are_not_judged() {
         let netem =
             r#"{"emulator": "netem", "qdisc": {"sender": [{"kind": "netem", "drops": 900}]}}"#;
-        assert_eq!(health(netem), LinkHealth::default());
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read(dir.path()), LinkHealth::default());
+        assert_eq!(judge_json(netem.as_bytes()), LinkHealth::default());
     }
 }

@@ -13,6 +13,8 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use crate::columns::Row;
+
 /// One marker as the daemon announces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
@@ -252,6 +254,12 @@ pub fn row(resolved: &Resolved, span: RunSpan, offset_ns: i128) -> MarkerRow {
         latency_us: waited_until.map(|at| (i128::from(at) - sent_ns) as f64 / 1000.0),
         censored: resolved.unread,
     }
+}
+
+impl Row for MarkerRow {
+    const FILE: &'static str = crate::run::MARKERS_CSV;
+    /// All but `censored`, which came later.
+    const FIRST_COLUMNS: usize = 6;
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::columns::Row;
+
 /// The flow number a probe connection's data hello names: never a loaded flow's (a session
 /// has at most `MAX_FLOWS`).
 pub const PROBE_FLOW: u32 = u32::MAX;
@@ -125,6 +127,11 @@ pub fn rtt_quantile_us(rows: &[ProbeRow], q: f64) -> Option<u64> {
     rtts.sort_unstable();
     let rank = ((q.clamp(0.0, 1.0) * rtts.len() as f64).ceil() as usize).max(1);
     Some(rtts[rank - 1])
+}
+
+impl Row for ProbeRow {
+    const FILE: &'static str = PROBE_CSV;
+    const FIRST_COLUMNS: usize = 3;
 }
 
 #[cfg(test)]

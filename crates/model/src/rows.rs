@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use oscil_kernel::netstat::QueueEvents;
-use oscil_kernel::tcp_info::Chrono;
+use crate::columns::Row;
+use crate::socket::Chrono;
 
 /// What the reader was doing when a sample was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -235,33 +235,6 @@ impl HostSample {
             tcp_backlog_drop: None,
         }
     }
-
-    /// A row from sockstat, the namespace's receive-queue events since the last row and,
-    /// when summed at this tick, the namespace's charged TCP memory.
-    pub fn from_kernel(
-        t_s: f64,
-        side: Side,
-        s: &oscil_kernel::Sockstat,
-        queue: Option<QueueEvents>,
-        tcp_mem_ns_bytes: Option<u64>,
-    ) -> Self {
-        HostSample {
-            t_s,
-            side,
-            tcp_inuse: s.tcp_inuse,
-            tcp_orphan: s.tcp_orphan,
-            tcp_tw: s.tcp_tw,
-            tcp_alloc: s.tcp_alloc,
-            tcp_mem_pages: s.tcp_mem_pages,
-            tcp_mem_ns_bytes,
-            tcp_collapsed: queue.map(|q| q.collapsed),
-            tcp_prune_called: queue.map(|q| q.prune_called),
-            tcp_rcv_pruned: queue.map(|q| q.rcv_pruned),
-            tcp_ofo_pruned: queue.map(|q| q.ofo_pruned),
-            tcp_rcvq_drop: queue.map(|q| q.rcvq_drop),
-            tcp_backlog_drop: queue.map(|q| q.backlog_drop),
-        }
-    }
 }
 
 impl SenderSample {
@@ -269,46 +242,6 @@ impl SenderSample {
     /// in a run recorded before the column existed.
     pub fn span_or(&self, interval_s: f64) -> f64 {
         span_or(self.span_s, interval_s)
-    }
-
-    /// Builds a row from what the kernel said of the socket at `t_s`.
-    pub fn from_kernel(
-        t_s: f64,
-        flow: u32,
-        (bytes, span_s): (u64, f64),
-        info: &oscil_kernel::TcpInfo,
-        mem: &oscil_kernel::SkMemInfo,
-    ) -> Self {
-        SenderSample {
-            t_s,
-            flow,
-            bytes,
-            cwnd: info.snd_cwnd_segs,
-            unacked: info.unacked_segs,
-            notsent_bytes: info.notsent_bytes,
-            snd_wnd: info.snd_wnd_bytes,
-            rtt_us: info.rtt_us,
-            delivery_rate_bps: info.delivery_rate_bps,
-            wmem_queued: mem.wmem_queued_bytes,
-            sndbuf: mem.sndbuf_bytes,
-            snd_mss_bytes: info.snd_mss_bytes,
-            inflight_bytes: info.inflight_bytes_est(),
-            total_retrans: info.total_retrans,
-            pacing_rate_bps: info.pacing_rate_bps,
-            span_s,
-            residence_us: None,
-            write_to_ack_us: None,
-            wakeups: None,
-            wake_notsent_p50_bytes: None,
-            wake_notsent_max_bytes: None,
-            wake_to_write_p50_us: None,
-            wake_to_write_max_us: None,
-            acked_bytes: None,
-            pending_write_age_us: None,
-            busy_us: None,
-            rwnd_limited_us: None,
-            sndbuf_limited_us: None,
-        }
     }
 
     /// The row with where the flow's time went over its span, where the kernel counts it.
@@ -334,35 +267,6 @@ impl SenderSample {
     }
 }
 
-impl ReaderSample {
-    /// Builds a row from what the kernel said of the socket at `t_s`.
-    pub fn from_kernel(
-        t_s: f64,
-        flow: u32,
-        phase: Phase,
-        (bytes, span_s): (u64, f64),
-        budget_bytes: u64,
-        info: &oscil_kernel::TcpInfo,
-        mem: &oscil_kernel::SkMemInfo,
-    ) -> Self {
-        ReaderSample {
-            t_s,
-            flow,
-            phase,
-            bytes,
-            rcv_wnd: info.rcv_wnd_bytes,
-            rcv_ssthresh: info.rcv_ssthresh_bytes,
-            rcv_space: info.rcv_space_bytes,
-            rtt_us: info.rtt_us,
-            rmem_alloc: mem.rmem_alloc_bytes,
-            rcvbuf: mem.rcvbuf_bytes,
-            rcv_rtt_us: info.rcv_rtt_us,
-            budget_bytes,
-            span_s,
-            delivered_bytes: None,
-        }
-    }
-}
 /// One flow's POLLOUT wake-ups as the daemon's writer saw them: not-sent bytes when it
 /// woke (at or below half of `TCP_NOTSENT_LOWAT` when one is set) and the time from waking
 /// to the end of its write. Empty figures when the writer never waited.
@@ -374,4 +278,22 @@ pub struct WakeupFigures {
     pub notsent_max_bytes: Option<u64>,
     pub wake_to_write_p50_us: Option<u64>,
     pub wake_to_write_max_us: Option<u64>,
+}
+
+impl Row for ReaderSample {
+    const FILE: &'static str = crate::run::READER_CSV;
+    /// Up to `budget_bytes`; `span_s` and `delivered_bytes` came later.
+    const FIRST_COLUMNS: usize = 12;
+}
+
+impl Row for SenderSample {
+    const FILE: &'static str = crate::run::SENDER_CSV;
+    /// Up to `pacing_rate_bps`; from `span_s` on, later.
+    const FIRST_COLUMNS: usize = 15;
+}
+
+impl Row for HostSample {
+    const FILE: &'static str = crate::run::HOST_CSV;
+    /// sockstat's; from `tcp_mem_ns_bytes` on, later.
+    const FIRST_COLUMNS: usize = 7;
 }

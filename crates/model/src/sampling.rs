@@ -2,9 +2,13 @@
 //! tick, rows missing, and how late the ticks woke. Computed from the rows themselves
 //! (`t_s` and `span_s`), so a sampler that falls behind is never silent in `run.json`.
 
-pub mod ticker;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+/// How often both ends sample unless told: fine enough to see a slow phase's queue build,
+/// coarse enough that a thousand flows' rows stay cheap.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// `run.json` `sampling`: one entry per side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -200,13 +200,6 @@ impl Sysctl {
         format!("/proc/sys/{}", self.name().replace('.', "/"))
     }
 
-    /// Reads it in the calling thread's network namespace; `None` where this kernel has
-    /// no such file or it is unreadable.
-    pub fn read(self) -> Option<SysctlValue> {
-        let text = std::fs::read_to_string(self.proc_path()).ok()?;
-        self.parse(&text).ok()
-    }
-
     /// Its value from the kernel's text (white space between the numbers of a triple or
     /// the names of a list is any white space, as `/proc` and `sysctl -n` give it).
     pub fn parse(self, text: &str) -> Result<SysctlValue, SysctlValueError> {
@@ -386,15 +379,6 @@ mod tests {
                 .to_string(),
             "net.ipv4.tcp_congestion_control = \"a b\" is not a value of its kind"
         );
-    }
-
-    #[test]
-    fn this_kernel_reads_back_as_typed() {
-        assert!(Sysctl::TcpWmem.read().and_then(|v| v.triple()).is_some());
-        assert!(Sysctl::TcpNotsentLowat
-            .read()
-            .and_then(|v| v.integer())
-            .is_some());
     }
 
     #[test]

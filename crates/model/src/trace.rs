@@ -9,6 +9,8 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
+use crate::columns::Row;
+
 pub const TRACE_SENDER_CSV: &str = "trace-sender.csv";
 pub const TRACE_READER_CSV: &str = "trace-reader.csv";
 
@@ -232,7 +234,7 @@ pub struct TraceSideFacts {
 pub struct CallFigures {
     /// `tcp_collapse`, `tcp_prune_queue`, ...
     pub function: String,
-    pub phase: crate::records::Phase,
+    pub phase: crate::rows::Phase,
     pub calls: u64,
     pub p50_us: f64,
     pub p99_us: f64,
@@ -301,4 +303,10 @@ impl TraceFacts {
             })
             .collect()
     }
+}
+
+impl<S: TraceSide> Row for TraceRow<S> {
+    const FILE: &'static str = S::FILE;
+    /// All but `duration_ns`, which came later.
+    const FIRST_COLUMNS: usize = 21;
 }

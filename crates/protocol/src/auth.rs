@@ -208,7 +208,7 @@ impl ReaderHandshake {
 
 #[cfg(test)]
 mod tests {
-    use oscil_kernel::SocketOptions;
+    use oscil_model::socket::SocketOptions;
 
     use super::*;
     use crate::proof::SessionId;

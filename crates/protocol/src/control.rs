@@ -4,7 +4,7 @@
 //! that many bytes. Decoding is pure (`decode_frame` tells "need more bytes" from
 //! "invalid"); `Connection` only moves bytes. A session opens with the handshake of
 //! [`crate::auth`] (hello, challenge, proof), then a welcome; a session with markers then
-//! makes its clock exchanges (`clock_probe`, `clock_echo`, see [`crate::clock`]) before the
+//! makes its clock exchanges (`clock_probe`, `clock_echo`, see `oscil_model::clock`) before the
 //! reader's start, and the daemon sends `markers` as its writers set them. Data connections
 //! open with a fixed 60-byte `DataHello` that names the session and the flow and carries a
 //! tag made with the session's data key; the daemon answers a session's hello from the
@@ -17,15 +17,16 @@
 
 use std::collections::BTreeMap;
 
-use oscil_kernel::{HostFacts, OptionsInForce, ProcessCost, SocketOptions};
+use oscil_model::host::{HostFacts, ProcessCost};
+use oscil_model::socket::{OptionsInForce, SocketOptions, Source, WriteMode};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::markers::Marker;
 use crate::proof::{DataKey, HexBytes, Nonce, SessionId, Tag};
-use crate::records::{HostSample, SenderSample, WakeupFigures};
-use crate::text::escape_peer;
-use crate::trace::{SenderTrace, TraceRow, TraceSideFacts};
+use oscil_model::markers::Marker;
+use oscil_model::rows::{HostSample, SenderSample, WakeupFigures};
+use oscil_model::text::escape_peer;
+use oscil_model::trace::{SenderTrace, TraceRow, TraceSideFacts};
 
 /// Bumped on any incompatible change; both ends refuse a mismatch. Version 2: the
 /// challenge-response handshake, 128-bit session ids and signed data hellos. Version 3: the
@@ -69,7 +70,7 @@ pub struct Hello {
     /// Mark every flow's stream this often (µs, at least `interval_us`); `None`: no markers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker_every_us: Option<u64>,
-    /// The reader will open the idle probe connection (`crate::probe`) beside the flows.
+    /// The reader will open the idle probe connection (`oscil_model::probe`) beside the flows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe: bool,
     /// Trace the data sockets per ACK (`--trace`): the daemon then sends `trace` messages
@@ -89,62 +90,6 @@ pub const DEFAULT_WRITE_BYTES: u32 = 256 << 10;
 /// Gbit/s and 0.262 CPU s/GB, against 51.2 and 0.266 with 256 KiB (docs/PERFORMANCE.md).
 pub const DEFAULT_ZEROCOPY_WRITE_BYTES: u32 = 128 << 10;
 
-/// How a flow's writer offers the kernel its payload. Both are real servers' writers; the
-/// send buffer bounds the second much more tightly than the first (link/README.md), because
-/// the kernel checks `SO_SNDBUF` only when a write opens a new skb, and `poll` says writable
-/// only once the queue is down to two thirds of the buffer (and `TCP_NOTSENT_LOWAT`'s unsent
-/// bytes to half of it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WriteMode {
-    /// Write again and again until the kernel answers `EAGAIN`, then wait for POLLOUT
-    /// (nginx, and oscil's writer before the setting existed).
-    #[default]
-    UntilEagain,
-    /// One write per POLLOUT: after each write the writer asks `poll` again and writes only
-    /// when it says writable, as an event loop does (the seed's 16 KiB writer).
-    PerWake,
-}
-
-impl WriteMode {
-    pub const ALL: [WriteMode; 2] = [WriteMode::UntilEagain, WriteMode::PerWake];
-
-    /// As the command line and `run.json` write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            WriteMode::UntilEagain => "until-eagain",
-            WriteMode::PerWake => "per-wake",
-        }
-    }
-
-    pub fn is_until_eagain(&self) -> bool {
-        *self == WriteMode::UntilEagain
-    }
-}
-
-impl std::fmt::Display for WriteMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// `until-eagain` or `per-wake`, as typed.
-impl std::str::FromStr for WriteMode {
-    type Err = UnknownWriteMode;
-
-    fn from_str(input: &str) -> Result<Self, UnknownWriteMode> {
-        WriteMode::ALL
-            .into_iter()
-            .find(|mode| mode.name() == input)
-            .ok_or_else(|| UnknownWriteMode(escape_peer(input)))
-    }
-}
-
-/// A write mode that is neither of [`WriteMode::ALL`].
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("\"{0}\" is not a write mode (until-eagain or per-wake)")]
-pub struct UnknownWriteMode(String);
-
 /// The largest write size a session may ask for: the daemon holds one such buffer per
 /// session.
 pub const MAX_WRITE_BYTES: u32 = 16 << 20;
@@ -159,7 +104,7 @@ pub struct Welcome {
     pub host: HostFacts,
     /// The options read back from a socket after applying the request.
     pub options_in_force: OptionsInForce,
-    /// The daemon awaits and echoes the idle probe's connection (`crate::probe`); said only
+    /// The daemon awaits and echoes the idle probe's connection (`oscil_model::probe`); said only
     /// to a hello that asked, so a reader that finds it absent (an older daemon) opens none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe: bool,
@@ -198,7 +143,7 @@ pub struct Ended {
     /// How the daemon's sampler read its sockets; absent from daemons before it said
     /// (they used sock_diag) and when sampling never started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sampled_by: Option<oscil_kernel::diag::Source>,
+    pub sampled_by: Option<Source>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

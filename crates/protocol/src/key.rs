@@ -154,7 +154,7 @@ fn read_key_file(path: &Path) -> Result<String, KeyError> {
         path: path.display().to_string(),
         detail,
     };
-    let os = |e: std::io::Error| unreadable(crate::error_text::os_error(&e));
+    let os = |e: std::io::Error| unreadable(oscil_model::error_text::os_error(&e));
     let regular = |meta: &std::fs::Metadata| match file_kind(meta) {
         None => Ok(()),
         Some(kind) => Err(unreadable(kind)),
@@ -181,7 +181,7 @@ fn read_key_file(path: &Path) -> Result<String, KeyError> {
 
 /// What a file that is not a regular one is, in words; `None` for a regular file.
 fn file_kind(meta: &std::fs::Metadata) -> Option<String> {
-    match crate::error_text::file_kind(meta) {
+    match oscil_model::error_text::file_kind(meta) {
         "regular file" => None,
         "directory" => Some("it is a directory".into()),
         kind => Some(format!("not a regular file (a {kind})")),

@@ -5,17 +5,12 @@
 
 use std::time::Duration;
 
-use oscil_kernel::SocketOptions;
+use oscil_model::campaign::RunSettings;
+use oscil_model::pattern::PatternConfig;
+use oscil_model::socket::{SocketOptions, WriteMode};
+use oscil_model::text::escape_peer;
 
-use crate::control::{
-    Hello, WriteMode, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES, MAX_WRITE_BYTES,
-};
-use crate::pattern::PatternConfig;
-use crate::text::escape_peer;
-
-/// How often both ends sample unless told: fine enough to see a slow phase's queue build,
-/// coarse enough that a thousand flows' rows stay cheap.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+use crate::control::{Hello, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES, MAX_WRITE_BYTES};
 
 /// The kernel paces in whole bytes per second: below 8 bit/s a pacing rate would be none.
 pub const MIN_PACING_RATE_BPS: u64 = 8;
@@ -78,6 +73,28 @@ pub struct SessionRequest {
 
 impl SessionRequest {
     /// A request with the defaults for everything but the flows, interval and pattern.
+    /// What a lab run asks of its reader and daemon, for the rules every session keeps
+    /// (the lab sets the lowat and the buffers as sysctls, not on the sockets).
+    pub fn of_run(run: &RunSettings) -> SessionRequest {
+        SessionRequest {
+            marker_every: run.marker_every_us.map(Duration::from_micros),
+            write_size_bytes: run.write_size_bytes,
+            write_mode: run.write_mode,
+            sender: SocketOptions {
+                sndbuf_bytes: run.sndbuf_bytes,
+                congestion: run.congestion.clone(),
+                max_pacing_rate_bps: run.pacing_rate_bps,
+                ..SocketOptions::default()
+            },
+            slow_rate_bps: run.slow_rate_bps,
+            ..SessionRequest::new(
+                run.flows,
+                Duration::from_micros(run.interval_us),
+                Some(run.pattern),
+            )
+        }
+    }
+
     pub fn new(flows: u32, interval: Duration, pattern: Option<PatternConfig>) -> Self {
         SessionRequest {
             flows,
@@ -215,6 +232,7 @@ pub fn check_congestion_name(name: &str) -> Result<(), RequestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oscil_model::sampling::DEFAULT_INTERVAL;
 
     fn request() -> SessionRequest {
         SessionRequest::new(1, DEFAULT_INTERVAL, Some(PatternConfig::CLOUDFLARE))

@@ -5,7 +5,9 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use oscil_kernel::SocketOptions;
+use oscil_model::host::HostFacts;
+use oscil_model::rows::{HostSample, Side};
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::auth::{DaemonHandshake, ReaderHandshake};
 use oscil_protocol::control::{
     decode_frame, encode_frame, DaemonMessage, DataHello, Ended, Hello, ReaderMessage, Welcome,
@@ -13,7 +15,6 @@ use oscil_protocol::control::{
 };
 use oscil_protocol::key::Key;
 use oscil_protocol::proof::HexBytes;
-use oscil_protocol::{HostSample, Side};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -76,7 +77,21 @@ fn corpus() -> Vec<Vec<u8>> {
         version: PROTOCOL_VERSION,
         software: "oscil-daemon".into(),
         session_id: HexBytes([5; 16]),
-        host: oscil_kernel::host::collect(),
+        host: HostFacts {
+            hostname: "sender".into(),
+            kernel_release: "6.18.0".into(),
+            page_size_bytes: 4096,
+            sysctls: [(
+                "net.ipv4.tcp_wmem".to_string(),
+                "4096 16384 4194304".to_string(),
+            )]
+            .into(),
+            wall_clock_unix_ms: 1_764_000_000_000,
+            clock: "CLOCK_MONOTONIC".into(),
+            netns_inode: Some(4026531840),
+            tcp_info_bytes: Some(248),
+            tcp_info_absent: Vec::new(),
+        },
         options_in_force: Default::default(),
         probe: false,
         write_mode: Default::default(),
@@ -106,7 +121,7 @@ fn corpus() -> Vec<Vec<u8>> {
             t3_unix_ns: 3,
         }),
         encode_frame(&DaemonMessage::Markers {
-            markers: vec![oscil_protocol::markers::Marker {
+            markers: vec![oscil_model::markers::Marker {
                 flow: 0,
                 k: 1,
                 offset_bytes: 65536,

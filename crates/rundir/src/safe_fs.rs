@@ -47,7 +47,7 @@ impl SafeFsError {
 fn not_regular(path: &Path, meta: &Metadata) -> SafeFsError {
     SafeFsError::NotRegular {
         path: path.to_owned(),
-        kind: oscil_protocol::error_text::file_kind(meta),
+        kind: oscil_model::error_text::file_kind(meta),
     }
 }
 

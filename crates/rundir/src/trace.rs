@@ -4,41 +4,16 @@
 use std::marker::PhantomData;
 use std::path::Path;
 
-use oscil_protocol::trace::{TraceRow, TraceSide};
+use oscil_model::trace::{TraceRow, TraceSide};
 
-use crate::{load_csv, Columns, CsvFile, Limits, RowError, RunDirError};
+use crate::write::CsvFile;
+use crate::{load_csv, Columns, Limits, RowError, RunDirError};
 
 /// Rows one side writes at most: about 40 s of 1 Gbit/s ACKs. Past it the run keeps going
 /// and `run.json` counts what was not written, so a long fast run cannot fill the disk.
 pub const MAX_TRACE_ROWS: u64 = 2_000_000;
 
 impl<S: TraceSide> Columns for TraceRow<S> {
-    const FILE: &'static str = S::FILE;
-    const COLUMNS: &'static [&'static str] = &[
-        "t_s",
-        "kind",
-        "flow",
-        "snd_nxt",
-        "snd_una",
-        "snd_cwnd",
-        "ssthresh",
-        "snd_wnd",
-        "srtt_us",
-        "rcv_wnd",
-        "cong_state",
-        "rtt_us",
-        "copied",
-        "inq",
-        "space",
-        "ooo_space",
-        "rcvbuf",
-        "rcv_ssthresh",
-        "window_clamp",
-        "scaling_ratio",
-        "measured_us",
-        "duration_ns",
-    ];
-    const ADDED_LATER: &'static [&'static str] = &["duration_ns"];
     fn declared_rows(_: &Limits) -> u64 {
         MAX_TRACE_ROWS
     }
@@ -102,7 +77,8 @@ pub fn load<S: TraceSide>(dir: &Path, limits: &Limits) -> Result<Vec<TraceRow<S>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_protocol::trace::{
+    use oscil_model::columns::Row;
+    use oscil_model::trace::{
         ReaderTrace, SenderTrace, TraceKind, TRACE_READER_CSV, TRACE_SENDER_CSV,
     };
 
@@ -123,7 +99,7 @@ mod tests {
         let header = std::fs::read_to_string(dir.path().join(TRACE_SENDER_CSV)).unwrap();
         assert_eq!(
             header.lines().next().unwrap(),
-            TraceRow::<SenderTrace>::COLUMNS.join(",")
+            TraceRow::<SenderTrace>::columns().join(",")
         );
         assert!(load::<ReaderTrace>(dir.path(), &limits).unwrap().is_empty());
         assert!(!dir.path().join(TRACE_READER_CSV).exists());

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use oscil_kernel::sysctl::{Sysctl, SysctlValue};
-use oscil_rundir::lab::LinkKind;
+use oscil_model::lab::LinkKind;
+use oscil_model::sysctl::{Sysctl, SysctlValue};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -54,6 +54,6 @@ fn todays_run_json_round_trips() {
     let mut meta = oscil_rundir::load_meta(&fixture("lab-run")).unwrap();
     meta.meta = Some(serde_json::json!({"note": "mine"}));
     let text = serde_json::to_vec(&meta).unwrap();
-    let again: oscil_rundir::RunMeta = serde_json::from_slice(&text).unwrap();
+    let again: oscil_model::run::RunMeta = serde_json::from_slice(&text).unwrap();
     assert_eq!(again, meta);
 }

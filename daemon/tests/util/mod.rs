@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_kernel::SocketOptions;
+use oscil_model::rows::SenderSample;
+use oscil_model::socket::SocketOptions;
 use oscil_protocol::auth::ReaderHandshake;
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, Hello, ReaderMessage, Welcome,
@@ -15,7 +16,6 @@ use oscil_protocol::control::{
 };
 use oscil_protocol::key::Key;
 use oscil_protocol::proof::{DataKey, Nonce};
-use oscil_protocol::SenderSample;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;

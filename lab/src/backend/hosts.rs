@@ -8,19 +8,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use oscil_kernel::sysctl::{Side, SysctlValues};
-use oscil_protocol::trace::{ReaderTrace, SenderTrace, TraceRow};
-use oscil_rundir::campaign::CampaignRun;
-use oscil_rundir::lab::{LabRecord, Sides};
+use oscil_model::campaign::CampaignRun;
+use oscil_model::lab::{LabRecord, Sides};
+use oscil_model::sysctl::{Side, SysctlValues};
+use oscil_model::trace::{ReaderTrace, SenderTrace, TraceRow};
 use oscil_rundir::Limits;
 
+use crate::campaign::execute::{run_session, Backend, LabError};
+use crate::campaign::meta::run_warnings;
+use crate::campaign::session::{Ends, ReaderEnd, RunFiles};
+use crate::campaign::sysctl::{self, HostRestore, RestoreFile, RunningDaemon, TempDirRecord};
+use crate::campaign::ui;
 use crate::config::HostsSpec;
-use crate::execute::{run_session, Backend, LabError};
-use crate::host::{Host, SshHost};
-use crate::meta::run_warnings;
-use crate::session::{Ends, ReaderEnd, RunFiles};
-use crate::sysctl::{self, HostRestore, RestoreFile, RunningDaemon, TempDirRecord};
-use crate::{ui, unpack};
+use crate::remote::host::{Host, SshHost};
+use crate::remote::unpack;
 
 pub struct Hosts {
     ends: Ends,
@@ -38,7 +39,7 @@ pub struct Hosts {
     own_control_dir: Option<tempfile::TempDir>,
     /// Both hosts held for this campaign (a two-host campaign's own; a fleet holds its
     /// hosts once for all their pairs). Dropped after `Drop` has put the hosts back.
-    locks: Vec<crate::lock::HostLock>,
+    locks: Vec<crate::remote::lock::HostLock>,
 }
 
 /// One end reached over ssh: how, and where its oscil binaries are.
@@ -165,9 +166,9 @@ fn binary(
         .cloned()
         .or_else(|| install.then(|| work.to_owned()));
     let dir_text = dir.as_deref().unwrap_or_default();
-    let refused = |e: crate::host::HostError| {
+    let refused = |e: crate::remote::host::HostError| {
         let detail = match &e {
-            crate::host::HostError::Failed { detail, .. } => detail.clone(),
+            crate::remote::host::HostError::Failed { detail, .. } => detail.clone(),
             other => other.to_string(),
         };
         let place = dir.as_deref().unwrap_or("the remote PATH");
@@ -226,7 +227,8 @@ impl Hosts {
         let mut hosts = Self::connect(&spec.into(), campaign_dir, control_dir.path())?;
         hosts.own_control_dir = Some(control_dir);
         let ends = [hosts.ends.sender.clone(), hosts.ends.receiver.clone()];
-        hosts.locks = crate::lock::take_all(&ends, &crate::lock::holder(campaign_dir))?;
+        hosts.locks =
+            crate::remote::lock::take_all(&ends, &crate::remote::lock::holder(campaign_dir))?;
         // From here on, dropping `hosts` undoes whatever was done.
         hosts.prepare(&spec.into(), local_bin)?;
         Ok(hosts)

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use oscil_cli::path_args::default_queue_limit;
-use oscil_kernel::sysctl::{Sysctl, SysctlValue, SysctlValues};
-use oscil_rundir::campaign::{CampaignRun, PathSettings};
-use oscil_rundir::lab::{bdp_bytes, LabRecord, LinkKind, LinkRecord, OneWay, Sides};
+use oscil_model::campaign::{CampaignRun, PathSettings};
+use oscil_model::lab::{bdp_bytes, LabRecord, LinkKind, LinkRecord, OneWay, Sides};
+use oscil_model::sysctl::{Sysctl, SysctlValue, SysctlValues};
 
-use crate::execute::{Backend, LabError};
-use crate::host::{Host, Proc};
-use crate::meta::run_warnings;
-use crate::session::{Ends, ReaderEnd, RunFiles};
-use crate::sysctl;
+use crate::campaign::execute::{Backend, LabError};
+use crate::campaign::meta::run_warnings;
+use crate::campaign::session::{Ends, ReaderEnd, RunFiles};
+use crate::campaign::sysctl;
+use crate::remote::host::{Host, Proc};
 
 const SENDER_ADDR: &str = "10.250.0.1";
 const RECEIVER_ADDR: &str = "10.250.0.2";
@@ -94,8 +94,10 @@ impl Netns {
     pub fn new(link_kind: LinkKind, bin: &Path, congestion: &[String]) -> Result<Netns, LabError> {
         let pid = std::process::id();
         let (snd, rcv) = (format!("oscil-snd-{pid}"), format!("oscil-rcv-{pid}"));
-        let tmp = crate::execute::private_dir()?;
-        let key = crate::execute::write_key(tmp.path())?.display().to_string();
+        let tmp = crate::campaign::execute::private_dir()?;
+        let key = crate::campaign::execute::write_key(tmp.path())?
+            .display()
+            .to_string();
         let port_file = tmp.path().join("daemon.port").display().to_string();
         let mut lab = Netns {
             link_kind,
@@ -319,7 +321,7 @@ impl Netns {
         let deadline = Instant::now() + Duration::from_secs(5);
         let text = loop {
             if let Some(status) = link.try_wait() {
-                let why = crate::session::last_line(&logs.join("link.log"));
+                let why = crate::campaign::session::last_line(&logs.join("link.log"));
                 return Err(LabError::Setup(format!(
                     "oscil-link exited ({status}): {why}"
                 )));
@@ -488,14 +490,14 @@ impl Netns {
             warnings,
         };
         let record_path = self.tmp.path().join("lab-record.json");
-        record.write(&record_path)?;
+        oscil_rundir::lab::write_record(&record_path, &record)?;
         let files = RunFiles {
             out: &run_dir.display().to_string(),
             lab_record: &record_path.display().to_string(),
             daemon_log: &logs.join("daemon.log"),
             reader_log: &logs.join("reader.log"),
         };
-        crate::execute::run_session(&self.ends, run, &files, tick, None)
+        crate::campaign::execute::run_session(&self.ends, run, &files, tick, None)
     }
 }
 

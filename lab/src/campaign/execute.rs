@@ -3,18 +3,19 @@
 //! outcome read back from its run directory.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use oscil_rundir::campaign::{self, Campaign, CampaignError, CampaignRun, CampaignRunStatus};
+use oscil_model::campaign::{Calibration, Campaign, CampaignRun, CampaignRunStatus};
+use oscil_model::lab::Sides;
+use oscil_rundir::campaign::{self, CampaignError};
 use oscil_rundir::safe_fs::{self, SafeFsError};
 
-use crate::calibrate;
-use crate::host::HostError;
-use crate::session::{last_line, Ends, ReaderEnd, RunFiles, SessionError};
+use super::session::{last_line, Ends, ReaderEnd, RunFiles, SessionError};
+use super::sysctl::RestoreError;
+use super::ui::{human_duration, Ui};
+use crate::plan::calibrate::{self, CALIBRATION};
+use crate::remote::host::HostError;
 use crate::sys;
-use crate::sysctl::RestoreError;
-use crate::ui::Ui;
-use oscil_rundir::lab::Sides;
 
 /// Everything that can stop the lab, each said in one line.
 #[derive(Debug, thiserror::Error)]
@@ -36,10 +37,10 @@ pub enum LabError {
     #[error(transparent)]
     File(#[from] SafeFsError),
     #[error(transparent)]
-    Unpack(#[from] crate::unpack::UnpackError),
+    Unpack(#[from] crate::remote::unpack::UnpackError),
     /// A host another campaign holds, or whose lock could not be taken.
     #[error(transparent)]
-    Lock(#[from] crate::lock::LockError),
+    Lock(#[from] crate::remote::lock::LockError),
     #[error("{0}")]
     Setup(String),
     /// A new campaign's `--out` holds something: a bad value, exit 2 as in the reader.
@@ -64,7 +65,7 @@ impl LabError {
         match self {
             LabError::OutInUse(_) | LabError::Out(_) | LabError::NotResumable => true,
             LabError::Campaign(e) => e.is_bad_path(),
-            LabError::Restore(e) => matches!(e, crate::sysctl::RestoreError::NoDir(_)),
+            LabError::Restore(e) => matches!(e, RestoreError::NoDir(_)),
             _ => false,
         }
     }
@@ -146,13 +147,16 @@ pub fn outcome(
     };
     match oscil_rundir::load_meta(run_dir) {
         Ok(meta)
-            if meta.ending.status == oscil_rundir::RunStatus::Complete && end.code == Some(0) =>
+            if meta.ending.status == oscil_model::run::RunStatus::Complete
+                && end.code == Some(0) =>
         {
             (CampaignRunStatus::Complete, None)
         }
         // The pattern ran and no byte was lost; a sampler merged some intervals, and the
         // reason says which side and how many.
-        Ok(meta) if meta.ending.status == oscil_rundir::RunStatus::Holes && end.code == Some(0) => {
+        Ok(meta)
+            if meta.ending.status == oscil_model::run::RunStatus::Holes && end.code == Some(0) =>
+        {
             (CampaignRunStatus::Complete, Some(meta.ending.reason))
         }
         Ok(meta) => {
@@ -198,7 +202,7 @@ impl CampaignDir {
         run.reason = reason;
         run.link_spoiled = match status {
             CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
-                oscil_rundir::link_health::read(&self.dir.join(&run.dir)).spoiled
+                oscil_rundir::lab::link_health(&self.dir.join(&run.dir)).spoiled
             }
             _ => None,
         };
@@ -224,6 +228,75 @@ pub fn set_aside(run_dir: &Path) -> Result<(), LabError> {
         .expect("some attempt number is free");
     std::fs::rename(run_dir, &aside)
         .map_err(|source| LabError::io("cannot move aside", run_dir.to_owned(), source))
+}
+
+/// Before `run`: when it waits for its pair's calibration (`crate::plan::calibrate`), runs
+/// that on `backend` and fixes `run`'s slow rate by it, telling `say` what it does. Returns
+/// the calibration, for `campaign.json`, or why `run` cannot go.
+pub fn calibrate_before(
+    backend: &mut dyn Backend,
+    campaign_dir: &Path,
+    run: &mut CampaignRun,
+    say: &mut dyn FnMut(&str),
+) -> Result<Option<Calibration>, String> {
+    if !calibrate::awaits(run) {
+        return Ok(None);
+    }
+    let pair = run
+        .pair
+        .as_deref()
+        .map_or(String::new(), |p| format!(" of {p}"));
+    let full_speed = Duration::from_millis(calibrate::plan(run).settings.pattern.fast_ms);
+    say(&format!(
+        "oscil-lab: calibrating the path{pair}: {} at full speed, to fix every run's slow rate",
+        human_duration(full_speed)
+    ));
+    let calibration = run_calibration(backend, campaign_dir, run)
+        .map_err(|why| format!("no slow rate: the calibration run failed ({why})"))?;
+    say(&calibrate::describe(
+        &calibration,
+        run.settings.pattern.fraction,
+    ));
+    calibrate::apply_to(run, &calibration);
+    Ok(Some(calibration))
+}
+
+/// Runs the calibration for `like`'s pair on `backend`, its files under `campaign_dir`
+/// (an earlier attempt's set aside), its logs in `logs/calibration[_<pair>]`.
+fn run_calibration(
+    backend: &mut dyn Backend,
+    campaign_dir: &Path,
+    like: &CampaignRun,
+) -> Result<Calibration, String> {
+    let run = calibrate::plan(like);
+    let run_dir = campaign_dir.join(&run.dir);
+    let logs = campaign_dir.join("logs").join(match &run.pair {
+        Some(pair) => format!("{CALIBRATION}_{pair}"),
+        None => CALIBRATION.into(),
+    });
+    let prepared = set_aside(&run_dir).and_then(|()| {
+        for dir in [run_dir.parent().unwrap_or(campaign_dir), &logs] {
+            std::fs::create_dir_all(dir)
+                .map_err(|source| LabError::io("cannot create", dir.to_owned(), source))?;
+        }
+        Ok(())
+    });
+    prepared.map_err(|e| e.to_string())?;
+    let result = backend.run(&run, &run_dir, &logs, &mut |_: Duration| {});
+    match outcome(&run_dir, &result, &logs.join("reader.log")) {
+        (CampaignRunStatus::Complete, _) => {
+            let now_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            calibrate::measured(&run, &run_dir, now_ms)
+                .ok_or_else(|| format!("{} holds no slow rate", run_dir.display()))
+        }
+        (status, reason) => Err(format!(
+            "{}: {}",
+            format!("{status:?}").to_lowercase(),
+            reason.unwrap_or_else(|| "no reason given".into())
+        )),
+    }
 }
 
 /// How a job ended, for the exit code.
@@ -267,7 +340,7 @@ pub fn execute(
         if run.status == CampaignRunStatus::Complete {
             continue;
         }
-        let calibrated = calibrate::before(backend, &cdir.dir, &mut run, &mut |line| ui.line(line));
+        let calibrated = calibrate_before(backend, &cdir.dir, &mut run, &mut |line| ui.line(line));
         match calibrated {
             Ok(Some(calibration)) => {
                 calibrate::apply(&mut cdir.campaign, calibration);
@@ -335,8 +408,10 @@ fn attempt(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting, SlowRateChoice};
-    use oscil_rundir::campaign::{Backend as BackendKind, Order};
+    use crate::plan::matrix::{
+        configurations, plan_runs, AxisValue, Matrix, Setting, SlowRateChoice,
+    };
+    use oscil_model::campaign::{Backend as BackendKind, Order, CAMPAIGN_FORMAT_VERSION};
 
     /// A backend on which no run can start: the loop's bookkeeping, without a kernel.
     struct Refusing {
@@ -388,7 +463,7 @@ mod tests {
         };
         let runs = plan_runs(&configurations(&matrix), 2, Order::Grouped, 0);
         let campaign = Campaign {
-            format_version: campaign::CAMPAIGN_FORMAT_VERSION,
+            format_version: CAMPAIGN_FORMAT_VERSION,
             software: "test".into(),
             created_unix_ms: 0,
             backend: BackendKind::Netns,

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::execute::{CampaignDir, LabError};
-use crate::{bounded, ui};
+use super::execute::{CampaignDir, LabError};
+use super::{bounded, ui};
 
 /// Where a campaign's figures for Prometheus go (`oscil-report --metrics`).
 const METRICS_DIR: &str = "metrics";
@@ -13,7 +13,7 @@ const METRICS_DIR: &str = "metrics";
 /// table.
 pub fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabError> {
     let mut dirs: Vec<PathBuf> = Vec::new();
-    for (run, dir) in cdir.campaign.complete_runs(&cdir.dir) {
+    for (run, dir) in oscil_rundir::campaign::complete_runs(&cdir.campaign, &cdir.dir) {
         match dir {
             Ok(dir) => dirs.push(dir),
             Err(e) => ui::say(&format!(
@@ -24,7 +24,7 @@ pub fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabErro
     }
     if let Some(min_rtt_us) = dirs
         .iter()
-        .filter_map(|d| oscil_rundir::load_rows::<oscil_protocol::SenderSample>(d).ok())
+        .filter_map(|d| oscil_rundir::load_rows::<oscil_model::rows::SenderSample>(d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)

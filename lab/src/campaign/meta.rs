@@ -1,10 +1,10 @@
-//! What the lab adds to its record of a run (`oscil_rundir::lab::LabRecord`, which each
+//! What the lab adds to its record of a run (`oscil_model::lab::LabRecord`, which each
 //! run's `run.json` keeps as `lab`): the warnings that depend on the run's settings and the
 //! receiver.
 
-use oscil_kernel::sysctl::{Sysctl, SysctlValues};
-use oscil_rundir::campaign::{CampaignRun, RunSettings};
-use oscil_rundir::lab::bdp_bytes;
+use oscil_model::campaign::{CampaignRun, RunSettings};
+use oscil_model::lab::bdp_bytes;
+use oscil_model::sysctl::{Sysctl, SysctlValues};
 
 /// Warnings that depend on the run's settings and the receiver: a receive buffer too small
 /// for the path, a sysctl the kernel ignores.
@@ -60,8 +60,8 @@ pub fn ignores_adv_win_scale(kernel: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_kernel::sysctl::SysctlValue;
-    use oscil_rundir::campaign::PathSettings;
+    use oscil_model::campaign::PathSettings;
+    use oscil_model::sysctl::SysctlValue;
 
     #[test]
     fn a_small_rmem_on_a_fat_path_is_warned_about() {
@@ -101,7 +101,7 @@ mod tests {
                 adv_win_scale,
                 ..RunSettings::default()
             },
-            status: oscil_rundir::campaign::CampaignRunStatus::Pending,
+            status: oscil_model::campaign::CampaignRunStatus::Pending,
             reason: None,
             link_spoiled: None,
             pair: None,

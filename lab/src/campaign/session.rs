@@ -5,15 +5,16 @@ use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use oscil_kernel::sysctl::{Side, SysctlValues};
-use oscil_rundir::campaign::{CampaignRun, RunSettings};
-use oscil_rundir::lab::Sides;
+use oscil_model::campaign::{CampaignRun, RunSettings};
+use oscil_model::lab::Sides;
+use oscil_model::sysctl::{Side, SysctlValues};
+use oscil_protocol::request::SessionRequest;
 
 use oscil_cli::invocation::{DaemonInvocation, ReaderInvocation};
 
-use crate::host::{Host, HostError, Proc};
+use super::sysctl;
+use crate::remote::host::{Host, HostError, Proc};
 use crate::sys;
-use crate::sysctl;
 
 /// The two ends of a campaign, as one run needs them.
 pub struct Ends {
@@ -98,7 +99,7 @@ pub fn reader_invocation(
         out: files.out.to_owned(),
         lab_record: Some(files.lab_record.to_owned()),
         label: Some(run.label.clone()),
-        request: s.session_request(),
+        request: SessionRequest::of_run(s),
         rcvbuf_bytes: s.rcvbuf_bytes,
         probe: !s.no_probe,
         trace: s.trace,
@@ -212,9 +213,9 @@ impl Ends {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
-    use oscil_protocol::PatternConfig;
-    use oscil_rundir::campaign::Order;
+    use crate::plan::matrix::{configurations, plan_runs, AxisValue, Matrix, Setting};
+    use oscil_model::campaign::Order;
+    use oscil_model::pattern::PatternConfig;
 
     /// Every per-socket setting of a run reaches the reader's session request (which the
     /// reader's own tests parse back from `argv`).

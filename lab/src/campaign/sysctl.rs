@@ -4,14 +4,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use oscil_kernel::sysctl::{Side, Sysctl, SysctlValues};
-use oscil_rundir::campaign::RunSettings;
+use oscil_model::campaign::RunSettings;
+use oscil_model::sysctl::{Side, Sysctl, SysctlValues};
 use serde::{Deserialize, Serialize};
 
-use oscil_protocol::text::escape_peer;
+use oscil_model::text::escape_peer;
 use oscil_rundir::safe_fs::{self, SafeFsError};
 
-use crate::host::{Host, HostArgError, HostError};
+use crate::remote::host::{Host, HostArgError, HostError};
 
 /// Recorded in each run's record, per side: what the lab sets, and the congestion control
 /// the host defaults to (the daemon sets one per socket).
@@ -308,7 +308,7 @@ exit 1"#;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_kernel::sysctl::SysctlValue;
+    use oscil_model::sysctl::SysctlValue;
 
     #[test]
     fn defaults_take_the_recorded_values() {

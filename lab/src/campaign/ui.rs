@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use oscil_protocol::text::escape_peer;
-use oscil_protocol::{Phase, ReaderSample};
-use oscil_rundir::campaign::{CampaignRun, CampaignRunStatus};
+use oscil_model::campaign::{CampaignRun, CampaignRunStatus};
+use oscil_model::rows::{Phase, ReaderSample};
+use oscil_model::text::escape_peer;
 
 /// A line on stderr. A terminal that went away (SIGHUP) must not stop the lab's cleanup,
 /// so a failed write is ignored where `eprintln!` would panic.
@@ -166,7 +166,7 @@ impl Ui {
         self.bar.inc(1);
         let figures = match status {
             CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
-                let words = crate::bounded::report_words(&self.bin, run_dir);
+                let words = super::bounded::report_words(&self.bin, run_dir);
                 words
                     .ok()
                     .map(|w| w.trim_end().to_owned())
@@ -213,17 +213,17 @@ impl Ui {
 }
 
 /// The end table: per configuration, complete runs and the report's figures, as the
-/// report writes it ([`crate::bounded::report_words`]), or why there is none.
+/// report writes it ([`crate::campaign::bounded::report_words`]), or why there is none.
 pub fn table(dir: &Path, bin: &Path) -> String {
-    crate::bounded::report_words(bin, dir)
+    super::bounded::report_words(bin, dir)
         .unwrap_or_else(|e| format!("oscil-lab: no table of the runs: {e}\n"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
-    use oscil_rundir::campaign::Order;
+    use crate::plan::matrix::{configurations, plan_runs, AxisValue, Matrix, Setting};
+    use oscil_model::campaign::Order;
 
     #[test]
     fn phase_and_durations_read_as_words() {

@@ -3,7 +3,8 @@
 //! whatever configuration it has. The calibration goes into `campaign.json`
 //! (`calibrations`, and each run's `slow_rate_bps`), so `--resume` reuses it and a report
 //! can tell how the rate was chosen. The namespace lab needs none: it knows its path's
-//! rate (`plan::SlowRateChoice`).
+//! rate (`plan::matrix::SlowRateChoice`). Here, what the calibration run is and what it
+//! fixes; the campaign's loop makes it (`crate::campaign::execute::calibrate_before`).
 //!
 //! A run of its own rather than the baseline's first repetition: that repetition would
 //! read its slow phases at its own peak before any rate was fixed (so the baseline would
@@ -16,14 +17,11 @@
 //! to each flow in a one-second window, `--fraction` of it): one definition of the peak.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use oscil_protocol::PatternConfig;
-use oscil_rundir::campaign::{
+use oscil_model::campaign::{
     Calibration, Campaign, CampaignRun, CampaignRunStatus, RunSettings, SlowRateBasis,
 };
-
-use crate::execute::{outcome, set_aside, Backend, LabError};
+use oscil_model::pattern::PatternConfig;
 
 /// The calibration's directory under the campaign's, and its label in logs.
 pub const CALIBRATION: &str = "calibration";
@@ -85,71 +83,6 @@ pub fn measured(run: &CampaignRun, run_dir: &Path, measured_unix_ms: u64) -> Opt
     })
 }
 
-/// Runs the calibration for `like`'s pair on `backend`, its files under `campaign_dir`
-/// (an earlier attempt's set aside), its logs in `logs/calibration[_<pair>]`.
-pub fn run(
-    backend: &mut dyn Backend,
-    campaign_dir: &Path,
-    like: &CampaignRun,
-) -> Result<Calibration, String> {
-    let run = plan(like);
-    let run_dir = campaign_dir.join(&run.dir);
-    let logs = campaign_dir.join("logs").join(match &run.pair {
-        Some(pair) => format!("{CALIBRATION}_{pair}"),
-        None => CALIBRATION.into(),
-    });
-    let prepared = set_aside(&run_dir).and_then(|()| {
-        for dir in [run_dir.parent().unwrap_or(campaign_dir), &logs] {
-            std::fs::create_dir_all(dir)
-                .map_err(|source| LabError::io("cannot create", dir.to_owned(), source))?;
-        }
-        Ok(())
-    });
-    prepared.map_err(|e| e.to_string())?;
-    let result = backend.run(&run, &run_dir, &logs, &mut |_: Duration| {});
-    match outcome(&run_dir, &result, &logs.join("reader.log")) {
-        (CampaignRunStatus::Complete, _) => {
-            let now_ms = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
-            measured(&run, &run_dir, now_ms)
-                .ok_or_else(|| format!("{} holds no slow rate", run_dir.display()))
-        }
-        (status, reason) => Err(format!(
-            "{}: {}",
-            format!("{status:?}").to_lowercase(),
-            reason.unwrap_or_else(|| "no reason given".into())
-        )),
-    }
-}
-
-/// Before `run`: when it waits for its pair's calibration, runs that on `backend` and fixes
-/// `run`'s slow rate by it, telling `say` what it does. Returns the calibration, for
-/// `campaign.json`, or why `run` cannot go.
-pub fn before(
-    backend: &mut dyn Backend,
-    campaign_dir: &Path,
-    run: &mut CampaignRun,
-    say: &mut dyn FnMut(&str),
-) -> Result<Option<Calibration>, String> {
-    if !awaits(run) {
-        return Ok(None);
-    }
-    let pair = run
-        .pair
-        .as_deref()
-        .map_or(String::new(), |p| format!(" of {p}"));
-    say(&format!(
-        "oscil-lab: calibrating the path{pair}: {} at full speed, to fix every run's slow rate",
-        crate::ui::human_duration(Duration::from_millis(plan(run).settings.pattern.fast_ms))
-    ));
-    let calibration = self::run(backend, campaign_dir, run)
-        .map_err(|why| format!("no slow rate: the calibration run failed ({why})"))?;
-    say(&describe(&calibration, run.settings.pattern.fraction));
-    apply_to(run, &calibration);
-    Ok(Some(calibration))
-}
-
 /// Fixes `run`'s slow rate from its pair's `calibration`, when it waits for one.
 pub fn apply_to(run: &mut CampaignRun, calibration: &Calibration) {
     if !awaits(run) || run.pair != calibration.pair {
@@ -174,7 +107,7 @@ pub fn apply(campaign: &mut Campaign, calibration: Calibration) {
 }
 
 /// A line for the terminal: what the calibration found and what it fixed.
-fn describe(calibration: &Calibration, fraction: f64) -> String {
+pub fn describe(calibration: &Calibration, fraction: f64) -> String {
     let pair = calibration
         .pair
         .as_deref()
@@ -190,8 +123,9 @@ fn describe(calibration: &Calibration, fraction: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{configurations, plan_runs, AxisValue, Matrix, Setting};
-    use oscil_rundir::campaign::Order;
+    use crate::plan::matrix::{configurations, plan_runs, AxisValue, Matrix, Setting};
+    use oscil_model::campaign::Order;
+    use oscil_protocol::request::SessionRequest;
 
     fn runs() -> Vec<CampaignRun> {
         let lowat = |bytes| AxisValue {
@@ -226,7 +160,7 @@ mod tests {
             (2, Some(16384))
         );
         assert_eq!(run.settings.slow_rate_basis, Some(SlowRateBasis::PerRun));
-        assert!(run.settings.session_request().validate().is_ok());
+        assert!(SessionRequest::of_run(&run.settings).validate().is_ok());
     }
 
     #[test]
@@ -234,10 +168,10 @@ mod tests {
         let mut campaign_runs = runs();
         campaign_runs[0].pair = Some("b-to-a".into());
         let mut campaign = Campaign {
-            format_version: oscil_rundir::campaign::CAMPAIGN_FORMAT_VERSION,
+            format_version: oscil_model::campaign::CAMPAIGN_FORMAT_VERSION,
             software: "test".into(),
             created_unix_ms: 0,
-            backend: oscil_rundir::campaign::Backend::Hosts,
+            backend: oscil_model::campaign::Backend::Hosts,
             sender: "s".into(),
             receiver: "r".into(),
             order: Order::Grouped,

@@ -1,9 +1,9 @@
 //! What this machine's link emulator was measured to hold on time, for `--dry-run`'s
 //! warnings: a run past it is likely to come back flagged as spoiled by the link (more than
-//! 0.1% of its packets over 1 ms late, `oscil_rundir::link_health`) and left out of the
+//! 0.1% of its packets over 1 ms late, `oscil_model::link_health`) and left out of the
 //! verdicts. Pure: the plan's paths and flows in, words out.
 
-use oscil_rundir::campaign::PathSettings;
+use oscil_model::campaign::PathSettings;
 
 /// One measured cell: full-speed flows through oscil-link at this rate with this many flows
 /// kept at most 0.1% of packets over 1 ms late (docs/PERFORMANCE.md, "What the emulator

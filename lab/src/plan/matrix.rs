@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use oscil_protocol::control::WriteMode;
-use oscil_protocol::PatternConfig;
-use oscil_rundir::campaign::{
+use oscil_model::campaign::{
     CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings, SlowRateBasis,
 };
+use oscil_model::pattern::PatternConfig;
+use oscil_model::socket::WriteMode;
 
 /// One value of one axis: what it sets, and the words it adds to the label (none when the
 /// label leaves it out because it is the backend's default).
@@ -78,7 +78,7 @@ impl Default for Matrix {
         Matrix {
             axes: Vec::new(),
             flows: 1,
-            interval_us: oscil_protocol::request::DEFAULT_INTERVAL.as_micros() as u64,
+            interval_us: oscil_model::sampling::DEFAULT_INTERVAL.as_micros() as u64,
             pattern: PatternConfig::CLOUDFLARE,
             write_size_bytes: None,
             marker_every_us: None,
@@ -95,7 +95,7 @@ pub enum SlowRateChoice {
     /// `--slow-rate RATE`, bit/s.
     Given(u64),
     /// The default: one rate per path, `fraction` x the emulated path's rate in the lab,
-    /// `fraction` x the pair's calibration peak on real hosts (`crate::calibrate`).
+    /// `fraction` x the pair's calibration peak on real hosts (`crate::plan::calibrate`).
     PerPath,
     /// `--slow-rate auto-per-run`: each run's own peak.
     PerRun,
@@ -259,7 +259,7 @@ fn setup_round_trips(run: &CampaignRun) -> Duration {
         return Duration::ZERO;
     };
     let clock = match run.settings.marker_every_us {
-        Some(_) => oscil_protocol::clock::EXCHANGES,
+        Some(_) => oscil_model::clock::EXCHANGES,
         None => 0,
     };
     Duration::from_micros(path.rtt_us) * (SESSION_ROUND_TRIPS + clock)

@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use oscil_protocol::text::escape_peer;
+use oscil_model::text::escape_peer;
 use serde::{Deserialize, Serialize};
 
 use crate::sys;

@@ -14,9 +14,9 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use oscil_protocol::text::escape_peer;
+use oscil_model::text::escape_peer;
 
-use crate::host::Host;
+use super::host::Host;
 
 /// Where the locks live on every host: root's alone (`/run/lock` is writable by all).
 pub const LOCK_DIR: &str = "/run/oscil-lab";

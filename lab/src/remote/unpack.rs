@@ -306,7 +306,7 @@ fn unpack_into(
             continue;
         }
         let (raw, link) = pending.take_names(&entry);
-        let name = oscil_protocol::text::escape_peer(&String::from_utf8_lossy(&raw));
+        let name = oscil_model::text::escape_peer(&String::from_utf8_lossy(&raw));
         let Some(relative) = plain_relative(&raw) else {
             refused.push(format!(
                 "{name}: a name that leads out of the run directory"
@@ -354,7 +354,7 @@ fn unpack_into(
 fn refusal(kind: EntryType, link: Option<&[u8]>) -> Option<String> {
     let target = || {
         let target = String::from_utf8_lossy(link.unwrap_or_default());
-        oscil_protocol::text::escape_peer(&target)
+        oscil_model::text::escape_peer(&target)
     };
     Some(match kind {
         EntryType::Regular | EntryType::Continuous | EntryType::Directory => return None,

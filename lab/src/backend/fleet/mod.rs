@@ -1,5 +1,5 @@
 //! Many hosts: the inventory's pairs, each a two-host campaign of the same matrix, run in
-//! rounds ([`crate::schedule`]) so no host is ever in two runs at once, the runs of a round
+//! rounds ([`schedule`]) so no host is ever in two runs at once, the runs of a round
 //! in parallel (a thread per pair), everything over OpenSSH as the two-host backend does it
 //! (each pair a [`Hosts`] with its own `pairs/<pair>/restore.json`, every connection to a
 //! host shared through one control socket). A host that cannot be reached, or a pair that
@@ -13,26 +13,34 @@
 //! <out>/report/                        one report, a recommendation per path, the mesh
 //! ```
 
+pub(crate) mod inventory;
+pub(crate) mod pairs;
+mod schedule;
+mod ui;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use oscil_rundir::campaign::{Calibration, Campaign, CampaignRun, CampaignRunStatus};
+use oscil_model::campaign::{Calibration, Campaign, CampaignRun, CampaignRunStatus};
 use oscil_rundir::safe_fs;
 
+use super::hosts::{close_connection, preflight, Endpoint, Hosts, PairSpec};
+use crate::campaign::execute::{
+    calibrate_before, outcome, set_aside, Backend, CampaignDir, Finished, LabError,
+};
+use crate::campaign::finish::finish_campaign;
+use crate::campaign::sysctl::{self, RestoreFile};
+use crate::campaign::ui::{human_duration, say};
 use crate::config::{FleetSpec, NewCampaign};
-use crate::execute::{outcome, set_aside, Backend, CampaignDir, Finished, LabError};
-use crate::finish::finish_campaign;
-use crate::fleet_ui::describe;
-use crate::host::Host;
-use crate::hosts::{close_connection, preflight, Endpoint, Hosts, PairSpec};
-use crate::inventory::InventoryHost;
-use crate::lock::{self, HostLock, LockError};
-use crate::pairs::Pair;
-use crate::plan::{configurations, plan_runs, planned_duration};
-use crate::sysctl::RestoreFile;
-use crate::{calibrate, schedule, sysctl, ui};
+use crate::plan::calibrate;
+use crate::plan::matrix::{configurations, plan_runs, planned_duration};
+use crate::remote::host::Host;
+use crate::remote::lock::{self, HostLock, LockError};
+use inventory::InventoryHost;
+use pairs::Pair;
+use ui::describe;
 
 /// Where each pair keeps its restore file and its measured path.
 pub const PAIRS_DIR: &str = "pairs";
@@ -93,7 +101,7 @@ fn pending(run: &CampaignRun) -> bool {
 
 /// `--dry-run`: the rounds still to run, each with its runs, and the wall time.
 pub fn print_plan(campaign: &Campaign, spec: &FleetSpec) {
-    print!("{}", crate::fleet_ui::hosts_table(spec));
+    print!("{}", ui::hosts_table(spec));
     let rounds = rounds_of(&campaign.runs, spec, pending);
     let duration = |i: usize| planned_duration([&campaign.runs[i]], OVERHEAD);
     for (k, round) in rounds.iter().enumerate() {
@@ -116,8 +124,8 @@ pub fn print_plan(campaign: &Campaign, spec: &FleetSpec) {
         spec.pairs.len(),
         rounds.len(),
         schedule::lower_bound(&todo),
-        ui::human_duration(schedule::wall_time(&rounds, duration)),
-        ui::human_duration(OVERHEAD),
+        human_duration(schedule::wall_time(&rounds, duration)),
+        human_duration(OVERHEAD),
     );
 }
 
@@ -262,7 +270,7 @@ pub fn run(mut cdir: CampaignDir, spec: &FleetSpec, bin: &Path) -> Result<Finish
     let closed = close_all(&mut backends);
     drop(locks);
     for host in &spec.hosts {
-        close_connection(&Host::Ssh(crate::host::SshHost {
+        close_connection(&Host::Ssh(crate::remote::host::SshHost {
             target: host.target(),
             options: endpoint(spec, host).ssh_options,
             sudo: false,
@@ -275,7 +283,7 @@ pub fn run(mut cdir: CampaignDir, spec: &FleetSpec, bin: &Path) -> Result<Finish
     let complete = !cdir.campaign.runs.iter().any(pending);
     Ok(match interrupted {
         Some(signal) => {
-            ui::say(&format!(
+            say(&format!(
                 "oscil-lab: stopped by signal {signal}; oscil-lab --resume {} continues",
                 cdir.dir.display()
             ));
@@ -312,7 +320,7 @@ fn set_up(
         .collect();
     names.sort_unstable();
     names.dedup();
-    ui::say(&format!(
+    say(&format!(
         "oscil-lab: reaching {} host(s) for {} pair(s)",
         names.len(),
         todo.len()
@@ -428,7 +436,7 @@ fn record_pairs(
         if let Some(Err(why)) = run.pair.as_ref().and_then(|p| backends.get(p)) {
             run.status = CampaignRunStatus::Failed;
             run.reason = Some(format!("the pair could not start: {why}"));
-            ui::say(&format!("oscil-lab: {}: {why}", describe(run, spec)));
+            say(&format!("oscil-lab: {}: {why}", describe(run, spec)));
         }
     }
     cdir.save()
@@ -445,7 +453,7 @@ enum Event {
         run: usize,
         status: CampaignRunStatus,
         reason: Option<String>,
-        /// The pair's calibration, when this run made it (`crate::calibrate`).
+        /// The pair's calibration, when this run made it (`calibrate_before`).
         calibration: Option<Calibration>,
     },
 }
@@ -464,7 +472,7 @@ fn run_rounds(
                 .is_some_and(|p| matches!(backends.get(p), Some(Ok(_))))
     };
     let rounds = rounds_of(&cdir.campaign.runs, spec, ready);
-    let mut progress = crate::fleet_ui::Progress::new(&cdir.campaign, &rounds, OVERHEAD);
+    let mut progress = ui::Progress::new(&cdir.campaign, &rounds, OVERHEAD);
     for (k, round) in rounds.iter().enumerate() {
         if let Some(signal) = crate::sys::stop_signal() {
             return Ok(Some(signal));
@@ -496,7 +504,7 @@ fn run_rounds(
                             let goodput = match &live {
                                 Some((host, csv)) if looked.elapsed() > Duration::from_secs(2) => {
                                     looked = Instant::now();
-                                    crate::fleet_ui::remote_goodput(host, csv, interval_us)
+                                    ui::remote_goodput(host, csv, interval_us)
                                 }
                                 _ => None,
                             };
@@ -538,7 +546,7 @@ fn follow(
     cdir: &mut CampaignDir,
     spec: &FleetSpec,
     rx: &mpsc::Receiver<Event>,
-    progress: &mut crate::fleet_ui::Progress,
+    progress: &mut ui::Progress,
 ) -> Result<(), LabError> {
     loop {
         match rx.recv_timeout(Duration::from_secs(1)) {
@@ -570,14 +578,14 @@ fn follow(
 }
 
 /// One run on its pair's hosts, with its logs, after the pair's calibration when it waits
-/// for one (`crate::calibrate`): its status from what it left, and the calibration it made.
+/// for one (`calibrate_before`): its status from what it left, and the calibration it made.
 fn one_run(
     dir: &Path,
     run: &mut CampaignRun,
     backend: &mut Hosts,
     tick: &mut dyn FnMut(Duration),
 ) -> (CampaignRunStatus, Option<String>, Option<Calibration>) {
-    let calibration = match calibrate::before(backend, dir, run, &mut |line| ui::say(line)) {
+    let calibration = match calibrate_before(backend, dir, run, &mut |line| say(line)) {
         Ok(calibration) => calibration,
         Err(reason) => return (CampaignRunStatus::Failed, Some(reason), None),
     };
@@ -629,19 +637,17 @@ fn finish(cdir: &mut CampaignDir, spec: &FleetSpec, bin: &Path) -> Result<(), La
         record_path(cdir, pair)?;
     }
     finish_campaign(cdir, bin)?;
-    oscil_cli::out!("{}", crate::fleet_ui::pair_table(&cdir.campaign, spec));
+    oscil_cli::out!("{}", ui::pair_table(&cdir.campaign, spec));
     Ok(())
 }
 
 /// A pair's path as measured: the ping at set-up and the lowest RTT its runs saw.
 fn record_path(cdir: &mut CampaignDir, pair: &Pair) -> Result<(), LabError> {
     let name = pair.dir_name();
-    let min_rtt_us = cdir
-        .campaign
-        .complete_runs(&cdir.dir)
+    let min_rtt_us = oscil_rundir::campaign::complete_runs(&cdir.campaign, &cdir.dir)
         .filter(|(run, _)| run.pair.as_deref() == Some(&name))
         .filter_map(|(_, dir)| dir.ok())
-        .filter_map(|d| oscil_rundir::load_rows::<oscil_protocol::SenderSample>(&d).ok())
+        .filter_map(|d| oscil_rundir::load_rows::<oscil_model::rows::SenderSample>(&d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)
@@ -670,10 +676,10 @@ fn record_path(cdir: &mut CampaignDir, pair: &Pair) -> Result<(), LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::parse;
-    use crate::pairs::parse_pairs;
-    use crate::plan::{AxisValue, Matrix, Setting};
-    use oscil_rundir::campaign::Order;
+    use crate::backend::fleet::inventory::parse;
+    use crate::backend::fleet::pairs::parse_pairs;
+    use crate::plan::matrix::{AxisValue, Matrix, Setting};
+    use oscil_model::campaign::Order;
 
     fn new_campaign(pairs: &str) -> (NewCampaign, FleetSpec) {
         let hosts =
@@ -758,7 +764,7 @@ mod tests {
     fn the_dry_run_shows_each_host_as_it_will_be_reached() {
         let (_, spec) = new_campaign("a>d");
         assert_eq!(
-            crate::fleet_ui::hosts_table(&spec),
+            ui::hosts_table(&spec),
             "\
 host  address   user  port             binaries
 a     10.0.0.1  root  2200             /usr/local/bin

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::inventory::InventoryHost;
+use super::inventory::InventoryHost;
 
 /// An ordered pair of inventory hosts: the sender runs oscil-daemon, the receiver
 /// oscil-reader.
@@ -104,7 +104,7 @@ pub fn parse_pairs(text: &str, hosts: &[InventoryHost]) -> Result<Vec<Pair>, Pai
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::parse;
+    use crate::backend::fleet::inventory::parse;
 
     #[test]
     fn pairs_all_hub_and_lists() {

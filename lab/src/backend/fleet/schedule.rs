@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-use crate::pairs::Pair;
+use super::pairs::Pair;
 
 /// Rounds of indices into `runs`: within a round no host twice, each pair's runs in the
 /// order given (so a shuffled plan stays shuffled per pair).

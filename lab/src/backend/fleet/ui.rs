@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use oscil_rundir::campaign::{Campaign, CampaignRun, CampaignRunStatus};
+use oscil_model::campaign::{Campaign, CampaignRun, CampaignRunStatus};
 
+use crate::campaign::ui::{human_duration, last_second_goodput, phase_at, say};
 use crate::config::FleetSpec;
-use crate::host::Host;
-use crate::plan::planned_duration;
-use crate::ui::{human_duration, last_second_goodput, phase_at, say};
+use crate::plan::matrix::planned_duration;
+use crate::remote::host::Host;
 
 /// How often the line of the running pairs is printed.
 const SHOW_EVERY: Duration = Duration::from_secs(5);
@@ -31,7 +31,7 @@ impl Progress {
         let round_times = rounds
             .iter()
             .map(|r| {
-                crate::schedule::wall_time(std::slice::from_ref(r), |i| {
+                super::schedule::wall_time(std::slice::from_ref(r), |i| {
                     planned_duration([&campaign.runs[i]], overhead)
                 })
             })
@@ -208,7 +208,7 @@ pub fn pair_table(campaign: &Campaign, spec: &FleetSpec) -> String {
             .iter()
             .find(|r| r.status == CampaignRunStatus::Failed)
             .and_then(|r| r.reason.as_deref())
-            .map(oscil_protocol::text::escape_peer)
+            .map(oscil_model::text::escape_peer)
             .unwrap_or_default();
         text.push_str(&format!(
             "{:width$}  {:>4}  {rtt:<10}  {failed}\n",

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::host::{check_bin_dir, check_host_name, check_user_name, HostArgError};
+use crate::remote::host::{check_bin_dir, check_host_name, check_user_name, HostArgError};
 
 /// Groups nested deeper than this are refused: Ansible's own inventories rarely pass 5.
 pub const MAX_GROUP_DEPTH: usize = 64;

@@ -1,0 +1,10 @@
+//! The report's first stage: the directories given (runs, campaigns) read within bounds,
+//! each run summarised with its settings and series, the runs grouped into
+//! configurations; the figures, verdicts, charts and files are made from these.
+
+pub(crate) mod configs;
+pub mod input;
+pub(crate) mod run_series;
+pub(crate) mod series;
+pub(crate) mod settings;
+pub mod summary;

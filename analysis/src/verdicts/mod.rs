@@ -1,0 +1,7 @@
+//! The verdicts on the figures: each configuration against the baseline, and the
+//! recommendation per path with its words and sysctl files; the charts and the written
+//! files say them.
+
+pub(crate) mod recommend;
+pub(crate) mod recommendation_text;
+pub(crate) mod verdict;

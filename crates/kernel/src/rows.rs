@@ -1,0 +1,101 @@
+//! The rows of a run's CSVs from what the kernel said of a socket or a host at one tick.
+
+use oscil_model::host::{QueueEvents, Sockstat};
+use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
+
+use crate::{SkMemInfo, TcpInfo};
+
+/// A row from sockstat, the namespace's receive-queue events since the last row and,
+/// when summed at this tick, the namespace's charged TCP memory.
+pub fn host_sample(
+    t_s: f64,
+    side: Side,
+    s: &Sockstat,
+    queue: Option<QueueEvents>,
+    tcp_mem_ns_bytes: Option<u64>,
+) -> HostSample {
+    HostSample {
+        t_s,
+        side,
+        tcp_inuse: s.tcp_inuse,
+        tcp_orphan: s.tcp_orphan,
+        tcp_tw: s.tcp_tw,
+        tcp_alloc: s.tcp_alloc,
+        tcp_mem_pages: s.tcp_mem_pages,
+        tcp_mem_ns_bytes,
+        tcp_collapsed: queue.map(|q| q.collapsed),
+        tcp_prune_called: queue.map(|q| q.prune_called),
+        tcp_rcv_pruned: queue.map(|q| q.rcv_pruned),
+        tcp_ofo_pruned: queue.map(|q| q.ofo_pruned),
+        tcp_rcvq_drop: queue.map(|q| q.rcvq_drop),
+        tcp_backlog_drop: queue.map(|q| q.backlog_drop),
+    }
+}
+
+/// Builds a row from what the kernel said of the socket at `t_s`.
+pub fn sender_sample(
+    t_s: f64,
+    flow: u32,
+    (bytes, span_s): (u64, f64),
+    info: &TcpInfo,
+    mem: &SkMemInfo,
+) -> SenderSample {
+    SenderSample {
+        t_s,
+        flow,
+        bytes,
+        cwnd: info.snd_cwnd_segs,
+        unacked: info.unacked_segs,
+        notsent_bytes: info.notsent_bytes,
+        snd_wnd: info.snd_wnd_bytes,
+        rtt_us: info.rtt_us,
+        delivery_rate_bps: info.delivery_rate_bps,
+        wmem_queued: mem.wmem_queued_bytes,
+        sndbuf: mem.sndbuf_bytes,
+        snd_mss_bytes: info.snd_mss_bytes,
+        inflight_bytes: info.inflight_bytes_est(),
+        total_retrans: info.total_retrans,
+        pacing_rate_bps: info.pacing_rate_bps,
+        span_s,
+        residence_us: None,
+        write_to_ack_us: None,
+        wakeups: None,
+        wake_notsent_p50_bytes: None,
+        wake_notsent_max_bytes: None,
+        wake_to_write_p50_us: None,
+        wake_to_write_max_us: None,
+        acked_bytes: None,
+        pending_write_age_us: None,
+        busy_us: None,
+        rwnd_limited_us: None,
+        sndbuf_limited_us: None,
+    }
+}
+
+/// Builds a row from what the kernel said of the socket at `t_s`.
+pub fn reader_sample(
+    t_s: f64,
+    flow: u32,
+    phase: Phase,
+    (bytes, span_s): (u64, f64),
+    budget_bytes: u64,
+    info: &TcpInfo,
+    mem: &SkMemInfo,
+) -> ReaderSample {
+    ReaderSample {
+        t_s,
+        flow,
+        phase,
+        bytes,
+        rcv_wnd: info.rcv_wnd_bytes,
+        rcv_ssthresh: info.rcv_ssthresh_bytes,
+        rcv_space: info.rcv_space_bytes,
+        rtt_us: info.rtt_us,
+        rmem_alloc: mem.rmem_alloc_bytes,
+        rcvbuf: mem.rcvbuf_bytes,
+        rcv_rtt_us: info.rcv_rtt_us,
+        budget_bytes,
+        span_s,
+        delivered_bytes: None,
+    }
+}

@@ -1,0 +1,108 @@
+//! What a run records of each host: its facts (kernel, sysctls, clock, namespace), its
+//! TCP sockets and memory from sockstat, its receive-queue events, and what a process spent.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::socket::FieldGroup;
+use crate::sysctl::{Sysctl, SysctlValue};
+
+/// One host's facts, as recorded in `run.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostFacts {
+    pub hostname: String,
+    pub kernel_release: String,
+    pub page_size_bytes: u64,
+    /// Every sysctl the project knows ([`Sysctl`]), by dotted name, each value in the
+    /// kernel's text white space normalised (`4096 16384 4194304`); unreadable ones are
+    /// absent. Kept as text: a peer of another build may know other names.
+    pub sysctls: BTreeMap<String, String>,
+    pub wall_clock_unix_ms: u64,
+    /// Which clock sample times use.
+    pub clock: String,
+    /// Inode of the caller's network namespace: tells namespaces on one host apart.
+    pub netns_inode: Option<u64>,
+    /// Bytes of `struct tcp_info` this kernel returns (`tcp_info::kernel_bytes`); absent
+    /// in runs recorded before it was, and where the kernel would not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info_bytes: Option<u32>,
+    /// The field groups that length leaves out: figures this kernel cannot give.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tcp_info_absent: Vec<FieldGroup>,
+}
+
+impl HostFacts {
+    /// A recorded sysctl's value, typed; `None` when it was not recorded or is not a
+    /// value of its kind.
+    pub fn sysctl(&self, sysctl: Sysctl) -> Option<SysctlValue> {
+        sysctl.parse(self.sysctls.get(sysctl.name())?).ok()
+    }
+}
+
+/// The `TCP:` line of `/proc/net/sockstat`. `inuse` and `tw` are per network namespace;
+/// `alloc`, `orphan` and `mem` are global to the host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sockstat {
+    pub tcp_inuse: u64,
+    pub tcp_orphan: u64,
+    pub tcp_tw: u64,
+    pub tcp_alloc: u64,
+    /// TCP memory in pages (see `HostFacts::page_size_bytes`), compared against `tcp_mem`.
+    pub tcp_mem_pages: u64,
+}
+
+/// The receive-queue events of `oscil_kernel::netstat::WATCHED` as numbers: how often the kernel collapsed or
+/// pruned a receive queue, or dropped a segment for want of room. Per network namespace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueEvents {
+    pub collapsed: u64,
+    pub prune_called: u64,
+    pub rcv_pruned: u64,
+    pub ofo_pruned: u64,
+    pub rcvq_drop: u64,
+    pub backlog_drop: u64,
+}
+
+impl QueueEvents {
+    /// What happened between `before` and `self` (a counter that went back counts 0).
+    pub fn since(self, before: QueueEvents) -> QueueEvents {
+        QueueEvents {
+            collapsed: self.collapsed.saturating_sub(before.collapsed),
+            prune_called: self.prune_called.saturating_sub(before.prune_called),
+            rcv_pruned: self.rcv_pruned.saturating_sub(before.rcv_pruned),
+            ofo_pruned: self.ofo_pruned.saturating_sub(before.ofo_pruned),
+            rcvq_drop: self.rcvq_drop.saturating_sub(before.rcvq_drop),
+            backlog_drop: self.backlog_drop.saturating_sub(before.backlog_drop),
+        }
+    }
+}
+
+/// CPU time and context switches of a process (or their growth over a span).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCost {
+    pub user_s: f64,
+    pub system_s: f64,
+    pub voluntary_ctx: u64,
+    pub involuntary_ctx: u64,
+}
+
+impl ProcessCost {
+    /// What grew from `before` to `self`.
+    pub fn since(&self, before: &ProcessCost) -> ProcessCost {
+        ProcessCost {
+            user_s: (self.user_s - before.user_s).max(0.0),
+            system_s: (self.system_s - before.system_s).max(0.0),
+            voluntary_ctx: self.voluntary_ctx.saturating_sub(before.voluntary_ctx),
+            involuntary_ctx: self.involuntary_ctx.saturating_sub(before.involuntary_ctx),
+        }
+    }
+
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.system_s
+    }
+
+    pub fn ctx(&self) -> u64 {
+        self.voluntary_ctx.saturating_add(self.involuntary_ctx)
+    }
+}
