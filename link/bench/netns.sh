@@ -12,7 +12,7 @@ link_up() {
   local rate=$1 delay_us=$2 stats=$3; shift 3
   local n
   # Each namespace gets an established-socket hash table of its own, as the lab makes them
-  # (lab/src/netns.rs): the samplers' namespace walks then cost ~0.1 ms, not 1.2-2.6 ms.
+  # (lab/src/backend/netns.rs): the samplers' namespace walks then cost ~0.1 ms, not 1.2-2.6 ms.
   ip netns add "$p"; ip netns exec "$p" sysctl -qw net.ipv4.tcp_child_ehash_entries=16384 || true
   for n in "$a" "$b"; do
     nsenter --net="/run/netns/$p" ip netns add "$n"; ip -n "$n" link set lo up

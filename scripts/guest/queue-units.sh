@@ -1,5 +1,5 @@
 # Why netem's queue and oscil-link's differ (issue 32, link/README.md): the lab's netem
-# link (veth, netem delay + rate + limit on each side's egress, as lab/src/netns.rs sets it)
+# link (veth, netem delay + rate + limit on each side's egress, as lab/src/backend/netns.rs sets it)
 # built by hand twice, with the sender's veth making GSO skbs (as the lab's does) and with
 # gso_max_segs 1 (one segment per skb, as a router's queue holds packets), and the seed's
 # F3 session over each: 16 KiB per-wake writes, lowat default, time-scaled as
