@@ -57,18 +57,9 @@ pub fn sender_sample(
         total_retrans: info.total_retrans,
         pacing_rate_bps: info.pacing_rate_bps,
         span_s,
-        residence_us: None,
-        write_to_ack_us: None,
-        wakeups: None,
-        wake_notsent_p50_bytes: None,
-        wake_notsent_max_bytes: None,
-        wake_to_write_p50_us: None,
-        wake_to_write_max_us: None,
-        acked_bytes: None,
-        pending_write_age_us: None,
-        busy_us: None,
-        rwnd_limited_us: None,
-        sndbuf_limited_us: None,
+        min_rtt_us: info.min_rtt_us,
+        // The writer's and the chrono counters' columns are filled by the daemon's sampler.
+        ..SenderSample::default()
     }
 }
 

@@ -45,7 +45,9 @@ fn columns_of(side: Side, group: FieldGroup) -> &'static [&'static str] {
         (Side::Reader, _) => &[],
         (Side::Sender, FieldGroup::PacingRate) => &["sender.csv pacing_rate_bps"],
         (Side::Sender, FieldGroup::ByteCounts) => &["sender.csv acked_bytes"],
-        (Side::Sender, FieldGroup::Notsent) => &["sender.csv notsent_bytes"],
+        (Side::Sender, FieldGroup::Notsent) => {
+            &["sender.csv notsent_bytes", "sender.csv min_rtt_us"]
+        }
         (Side::Sender, FieldGroup::DeliveryRate) => &["sender.csv delivery_rate_bps"],
         (Side::Sender, FieldGroup::Chrono) => &[
             "sender.csv busy_us",

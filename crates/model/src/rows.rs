@@ -168,6 +168,11 @@ pub struct SenderSample {
     pub rwnd_limited_us: Option<u64>,
     #[serde(default)]
     pub sndbuf_limited_us: Option<u64>,
+    /// The lowest RTT TCP has seen on the flow (`tcpi_min_rtt`), µs: the path's base RTT,
+    /// so `rtt_us - min_rtt_us` is the queueing the flow's own packets meet. Empty in runs
+    /// before the column and where the kernel lacks the field (before 4.6).
+    #[serde(default)]
+    pub min_rtt_us: Option<u32>,
 }
 
 fn span_or(span_s: f64, interval_s: f64) -> f64 {

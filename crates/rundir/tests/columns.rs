@@ -157,14 +157,13 @@ fn a_directory_of_the_first_columns_loads_with_the_later_ones_empty() {
 }
 
 #[test]
-fn a_written_header_is_the_rows_columns() {
+fn a_header_written_before_is_the_rows_leading_columns() {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lab-run/sender.csv"),
     )
     .unwrap();
-    // The fixture was written by RunWriter at a445635, when the header was a hand list.
-    assert_eq!(
-        text.lines().next().unwrap(),
-        SenderSample::columns().join(",")
-    );
+    // Written by RunWriter at a445635, when the header was a hand list: the struct's
+    // columns since then only grew at the end.
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    assert_eq!(&SenderSample::columns()[..header.len()], header.as_slice());
 }
