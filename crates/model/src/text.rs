@@ -16,6 +16,38 @@ pub fn escape_peer(text: &str) -> String {
     escape_bounded(text, PEER_TEXT_CHARS)
 }
 
+/// How many strings of one list a peer's message keeps: a list of notes or reasons is a
+/// few lines, never a screenful.
+pub const PEER_LIST_STRINGS: usize = 16;
+
+/// A peer's whole message made safe at once, so that no field is forgotten: every string
+/// in `value` (object keys too) through [`escape_peer`], and every list of strings longer
+/// than [`PEER_LIST_STRINGS`] cut, its last string saying how many were left out.
+pub fn escape_peer_value(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => *text = escape_peer(text),
+        Value::Array(items) => {
+            if items.len() > PEER_LIST_STRINGS && items.iter().all(Value::is_string) {
+                let left_out = items.len() - (PEER_LIST_STRINGS - 1);
+                items.truncate(PEER_LIST_STRINGS - 1);
+                items.push(Value::String(format!("… ({left_out} more)")));
+            }
+            items.iter_mut().for_each(escape_peer_value);
+        }
+        Value::Object(map) => {
+            *map = std::mem::take(map)
+                .into_iter()
+                .map(|(key, mut item)| {
+                    escape_peer_value(&mut item);
+                    (escape_peer(&key), item)
+                })
+                .collect();
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 /// Text read from a run or campaign directory (a label, a reason), safe to print and write anywhere:
 /// escaped like [`escape_peer`], cut to [`LABEL_CHARS`] characters.
 pub fn escape_stored(text: &str) -> String {
@@ -88,6 +120,25 @@ mod tests {
         // shown of 100,002.
         let shown = format!("{}\\u{{1b}}[3", "\\u{1b}[31m\\n".repeat(16));
         assert_eq!(out, format!("{shown}… (99903 bytes more)"));
+    }
+
+    #[test]
+    fn every_string_of_a_message_is_escaped_and_long_lists_are_cut() {
+        let mut message = serde_json::json!({
+            "software": "d\u{1b}[2J",
+            "options": {"notes": vec!["n\nforged"; 40], "rate": 5},
+            "host": {"sysctls": {"net.\u{7}x": "1\r"}},
+        });
+        escape_peer_value(&mut message);
+        let expected = serde_json::json!({
+            "software": "d\\u{1b}[2J",
+            "options": {
+                "notes": ([vec!["n\\nforged"; 15], vec!["… (25 more)"]].concat()),
+                "rate": 5,
+            },
+            "host": {"sysctls": {"net.\\u{7}x": "1\\r"}},
+        });
+        assert_eq!(message, expected);
     }
 
     #[test]
