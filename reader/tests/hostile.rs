@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 
 use oscil_model::rows::{HostSample, SenderSample, Side};
 use oscil_model::socket::WriteMode;
+use oscil_model::trace::{SenderTrace, TraceKind, TraceRow, TraceSideFacts};
 use oscil_protocol::auth::DaemonHandshake;
 
 use oscil_protocol::control::{
@@ -342,6 +343,25 @@ fn ended(reason: &str) -> Ended {
     }
 }
 
+/// Sends a sample every 100 ms for `intervals` intervals, with rows for `flows`, each on
+/// time as the reader's clock sees it (it allows a second of drift).
+fn sample_on_time(fake: &mut Fake, intervals: u32, flows: &[u32]) {
+    let start = std::time::Instant::now();
+    for k in 1..=intervals {
+        let t_s = f64::from(k) * 0.1;
+        let due = std::time::Duration::from_secs_f64(t_s);
+        std::thread::sleep(due.saturating_sub(start.elapsed()));
+        let rows = flows
+            .iter()
+            .map(|&flow| SenderSample {
+                span_s: 0.1,
+                ..sender_row(t_s, flow)
+            })
+            .collect();
+        fake.send(&samples(t_s, rows));
+    }
+}
+
 /// Waits for the reader's stop, then ends the session with `end`.
 fn end_on_stop(fake: &mut Fake, end: Ended) {
     loop {
@@ -400,18 +420,7 @@ fn a_daemon_that_sends_5_of_40_intervals_leaves_a_run_with_holes() {
 fn a_flow_missing_from_the_daemons_rows_is_a_hole_named_by_flow() {
     let (addr, daemon) = stand_in(|listener, mut fake| {
         let _flows = welcome_and_start(listener, &mut fake);
-        let start = std::time::Instant::now();
-        for k in 1..=20 {
-            let t_s = f64::from(k) * 0.1;
-            // On time, as the reader's clock sees it (it allows a second of drift).
-            let due = std::time::Duration::from_secs_f64(t_s);
-            std::thread::sleep(due.saturating_sub(start.elapsed()));
-            let row = SenderSample {
-                span_s: 0.1,
-                ..sender_row(t_s, 0)
-            };
-            fake.send(&samples(t_s, vec![row]));
-        }
+        sample_on_time(&mut fake, 20, &[0]);
         end_on_stop(&mut fake, ended("reader asked to stop: pattern complete"));
     });
     let dir = tempfile::tempdir().unwrap();
@@ -530,4 +539,49 @@ fn an_impossible_end_is_named_not_only_unconfirmed() {
             && reason.contains("an impossible end: wake-ups of flow 7"),
         "{reason}"
     );
+}
+
+/// A daemon whose trace rows stop after 5 of the 50 its own end counts: the run has holes,
+/// and `run.json` says how many rows never arrived.
+#[test]
+fn a_trace_whose_rows_stop_early_leaves_a_run_with_holes() {
+    let (addr, daemon) = stand_in(|listener, mut fake| {
+        let _flows = welcome_and_start(listener, &mut fake);
+        let rows = (1..=5)
+            .map(|k| TraceRow::<SenderTrace>::new(f64::from(k) * 0.01, TraceKind::Probe, 0))
+            .collect();
+        fake.send(&DaemonMessage::Trace { rows });
+        sample_on_time(&mut fake, 20, &[0]);
+        let mut end = ended("reader asked to stop: pattern complete");
+        end.trace = Some(TraceSideFacts {
+            events: [("probe".to_string(), 50)].into(),
+            ..Default::default()
+        });
+        end_on_stop(&mut fake, end);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    // The reader's own trace finds no tracefs here, and says so; it is not a hole.
+    let no_tracefs = tempfile::tempdir().unwrap();
+    let output = reader()
+        .env("OSCIL_TRACEFS", no_tracefs.path())
+        .args(["--connect", &addr.to_string(), "--quiet", "--trace"])
+        .args(["--fast", "1s", "--slow", "1s", "--cycles", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let run = run_json(&out);
+    assert_eq!(run["ending"]["status"], "holes", "{}", run["ending"]);
+    assert_eq!(run["trace"]["sender"]["rows_missing"], 45, "{}", run["trace"]);
+    let reason = run["ending"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the sender's trace stopped early: 45 of the 50 rows"),
+        "{reason}"
+    );
+    assert!(!reason.contains("record"), "only the trace: {reason}");
+    let trace = std::fs::read_to_string(out.join("trace-sender.csv")).unwrap();
+    assert_eq!(trace.lines().count(), 6, "header and five rows: {trace}");
 }
