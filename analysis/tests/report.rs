@@ -214,7 +214,10 @@ fn a_run_with_holes_is_counted_and_says_so() {
         "{md}"
     );
     let html = fs::read_to_string(out.path().join("index.html")).unwrap();
-    assert!(html.contains(&format!("holes: {}", reason.replace('\'', "&#39;"))), "{html}");
+    assert!(
+        html.contains(&format!("holes: {}", reason.replace('\'', "&#39;"))),
+        "{html}"
+    );
 }
 
 #[test]

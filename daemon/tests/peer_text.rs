@@ -53,7 +53,10 @@ async fn a_readers_escapes_forged_lines_and_60_kb_are_logged_escaped_and_bounded
     let lines = lines_until(&daemon, ": end after ");
     for line in &lines {
         assert!(!line.contains('\u{1b}'), "raw escape logged: {line:?}");
-        assert!(line.starts_with("oscil-daemon: "), "a forged line: {line:?}");
+        assert!(
+            line.starts_with("oscil-daemon: "),
+            "a forged line: {line:?}"
+        );
         assert!(line.chars().count() < 1_000, "{} characters", line.len());
     }
     let start = lines.iter().find(|l| l.contains(": start, ")).unwrap();
@@ -63,10 +66,20 @@ async fn a_readers_escapes_forged_lines_and_60_kb_are_logged_escaped_and_bounded
     );
     let end = lines.last().unwrap();
     let said = end.split("reader asked to stop: ").nth(1).unwrap();
-    assert!(said.starts_with("stop\\u{1b}[2J\\u{1b}[31m\\noscil-daemon: forged line"), "{end}");
+    assert!(
+        said.starts_with("stop\\u{1b}[2J\\u{1b}[31m\\noscil-daemon: forged line"),
+        "{end}"
+    );
     // How much was left out: the reason's bytes less those shown (each escape shown as the
     // six characters of one byte, a newline as two).
     let (shown, mark) = said.split_once('…').unwrap();
-    let shown_bytes = shown.replace("\\u{1b}", "\u{1b}").replace("\\n", "\n").len();
-    assert_eq!(mark, format!(" ({} bytes more)", reason.len() - shown_bytes), "{end}");
+    let shown_bytes = shown
+        .replace("\\u{1b}", "\u{1b}")
+        .replace("\\n", "\n")
+        .len();
+    assert_eq!(
+        mark,
+        format!(" ({} bytes more)", reason.len() - shown_bytes),
+        "{end}"
+    );
 }

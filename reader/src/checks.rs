@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use oscil_kernel::tracer::SENDER_KINDS;
 use oscil_model::host::ProcessCost;
 use oscil_model::rows::{HostSample, SenderSample, Side};
 use oscil_model::trace::{SenderTrace, TraceRow};
@@ -45,7 +46,8 @@ pub struct EscapeError(String);
 /// `message` with every string in it escaped and bounded
 /// ([`oscil_model::text::escape_peer_value`]).
 fn escaped<T: Serialize + DeserializeOwned>(message: &T) -> Result<T, EscapeError> {
-    let text_error = |e: serde_json::Error| EscapeError(oscil_model::text::escape_peer(&e.to_string()));
+    let text_error =
+        |e: serde_json::Error| EscapeError(oscil_model::text::escape_peer(&e.to_string()));
     let mut value = serde_json::to_value(message).map_err(text_error)?;
     oscil_model::text::escape_peer_value(&mut value);
     serde_json::from_value(value).map_err(text_error)
@@ -94,6 +96,9 @@ pub enum EndError {
     Wakeups(u32),
     #[error("a CPU time of {0:?}")]
     Cost(ProcessCost),
+    /// Trace events of a kind the daemon does not trace (the name escaped and bounded).
+    #[error("trace events of kind \"{0}\", which a daemon does not trace")]
+    TraceKind(String),
     #[error(transparent)]
     Text(#[from] EscapeError),
 }
@@ -238,6 +243,11 @@ impl SampleCheck {
             {
                 return Err(EndError::Cost(*cost));
             }
+        }
+        let mut kinds = ended.trace.iter().flat_map(|t| t.events.keys());
+        let sender_kind = |kind: &&String| SENDER_KINDS.iter().any(|k| k.as_str() == kind.as_str());
+        if let Some(kind) = kinds.find(|kind| !sender_kind(kind)) {
+            return Err(EndError::TraceKind(oscil_model::text::escape_peer(kind)));
         }
         Ok(escaped(ended)?)
     }
@@ -415,6 +425,33 @@ mod tests {
             assert_eq!(reason, WelcomeError::PageSize(bad));
             assert!(reason.to_string().contains("page size"));
         }
+    }
+
+    #[test]
+    fn an_end_is_escaped_and_its_trace_kinds_are_the_senders() {
+        let mut ended = Ended {
+            reason: "done\u{1b}[2J".into(),
+            tcpext_delta: Default::default(),
+            wakeups: Vec::new(),
+            cost: None,
+            trace: Some(oscil_model::trace::TraceSideFacts {
+                events: [("probe".to_string(), 3)].into(),
+                absent: vec!["why\n".into()],
+                ..Default::default()
+            }),
+            sampled_by: None,
+        };
+        let escaped = check().ended(&ended).unwrap();
+        assert_eq!(escaped.reason, "done\\u{1b}[2J");
+        assert_eq!(escaped.trace.unwrap().absent, ["why\\n"]);
+        let trace = ended.trace.as_mut().unwrap();
+        trace.events.insert("x\u{1b}".repeat(1_000), 1);
+        let reason = check().ended(&ended).unwrap_err().to_string();
+        assert!(
+            reason.starts_with("trace events of kind \"x\\u{1b}x"),
+            "{reason}"
+        );
+        assert!(reason.contains("bytes more)"), "{reason}");
     }
 
     #[test]

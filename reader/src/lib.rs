@@ -519,7 +519,9 @@ async fn collect_daemon_samples(
                 let mut ended = match check.ended(&ended) {
                     Ok(escaped) => escaped,
                     Err(e) => {
-                        return ControlEnd::Failed(format!("the daemon sent an impossible end: {e}"))
+                        return ControlEnd::Failed(format!(
+                            "the daemon sent an impossible end: {e}"
+                        ))
                     }
                 };
                 // Only the counters the reader asked about go into run.json.
@@ -530,7 +532,9 @@ async fn collect_daemon_samples(
             }
             Ok(Some(other)) => {
                 let shown = escape_peer(&format!("{other:?}"));
-                return ControlEnd::Failed(format!("the daemon sent an unexpected message: {shown}"));
+                return ControlEnd::Failed(format!(
+                    "the daemon sent an unexpected message: {shown}"
+                ));
             }
             Ok(None) => {
                 return ControlEnd::Failed("the daemon closed the control connection".into())
@@ -551,11 +555,21 @@ impl ControlEnd {
     /// The daemon's own account of the session, or why there is none: what it sent that
     /// made no sense, or that nothing came in time.
     fn confirmed(end: Option<ControlEnd>) -> (Option<Ended>, Option<String>) {
-        let unconfirmed = |why: &str| Some(format!("the daemon did not confirm the end of the session: {why}"));
+        let unconfirmed = |why: &str| {
+            Some(format!(
+                "the daemon did not confirm the end of the session: {why}"
+            ))
+        };
         match end {
             Some(ControlEnd::Ended(ended)) => (Some(*ended), None),
             Some(ControlEnd::Failed(why)) => (None, unconfirmed(&why)),
-            None => (None, unconfirmed(&format!("no end came within {} s of the stop (or a second signal gave up waiting)", STOP_GRACE.as_secs()))),
+            None => (
+                None,
+                unconfirmed(&format!(
+                    "no end came within {} s of the stop (or a second signal gave up waiting)",
+                    STOP_GRACE.as_secs()
+                )),
+            ),
         }
     }
 }

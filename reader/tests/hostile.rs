@@ -404,13 +404,18 @@ fn a_daemon_that_sends_5_of_40_intervals_leaves_a_run_with_holes() {
     let run = run_json(&out);
     assert_eq!(run["ending"]["status"], "holes", "{}", run["ending"]);
     // 4 s at 100 ms: 40 intervals (41 if the reader stopped a tenth into the next).
-    let missing = run["sampling"]["sender"]["missing_intervals"].as_u64().unwrap();
+    let missing = run["sampling"]["sender"]["missing_intervals"]
+        .as_u64()
+        .unwrap();
     assert!((35..=36).contains(&missing), "{}", run["sampling"]);
     assert_eq!(run["sampling"]["reader"]["missing_intervals"], 0);
     let reason = run["ending"]["reason"].as_str().unwrap();
     let said = format!("the sender's record has no sample for {missing} of the intervals");
     assert!(reason.contains(&said), "{reason}");
-    assert!(stderr.contains("run has holes") && stderr.contains(&said), "{stderr}");
+    assert!(
+        stderr.contains("run has holes") && stderr.contains(&said),
+        "{stderr}"
+    );
     let sender = std::fs::read_to_string(out.join("sender.csv")).unwrap();
     assert_eq!(sender.lines().count(), 6, "header and five rows: {sender}");
 }
@@ -432,8 +437,14 @@ fn a_flow_missing_from_the_daemons_rows_is_a_hole_named_by_flow() {
     let run = run_json(&out);
     assert_eq!(run["ending"]["status"], "holes", "{}", run["ending"]);
     let sender = &run["sampling"]["sender"];
-    assert_eq!(sender["flows_without_rows"], serde_json::json!([1]), "{sender}");
-    assert!(run["sampling"]["reader"].get("flows_without_rows").is_none());
+    assert_eq!(
+        sender["flows_without_rows"],
+        serde_json::json!([1]),
+        "{sender}"
+    );
+    assert!(run["sampling"]["reader"]
+        .get("flows_without_rows")
+        .is_none());
     let reason = run["ending"]["reason"].as_str().unwrap();
     assert!(
         reason.contains("the sender's record has no row at all for flow 1"),
@@ -500,7 +511,10 @@ fn a_daemons_escapes_forged_lines_and_100_kb_are_printed_escaped_and_bounded() {
         note_line.ends_with(&format!("… ({} bytes more)", note.len() - shown_bytes)),
         "{note_line}"
     );
-    assert!(stderr.contains("the daemon ended the session: end\\u{1b}"), "{stderr}");
+    assert!(
+        stderr.contains("the daemon ended the session: end\\u{1b}"),
+        "{stderr}"
+    );
     assert!(!stderr.contains(&reason[..200]), "{stderr}");
     let run = std::fs::read_to_string(out.join("run.json")).unwrap();
     assert!(run.len() < 50_000, "run.json holds {} bytes", run.len());
@@ -575,7 +589,11 @@ fn a_trace_whose_rows_stop_early_leaves_a_run_with_holes() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let run = run_json(&out);
     assert_eq!(run["ending"]["status"], "holes", "{}", run["ending"]);
-    assert_eq!(run["trace"]["sender"]["rows_missing"], 45, "{}", run["trace"]);
+    assert_eq!(
+        run["trace"]["sender"]["rows_missing"], 45,
+        "{}",
+        run["trace"]
+    );
     let reason = run["ending"]["reason"].as_str().unwrap();
     assert!(
         reason.contains("the sender's trace stopped early: 45 of the 50 rows"),

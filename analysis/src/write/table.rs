@@ -55,7 +55,10 @@ pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<Stri
         let mut row = vec![
             s.label.clone(),
             status(s).into(),
-            s.partial.clone().or_else(|| s.holes.clone()).unwrap_or_default(),
+            s.partial
+                .clone()
+                .or_else(|| s.holes.clone())
+                .unwrap_or_default(),
             set.flows.to_string(),
             set.lowat_text(),
             set.lowat.map_or(String::new(), |(b, _)| b.to_string()),

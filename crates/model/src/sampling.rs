@@ -25,7 +25,11 @@ impl Sampling {
     pub fn holes(&self) -> Vec<String> {
         [("reader", &self.reader), ("sender", &self.sender)]
             .into_iter()
-            .flat_map(|(side, s)| s.holes().into_iter().map(move |h| format!("the {side}'s {h}")))
+            .flat_map(|(side, s)| {
+                s.holes()
+                    .into_iter()
+                    .map(move |h| format!("the {side}'s {h}"))
+            })
             .collect()
     }
 }
@@ -68,7 +72,10 @@ impl SideSampling {
         }
         if !self.flows_without_rows.is_empty() {
             let flows: Vec<String> = self.flows_without_rows.iter().map(u32::to_string).collect();
-            said.push(format!("record has no row at all for flow {}", flows.join(", ")));
+            said.push(format!(
+                "record has no row at all for flow {}",
+                flows.join(", ")
+            ));
         }
         said
     }

@@ -60,7 +60,8 @@ fn escape_bounded(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
     let mut shown_chars = 0;
     for (at, c) in text.char_indices() {
-        let escaped = c.is_control() || (c.escape_debug().nth(1).is_some() && !matches!(c, '"' | '\''));
+        let escaped =
+            c.is_control() || (c.escape_debug().nth(1).is_some() && !matches!(c, '"' | '\''));
         let width = if escaped { c.escape_debug().count() } else { 1 };
         if shown_chars + width > max_chars {
             out.push_str(&format!("… ({} bytes more)", text.len() - at));

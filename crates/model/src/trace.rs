@@ -257,7 +257,9 @@ impl TraceSideFacts {
     /// Rows of every kind.
     pub fn total_events(&self) -> u64 {
         // Saturating: a peer's counts are not trusted to fit.
-        self.events.values().fold(0, |sum: u64, &n| sum.saturating_add(n))
+        self.events
+            .values()
+            .fold(0, |sum: u64, &n| sum.saturating_add(n))
     }
 }
 
