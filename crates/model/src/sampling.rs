@@ -90,8 +90,9 @@ pub struct Tally {
     missing_rows: u64,
     /// Rows per flow of the session.
     rows_by_flow: Vec<u64>,
-    /// Whether the last tick covered less than an interval: the run's last, partial one.
-    last_partial: bool,
+    /// The last tick's span, seconds: the run's last tick covers up to the end, which may
+    /// fall anywhere in an interval.
+    last_span_s: f64,
     lateness_s: Vec<f64>,
 }
 
@@ -103,7 +104,7 @@ impl Tally {
             merged_intervals: 0,
             missing_rows: 0,
             rows_by_flow: vec![0; flows as usize],
-            last_partial: false,
+            last_span_s: 0.0,
             lateness_s: Vec::new(),
         }
     }
@@ -121,7 +122,7 @@ impl Tally {
             }
         }
         self.missing_rows += (self.rows_by_flow.len() as u64).saturating_sub(rows);
-        self.last_partial = span_s > 0.0 && span_s < interval_s * 0.9;
+        self.last_span_s = span_s;
         if span_s <= 0.0 {
             return;
         }
@@ -136,11 +137,21 @@ impl Tally {
         }
     }
 
-    /// The side's sampling over a run whose reader ran `intervals_run` intervals. The
-    /// run's last interval is cut where each side stopped, on clocks one message apart, so
-    /// a last tick that covered part of an interval may stand for one interval more.
+    /// Intervals the last tick may stand for beyond those counted for it (its span rounded,
+    /// at least one). A tick on a deadline spans whole intervals and stands for them; the
+    /// run's last, taken where the side stopped, spans part of one, on clocks one message
+    /// apart: it may stand for its span rounded up, plus one.
+    fn last_tick_slack(&self) -> u64 {
+        let intervals = self.last_span_s / self.interval_s;
+        if self.ticks == 0 || (intervals - intervals.round()).abs() < 1e-6 {
+            return 0;
+        }
+        (intervals.ceil() as u64 + 1).saturating_sub((intervals.round() as u64).max(1))
+    }
+
+    /// The side's sampling over a run whose reader ran `intervals_run` intervals.
     pub fn finish(mut self, intervals_run: u64) -> SideSampling {
-        let covered = self.ticks + self.merged_intervals + u64::from(self.last_partial);
+        let covered = self.ticks + self.merged_intervals + self.last_tick_slack();
         let flows_without_rows = (0..)
             .zip(&self.rows_by_flow)
             .filter(|&(_, &rows)| rows == 0)
@@ -237,7 +248,11 @@ mod tests {
         );
         // A last, partial tick may stand for one interval more, no further.
         tally.tick(3.93, 0.03, 0..2);
-        assert_eq!(tally.finish(40).missing_intervals, 33);
+        assert_eq!(tally.clone().finish(40).missing_intervals, 33);
+        // A last tick of 1.4 intervals (one counted) stands for up to three: its span
+        // rounded up, plus one.
+        tally.tick(4.04, 0.14, 0..2);
+        assert_eq!(tally.finish(41).missing_intervals, 41 - 6 - 3);
         let sampling = Sampling {
             reader: SideSampling::default(),
             sender: side,
