@@ -180,6 +180,46 @@ fn a_partial_run_still_reports_and_says_so() {
     );
 }
 
+/// A run whose pattern ran but whose record lacks intervals (`holes`) is counted, and
+/// says so in every place a partial run does.
+#[test]
+fn a_run_with_holes_is_counted_and_says_so() {
+    let (_scratch, dirs) = runs();
+    let copy = tempfile::tempdir().unwrap();
+    for file in ["run.json", "reader.csv", "sender.csv", "host.csv"] {
+        fs::copy(dirs[0].join(file), copy.path().join(file)).unwrap();
+    }
+    let meta_path = copy.path().join("run.json");
+    let mut meta: Value = serde_json::from_str(&fs::read_to_string(&meta_path).unwrap()).unwrap();
+    let reason = "pattern complete, but the sender's record has no sample for 35 of the intervals the reader ran";
+    meta["ending"]["status"] = "holes".into();
+    meta["ending"]["reason"] = reason.into();
+    meta["label"] = "holed".into();
+    fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+
+    let out = tempfile::tempdir().unwrap();
+    let result = report(&[copy.path(), &dirs[0]], out.path(), &[]);
+    assert!(result.status.success(), "{result:?}");
+    // One more header line than the same run complete: "RUN WITH HOLES: <reason>".
+    let complete = assert_tall_run_picture(&out.path().join("run-default.png"));
+    let holed = assert_tall_run_picture(&out.path().join("run-holed.png"));
+    assert_eq!(holed, complete + 30);
+    let rows = Csv::read(&out.path().join("summary.csv")).rows;
+    assert_eq!(rows[0]["status"], "holes");
+    assert_eq!(rows[0]["partial_reason"], reason);
+    let md = fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(md.contains("| holed | holes |"), "{md}");
+    assert!(
+        md.contains(&format!("**holed** has holes (counted): {reason}")),
+        "{md}"
+    );
+    let html = fs::read_to_string(out.path().join("index.html")).unwrap();
+    assert!(
+        html.contains(&format!("holes: {}", reason.replace('\'', "&#39;"))),
+        "{html}"
+    );
+}
+
 #[test]
 fn a_directory_that_is_not_a_run_is_one_clear_line() {
     let empty = tempfile::tempdir().unwrap();

@@ -1,13 +1,18 @@
 //! The daemon's samples are checked against the session before they are written: a daemon
 //! (or whoever answers in its place) cannot fill the disk or the run with rows that cannot
-//! be. A sample that fails ends the run, partial, with the reason.
+//! be. A sample that fails ends the run, partial, with the reason. Its words (the welcome's
+//! and the end's every string) are escaped and bounded as they arrive, so nothing later can
+//! print them raw.
 
 use std::time::Duration;
 
+use oscil_kernel::tracer::SENDER_KINDS;
 use oscil_model::host::ProcessCost;
 use oscil_model::rows::{HostSample, SenderSample, Side};
 use oscil_model::trace::{SenderTrace, TraceRow};
-use oscil_protocol::control::Ended;
+use oscil_protocol::control::{Ended, Welcome};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 /// Longer than any write waits in a session (the daemon's limit is far shorter): a figure
 /// past it is forged, and would swamp the latency histograms.
@@ -28,6 +33,24 @@ pub enum WelcomeError {
     /// Not a power of two from 1 KiB to 1 MiB.
     #[error("a page size of {0} bytes")]
     PageSize(u64),
+    #[error(transparent)]
+    Text(#[from] EscapeError),
+}
+
+/// A message whose strings, escaped and bounded, no longer make a message: a list of
+/// names of a kind cut short, say. Only a forged message can be that long.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("its text, escaped and bounded, is no longer a message: {0}")]
+pub struct EscapeError(String);
+
+/// `message` with every string in it escaped and bounded
+/// ([`oscil_model::text::escape_peer_value`]).
+fn escaped<T: Serialize + DeserializeOwned>(message: &T) -> Result<T, EscapeError> {
+    let text_error =
+        |e: serde_json::Error| EscapeError(oscil_model::text::escape_peer(&e.to_string()));
+    let mut value = serde_json::to_value(message).map_err(text_error)?;
+    oscil_model::text::escape_peer_value(&mut value);
+    serde_json::from_value(value).map_err(text_error)
 }
 
 /// Why one interval's samples cannot be the daemon's ([`SampleCheck::check`]).
@@ -73,16 +96,22 @@ pub enum EndError {
     Wakeups(u32),
     #[error("a CPU time of {0:?}")]
     Cost(ProcessCost),
+    /// Trace events of a kind the daemon does not trace (the name escaped and bounded).
+    #[error("trace events of kind \"{0}\", which a daemon does not trace")]
+    TraceKind(String),
+    #[error(transparent)]
+    Text(#[from] EscapeError),
 }
 
-/// Refuses a welcome whose host facts cannot be true: today the page size, which turns
-/// `tcp_mem_pages` into bytes (a power of two from 1 KiB to 1 MiB).
-pub fn check_welcome(welcome: &oscil_protocol::control::Welcome) -> Result<(), WelcomeError> {
+/// The welcome with its words escaped and bounded; refused when its host facts cannot be
+/// true: today the page size, which turns `tcp_mem_pages` into bytes (a power of two from
+/// 1 KiB to 1 MiB).
+pub fn check_welcome(welcome: &Welcome) -> Result<Welcome, WelcomeError> {
     let page = welcome.host.page_size_bytes;
     if !page.is_power_of_two() || !(1 << 10..=1 << 20).contains(&page) {
         return Err(WelcomeError::PageSize(page));
     }
-    Ok(())
+    Ok(escaped(welcome)?)
 }
 
 /// What the daemon has sent so far in a session of `flows` flows.
@@ -195,9 +224,9 @@ impl SampleCheck {
         Ok(())
     }
 
-    /// The end of the session: wake-up figures for flows of the session, once each, and a
-    /// cost that is a number of seconds.
-    pub fn ended(&self, ended: &Ended) -> Result<(), EndError> {
+    /// The end of the session, its words escaped and bounded: wake-up figures for flows of
+    /// the session, once each, and a cost that is a number of seconds.
+    pub fn ended(&self, ended: &Ended) -> Result<Ended, EndError> {
         let mut seen = vec![false; self.flows as usize];
         for w in &ended.wakeups {
             let first = seen
@@ -215,7 +244,12 @@ impl SampleCheck {
                 return Err(EndError::Cost(*cost));
             }
         }
-        Ok(())
+        let mut kinds = ended.trace.iter().flat_map(|t| t.events.keys());
+        let sender_kind = |kind: &&String| SENDER_KINDS.iter().any(|k| k.as_str() == kind.as_str());
+        if let Some(kind) = kinds.find(|kind| !sender_kind(kind)) {
+            return Err(EndError::TraceKind(oscil_model::text::escape_peer(kind)));
+        }
+        Ok(escaped(ended)?)
     }
 }
 
@@ -384,13 +418,40 @@ mod tests {
             probe: false,
             write_mode: Default::default(),
         };
-        assert!(check_welcome(&welcome).is_ok());
+        assert_eq!(check_welcome(&welcome), Ok(welcome.clone()));
         for bad in [0, 3000, 1 << 40, u64::MAX] {
             welcome.host.page_size_bytes = bad;
             let reason = check_welcome(&welcome).unwrap_err();
             assert_eq!(reason, WelcomeError::PageSize(bad));
             assert!(reason.to_string().contains("page size"));
         }
+    }
+
+    #[test]
+    fn an_end_is_escaped_and_its_trace_kinds_are_the_senders() {
+        let mut ended = Ended {
+            reason: "done\u{1b}[2J".into(),
+            tcpext_delta: Default::default(),
+            wakeups: Vec::new(),
+            cost: None,
+            trace: Some(oscil_model::trace::TraceSideFacts {
+                events: [("probe".to_string(), 3)].into(),
+                absent: vec!["why\n".into()],
+                ..Default::default()
+            }),
+            sampled_by: None,
+        };
+        let escaped = check().ended(&ended).unwrap();
+        assert_eq!(escaped.reason, "done\\u{1b}[2J");
+        assert_eq!(escaped.trace.unwrap().absent, ["why\\n"]);
+        let trace = ended.trace.as_mut().unwrap();
+        trace.events.insert("x\u{1b}".repeat(1_000), 1);
+        let reason = check().ended(&ended).unwrap_err().to_string();
+        assert!(
+            reason.starts_with("trace events of kind \"x\\u{1b}x"),
+            "{reason}"
+        );
+        assert!(reason.contains("bytes more)"), "{reason}");
     }
 
     #[test]

@@ -74,7 +74,8 @@ fn run_meta(config: &ReaderConfig, session: &session::Session, schedule: &[Phase
         format_version: FORMAT_VERSION,
         label: config.label.clone(),
         reader_software: SOFTWARE.into(),
-        daemon_software: Some(escape_peer(&session.welcome.software)),
+        // Escaped as it arrived, as is every string of the welcome.
+        daemon_software: Some(session.welcome.software.clone()),
         started_unix_ms: unix_ms(),
         config: RunConfig {
             connect: config.connect.clone(),
@@ -203,7 +204,7 @@ pub async fn run(
         ask_daemon_to_end(&mut control_tx, reason, intervals).await;
         daemon_end = last_daemon_end(&mut control, &mut stop).await;
     }
-    let daemon_ended = daemon_end.and_then(ControlEnd::into_ended);
+    let (daemon_ended, unconfirmed) = ControlEnd::confirmed(daemon_end);
     let mut recorder = recorder.close().expect("the recorder is closed only here");
     if let Some(tracing) = tracing {
         finish_trace(&mut recorder, tracing, daemon_ended.as_ref()).await;
@@ -214,13 +215,14 @@ pub async fn run(
         RunEnd {
             start_unix_ns,
             end_s: elapsed.as_secs_f64(),
+            intervals,
             schedule: &schedule,
             tcpext_before,
             cost_before,
             daemon_ended,
             probed,
             probe_asked: config.probe,
-            reason: cut_short.or(sample_error),
+            reason: cut_short.or(sample_error).or(unconfirmed),
         },
     )
 }
@@ -332,7 +334,7 @@ async fn first_end(
         error = all_read => (error, None),
         end = control => {
             let reason = match &end {
-                Ok(ControlEnd::Ended(ended)) => format!("the daemon ended the session: {}", escape_peer(&ended.reason)),
+                Ok(ControlEnd::Ended(ended)) => format!("the daemon ended the session: {}", ended.reason),
                 Ok(ControlEnd::Failed(reason)) => reason.clone(),
                 Err(e) => format!("control task failed: {e}"),
             };
@@ -399,13 +401,19 @@ async fn finish_trace(
         let _ = csv.flush();
         csv.not_written
     });
-    recorder.writer.meta_mut().trace = Some(trace::facts(reader, sender, not_written));
+    let arrived = trace::Arrived {
+        rows: recorder.sender_trace_rows,
+        not_written,
+    };
+    recorder.writer.meta_mut().trace = Some(trace::facts(reader, sender, arrived));
 }
 
 /// What the end of a run leaves to write into `run.json`.
 struct RunEnd<'a> {
     start_unix_ns: u64,
     end_s: f64,
+    /// The intervals the reader ran: both sides' samples should cover them all.
+    intervals: u64,
     schedule: &'a [PhaseSpan],
     tcpext_before: Option<oscil_kernel::TcpExt>,
     cost_before: Option<ProcessCost>,
@@ -441,17 +449,17 @@ fn finish(
     let daemon_ended = end.daemon_ended.as_ref();
     record_counters(meta, end.tcpext_before, end.cost_before, daemon_ended);
     meta.schedule = cut_schedule(end.schedule, end.end_s);
-    let unconfirmed = daemon_ended
-        .is_none()
-        .then(|| "the daemon did not confirm the end of the session".to_string());
-    let reason = end.reason.or(unconfirmed);
-    let sampling = recorder.sampling();
-    let holes = sampling.holes();
+    let sampling = recorder.sampling(end.intervals);
+    let mut holes = sampling.holes();
+    holes.extend(recorder.writer.meta().trace.as_ref().and_then(trace::holes));
     recorder.writer.meta_mut().sampling = Some(sampling);
-    let (status, reason) = match (reason, holes) {
-        (Some(reason), _) => (RunStatus::Partial, reason),
-        (None, Some(holes)) => (RunStatus::Holes, holes),
-        (None, None) => (RunStatus::Complete, "pattern complete".into()),
+    let (status, reason) = match end.reason {
+        Some(reason) => (RunStatus::Partial, reason),
+        None if !holes.is_empty() => (
+            RunStatus::Holes,
+            format!("pattern complete, but {}", holes.join("; ")),
+        ),
+        None => (RunStatus::Complete, "pattern complete".into()),
     };
     let ending = Ending {
         status,
@@ -507,18 +515,26 @@ async fn collect_daemon_samples(
                     return ControlEnd::Failed(e.to_string());
                 }
             }
-            Ok(Some(DaemonMessage::Ended(mut ended))) => {
-                if let Err(e) = check.ended(&ended) {
-                    return ControlEnd::Failed(format!("the daemon sent an impossible end: {e}"));
-                }
+            Ok(Some(DaemonMessage::Ended(ended))) => {
+                let mut ended = match check.ended(&ended) {
+                    Ok(escaped) => escaped,
+                    Err(e) => {
+                        return ControlEnd::Failed(format!(
+                            "the daemon sent an impossible end: {e}"
+                        ))
+                    }
+                };
                 // Only the counters the reader asked about go into run.json.
                 ended
                     .tcpext_delta
                     .retain(|name, _| netstat::WATCHED.contains(&name.as_str()));
                 return ControlEnd::Ended(Box::new(ended));
             }
-            Ok(Some(_)) => {
-                return ControlEnd::Failed("the daemon sent an unexpected message".into())
+            Ok(Some(other)) => {
+                let shown = escape_peer(&format!("{other:?}"));
+                return ControlEnd::Failed(format!(
+                    "the daemon sent an unexpected message: {shown}"
+                ));
             }
             Ok(None) => {
                 return ControlEnd::Failed("the daemon closed the control connection".into())
@@ -536,11 +552,24 @@ enum ControlEnd {
 }
 
 impl ControlEnd {
-    /// The daemon's own account of the session, when it gave one.
-    fn into_ended(self) -> Option<Ended> {
-        match self {
-            ControlEnd::Ended(ended) => Some(*ended),
-            ControlEnd::Failed(_) => None,
+    /// The daemon's own account of the session, or why there is none: what it sent that
+    /// made no sense, or that nothing came in time.
+    fn confirmed(end: Option<ControlEnd>) -> (Option<Ended>, Option<String>) {
+        let unconfirmed = |why: &str| {
+            Some(format!(
+                "the daemon did not confirm the end of the session: {why}"
+            ))
+        };
+        match end {
+            Some(ControlEnd::Ended(ended)) => (Some(*ended), None),
+            Some(ControlEnd::Failed(why)) => (None, unconfirmed(&why)),
+            None => (
+                None,
+                unconfirmed(&format!(
+                    "no end came within {} s of the stop (or a second signal gave up waiting)",
+                    STOP_GRACE.as_secs()
+                )),
+            ),
         }
     }
 }

@@ -433,8 +433,9 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
     let meta = &outcome.meta;
     let ending = &meta.ending;
     let code = match ending.status {
-        // Holes lose no bytes, only time resolution, and the rows say which span each
-        // covers: the run is usable, so it exits 0 with a line and a status that say so.
+        // The pattern ran; what either side's record lacks (intervals merged or missing,
+        // rows missing, a trace cut short) is counted in run.json: the run exits 0 with a
+        // line and a status that say so.
         RunStatus::Complete | RunStatus::Holes => oscil_cli::exit::OK,
         RunStatus::Partial => oscil_cli::exit::CUT_SHORT,
     };
@@ -488,7 +489,7 @@ fn report(config: &ReaderConfig, outcome: &Outcome, json: bool) -> ExitCode {
             ending.duration_s, ending.reason
         ),
         RunStatus::Holes => eprintln!(
-            "oscil-reader: run has holes: {} (run.json \"sampling\" counts them)",
+            "oscil-reader: run has holes: {} (run.json \"sampling\" and \"trace\" count them)",
             ending.reason
         ),
         RunStatus::Complete => {}

@@ -24,6 +24,8 @@ pub struct Recorder {
     /// The daemon's trace rows, when the run asked for them (`--trace`); no file until the
     /// first row.
     pub sender_trace: Option<TraceCsv<SenderTrace>>,
+    /// The daemon's trace rows that arrived, written or past the cap.
+    pub sender_trace_rows: u64,
     reader_ticks: Tally,
     sender_ticks: Tally,
     flushed_at_s: f64,
@@ -33,6 +35,7 @@ impl Recorder {
     pub fn new(writer: RunWriter, summary: SummaryBuilder, flows: u32, interval_s: f64) -> Self {
         Recorder {
             sender_trace: None,
+            sender_trace_rows: 0,
             writer,
             summary,
             reader_ticks: Tally::new(flows, interval_s),
@@ -48,7 +51,8 @@ impl Recorder {
             self.summary.reader(row);
         }
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
-        self.reader_ticks.tick(host.t_s, span_s, rows.len());
+        self.reader_ticks
+            .tick(host.t_s, span_s, rows.iter().map(|r| r.flow));
         self.host(host)
     }
 
@@ -59,7 +63,8 @@ impl Recorder {
         }
         self.summary.sender(rows);
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
-        self.sender_ticks.tick(host.t_s, span_s, rows.len());
+        self.sender_ticks
+            .tick(host.t_s, span_s, rows.iter().map(|r| r.flow));
         self.host(host)
     }
 
@@ -71,6 +76,7 @@ impl Recorder {
     /// The daemon's trace rows, as they arrived over the control connection; none unless
     /// the run asked for them.
     pub fn trace_sender(&mut self, rows: &[TraceRow<SenderTrace>]) -> Result<(), RunDirError> {
+        self.sender_trace_rows += rows.len() as u64;
         self.sender_trace
             .as_mut()
             .map_or(Ok(()), |csv| csv.write(rows))
@@ -107,11 +113,12 @@ impl Recorder {
         Ok(counts)
     }
 
-    /// Both sides' sampling over the run, for `run.json`.
-    pub fn sampling(&self) -> Sampling {
+    /// Both sides' sampling over a run whose reader ran `intervals` intervals, for
+    /// `run.json`.
+    pub fn sampling(&self, intervals: u64) -> Sampling {
         Sampling {
-            reader: self.reader_ticks.clone().finish(),
-            sender: self.sender_ticks.clone().finish(),
+            reader: self.reader_ticks.clone().finish(intervals),
+            sender: self.sender_ticks.clone().finish(intervals),
         }
     }
 }

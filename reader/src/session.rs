@@ -141,7 +141,7 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
             daemon: welcome.version,
         });
     }
-    crate::checks::check_welcome(&welcome)?;
+    let welcome = crate::checks::check_welcome(&welcome)?;
     if welcome.write_mode != config.write_mode {
         return Err(ReaderError::WriteMode {
             asked: config.write_mode,

@@ -143,12 +143,20 @@ fn request(flows: &[Arc<Flow>], start: std::time::Instant) -> std::io::Result<Tr
 /// How the reader's tracefs instances are named ([`Owner`]).
 const PROGRAM: &str = "reader";
 
+/// The daemon's trace rows as the reader took them: how many arrived, and how many of
+/// those were past the cap.
+pub(crate) struct Arrived {
+    pub rows: u64,
+    pub not_written: u64,
+}
+
 /// `run.json`'s trace: the reader's side, and the daemon's as its `Ended` said (`None`
-/// when it did not end the session properly), with the rows past the cap.
+/// when it did not end the session properly), with the rows past the cap and those its
+/// own count says it traced that never arrived.
 pub(crate) fn facts(
     reader: TraceSideFacts,
     sender: Option<TraceSideFacts>,
-    sender_not_written: u64,
+    arrived: Arrived,
 ) -> TraceFacts {
     let mut sender = sender.unwrap_or_else(|| {
         TraceSideFacts::absent(
@@ -156,9 +164,20 @@ pub(crate) fn facts(
                 .into(),
         )
     });
-    sender.rows_not_written += sender_not_written;
+    sender.rows_not_written += arrived.not_written;
+    sender.rows_missing = sender.total_events().saturating_sub(arrived.rows);
     TraceFacts {
         sender: Some(sender),
         reader: Some(reader),
     }
+}
+
+/// The trace's hole, when the daemon's rows stopped before its own count of them.
+pub(crate) fn holes(facts: &TraceFacts) -> Option<String> {
+    let sender = facts.sender.as_ref().filter(|s| s.rows_missing > 0)?;
+    Some(format!(
+        "the sender's trace stopped early: {} of the {} rows the daemon counted never arrived",
+        sender.rows_missing,
+        sender.total_events()
+    ))
 }

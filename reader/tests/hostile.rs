@@ -9,11 +9,12 @@ use std::thread::JoinHandle;
 
 use oscil_model::rows::{HostSample, SenderSample, Side};
 use oscil_model::socket::WriteMode;
+use oscil_model::trace::{SenderTrace, TraceKind, TraceRow, TraceSideFacts};
 use oscil_protocol::auth::DaemonHandshake;
 
 use oscil_protocol::control::{
-    decode_frame, encode_frame, DaemonMessage, DataChallenge, DataHello, ReaderMessage, Welcome,
-    MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    decode_frame, encode_frame, DaemonMessage, DataChallenge, DataHello, Ended, ReaderMessage,
+    Welcome, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use oscil_protocol::key::{generate_key, Key};
 use oscil_protocol::proof::{Nonce, SessionId};
@@ -67,9 +68,19 @@ fn stand_in(
 }
 
 fn run_against(addr: SocketAddr, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    run_for(addr, out, "1s", extra)
+}
+
+/// The reader against `addr` for one cycle of `phase` fast and `phase` slow.
+fn run_for(
+    addr: SocketAddr,
+    out: &std::path::Path,
+    phase: &str,
+    extra: &[&str],
+) -> std::process::Output {
     reader()
         .args(["--connect", &addr.to_string(), "--quiet"])
-        .args(["--fast", "1s", "--slow", "1s", "--cycles", "1"])
+        .args(["--fast", phase, "--slow", phase, "--cycles", "1"])
         .args(extra)
         .arg("--out")
         .arg(out)
@@ -166,13 +177,22 @@ fn take_data_connection(listener: &TcpListener) -> TcpStream {
 /// Plays a keyless daemon up to the reader's start, echoing clock probes on one clock;
 /// returns the data connections.
 fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> {
+    welcome_as_and_start(listener, fake, |_| {})
+}
+
+/// [`welcome_and_start`] with a welcome `shape` has changed.
+fn welcome_as_and_start(
+    listener: &TcpListener,
+    fake: &mut Fake,
+    shape: impl FnOnce(&mut Welcome),
+) -> Vec<TcpStream> {
     let hello = fake.read().unwrap();
     let (awaiting, challenge) = DaemonHandshake::new(None, Nonce::random().unwrap())
         .on_hello(hello)
         .unwrap();
     fake.send(&challenge);
     let auth = awaiting.on_proof(fake.read().unwrap()).unwrap();
-    fake.send(&DaemonMessage::Welcome(Welcome {
+    let mut welcome = Welcome {
         version: PROTOCOL_VERSION,
         software: "stand-in".into(),
         session_id: SessionId::random().unwrap(),
@@ -180,7 +200,9 @@ fn welcome_and_start(listener: &TcpListener, fake: &mut Fake) -> Vec<TcpStream> 
         options_in_force: Default::default(),
         probe: false,
         write_mode: Default::default(),
-    }));
+    };
+    shape(&mut welcome);
+    fake.send(&DaemonMessage::Welcome(welcome));
     let flows = (0..auth.hello.flows)
         .map(|_| take_data_connection(listener))
         .collect();
@@ -307,4 +329,277 @@ fn a_daemon_that_does_not_say_it_writes_per_wake_is_refused() {
         stderr.contains("--write-mode per-wake: the daemon writes until-eagain"),
         "{stderr}"
     );
+}
+
+/// An end of session as a daemon words it, for `reason`.
+fn ended(reason: &str) -> Ended {
+    Ended {
+        reason: reason.into(),
+        tcpext_delta: Default::default(),
+        wakeups: Vec::new(),
+        cost: None,
+        trace: None,
+        sampled_by: None,
+    }
+}
+
+/// Sends a sample every 100 ms for `intervals` intervals, with rows for `flows`, each on
+/// time as the reader's clock sees it (it allows a second of drift).
+fn sample_on_time(fake: &mut Fake, intervals: u32, flows: &[u32]) {
+    let start = std::time::Instant::now();
+    for k in 1..=intervals {
+        let t_s = f64::from(k) * 0.1;
+        let due = std::time::Duration::from_secs_f64(t_s);
+        std::thread::sleep(due.saturating_sub(start.elapsed()));
+        let rows = flows
+            .iter()
+            .map(|&flow| SenderSample {
+                span_s: 0.1,
+                ..sender_row(t_s, flow)
+            })
+            .collect();
+        fake.send(&samples(t_s, rows));
+    }
+}
+
+/// Waits for the reader's stop, then ends the session with `end`.
+fn end_on_stop(fake: &mut Fake, end: Ended) {
+    loop {
+        match fake.read::<ReaderMessage>() {
+            Some(ReaderMessage::Stop { .. }) => break,
+            Some(_) => {}
+            None => panic!("the reader closed before its stop"),
+        }
+    }
+    fake.send(&DaemonMessage::Ended(end));
+    while fake.read::<ReaderMessage>().is_some() {}
+}
+
+fn run_json(out: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap()
+}
+
+/// A daemon that sends samples for 5 of the session's 40 intervals and ends properly: the
+/// reader counts the 35 it never had and says the run has holes, whatever the daemon says.
+#[test]
+fn a_daemon_that_sends_5_of_40_intervals_leaves_a_run_with_holes() {
+    let (addr, daemon) = stand_in(|listener, mut fake| {
+        let _flows = welcome_and_start(listener, &mut fake);
+        for k in 1..=5 {
+            let t_s = f64::from(k) * 0.1;
+            let row = SenderSample {
+                span_s: 0.1,
+                ..sender_row(t_s, 0)
+            };
+            fake.send(&samples(t_s, vec![row]));
+        }
+        end_on_stop(&mut fake, ended("reader asked to stop: pattern complete"));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run_for(addr, &out, "2s", &[]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let run = run_json(&out);
+    assert_eq!(run["ending"]["status"], "holes", "{}", run["ending"]);
+    // 4 s at 100 ms: 40 intervals (41 if the reader stopped a tenth into the next).
+    let missing = run["sampling"]["sender"]["missing_intervals"]
+        .as_u64()
+        .unwrap();
+    assert!((35..=36).contains(&missing), "{}", run["sampling"]);
+    assert_eq!(run["sampling"]["reader"]["missing_intervals"], 0);
+    let reason = run["ending"]["reason"].as_str().unwrap();
+    let said = format!("the sender's record has no sample for {missing} of the intervals");
+    assert!(reason.contains(&said), "{reason}");
+    assert!(
+        stderr.contains("run has holes") && stderr.contains(&said),
+        "{stderr}"
+    );
+    let sender = std::fs::read_to_string(out.join("sender.csv")).unwrap();
+    assert_eq!(sender.lines().count(), 6, "header and five rows: {sender}");
+}
+
+/// A daemon that never sends a row for one of the session's two flows.
+#[test]
+fn a_flow_missing_from_the_daemons_rows_is_a_hole_named_by_flow() {
+    let (addr, daemon) = stand_in(|listener, mut fake| {
+        let _flows = welcome_and_start(listener, &mut fake);
+        sample_on_time(&mut fake, 20, &[0]);
+        end_on_stop(&mut fake, ended("reader asked to stop: pattern complete"));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run_against(addr, &out, &["--flows", "2"]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let run = run_json(&out);
+    assert_eq!(run["ending"]["status"], "holes", "{}", run["ending"]);
+    let sender = &run["sampling"]["sender"];
+    assert_eq!(
+        sender["flows_without_rows"],
+        serde_json::json!([1]),
+        "{sender}"
+    );
+    assert!(run["sampling"]["reader"]
+        .get("flows_without_rows")
+        .is_none());
+    let reason = run["ending"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the sender's record has no row at all for flow 1"),
+        "{reason}"
+    );
+}
+
+/// Escape codes, a forged line and 100 KB in the welcome's notes, software and host name,
+/// and in the end's reason: each printed and recorded escaped, on one line of bounded
+/// length, with how much was left out.
+#[test]
+fn a_daemons_escapes_forged_lines_and_100_kb_are_printed_escaped_and_bounded() {
+    let hostile = |what: &str| {
+        format!("{what}\u{1b}[2J\u{1b}[31m\noscil-reader: forged line\n").repeat(2_600)
+    };
+    let (note, software, host, reason) = (
+        hostile("note"),
+        hostile("soft"),
+        hostile("host"),
+        hostile("end"),
+    );
+    assert!(note.len() > 100_000, "{}", note.len());
+    let shown = (note.clone(), reason.clone());
+    let (addr, daemon) = stand_in(move |listener, mut fake| {
+        let _flows = welcome_as_and_start(listener, &mut fake, |welcome| {
+            welcome.software = software;
+            welcome.host.hostname = host;
+            welcome.options_in_force.notes = vec![note; 3];
+        });
+        fake.send(&DaemonMessage::Ended(ended(&reason)));
+        while fake.read::<ReaderMessage>().is_some() {}
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run_against(addr, &out, &[]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "raw escape printed: {stderr:?}");
+    assert!(!stderr.contains("\noscil-reader: forged line"), "{stderr}");
+    // Three notes and the end, each on a line of its own, none long.
+    assert_eq!(stderr.lines().count(), 4, "{stderr}");
+    for line in stderr.lines() {
+        assert!(line.chars().count() < 500, "{} characters", line.len());
+    }
+    let (note, reason) = shown;
+    let note_line = stderr.lines().next().unwrap();
+    assert!(
+        note_line.starts_with("oscil-reader: the daemon's sockets: note\\u{1b}[2J\\u{1b}[31m\\n"),
+        "{note_line}"
+    );
+    assert!(note_line.ends_with(" bytes more)"), "{note_line}");
+    // How much was left out: the note's bytes less those shown (each escape shown as the
+    // six characters of one byte, a newline as two).
+    let shown_bytes = note_line
+        .trim_start_matches("oscil-reader: the daemon's sockets: ")
+        .split('…')
+        .next()
+        .unwrap()
+        .replace("\\u{1b}", "\u{1b}")
+        .replace("\\n", "\n")
+        .len();
+    assert!(
+        note_line.ends_with(&format!("… ({} bytes more)", note.len() - shown_bytes)),
+        "{note_line}"
+    );
+    assert!(
+        stderr.contains("the daemon ended the session: end\\u{1b}"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&reason[..200]), "{stderr}");
+    let run = std::fs::read_to_string(out.join("run.json")).unwrap();
+    assert!(run.len() < 50_000, "run.json holds {} bytes", run.len());
+    assert!(!run.contains("\\u001b"), "run.json keeps an escape raw");
+    let meta: serde_json::Value = serde_json::from_str(&run).unwrap();
+    for text in [&meta["daemon_software"], &meta["sender_host"]["hostname"]] {
+        let text = text.as_str().unwrap();
+        assert!(text.ends_with(" bytes more)") && text.len() < 500, "{text}");
+    }
+}
+
+/// An end whose wake-ups name a flow the session lacks: the run is cut short, and says
+/// what the daemon sent that made no sense rather than only that it did not confirm.
+#[test]
+fn an_impossible_end_is_named_not_only_unconfirmed() {
+    let (addr, daemon) = stand_in(|listener, mut fake| {
+        let _flows = welcome_and_start(listener, &mut fake);
+        let mut end = ended("reader asked to stop: pattern complete");
+        end.wakeups = vec![serde_json::from_value(serde_json::json!({
+            "flow": 7, "wakeups": 1, "notsent_p50_bytes": 0, "notsent_max_bytes": 0,
+        }))
+        .unwrap()];
+        end_on_stop(&mut fake, end);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run_against(addr, &out, &[]);
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let run = run_json(&out);
+    assert_eq!(run["ending"]["status"], "partial");
+    let reason = run["ending"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("the daemon did not confirm the end of the session: ")
+            && reason.contains("an impossible end: wake-ups of flow 7"),
+        "{reason}"
+    );
+}
+
+/// A daemon whose trace rows stop after 5 of the 50 its own end counts: the run has holes,
+/// and `run.json` says how many rows never arrived.
+#[test]
+fn a_trace_whose_rows_stop_early_leaves_a_run_with_holes() {
+    let (addr, daemon) = stand_in(|listener, mut fake| {
+        let _flows = welcome_and_start(listener, &mut fake);
+        let rows = (1..=5)
+            .map(|k| TraceRow::<SenderTrace>::new(f64::from(k) * 0.01, TraceKind::Probe, 0))
+            .collect();
+        fake.send(&DaemonMessage::Trace { rows });
+        sample_on_time(&mut fake, 20, &[0]);
+        let mut end = ended("reader asked to stop: pattern complete");
+        end.trace = Some(TraceSideFacts {
+            events: [("probe".to_string(), 50)].into(),
+            ..Default::default()
+        });
+        end_on_stop(&mut fake, end);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    // The reader's own trace finds no tracefs here, and says so; it is not a hole.
+    let no_tracefs = tempfile::tempdir().unwrap();
+    let output = reader()
+        .env("OSCIL_TRACEFS", no_tracefs.path())
+        .args(["--connect", &addr.to_string(), "--quiet", "--trace"])
+        .args(["--fast", "1s", "--slow", "1s", "--cycles", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    daemon.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let run = run_json(&out);
+    assert_eq!(run["ending"]["status"], "holes", "{}", run["ending"]);
+    assert_eq!(
+        run["trace"]["sender"]["rows_missing"], 45,
+        "{}",
+        run["trace"]
+    );
+    let reason = run["ending"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the sender's trace stopped early: 45 of the 50 rows"),
+        "{reason}"
+    );
+    assert!(!reason.contains("record"), "only the trace: {reason}");
+    let trace = std::fs::read_to_string(out.join("trace-sender.csv")).unwrap();
+    assert_eq!(trace.lines().count(), 6, "header and five rows: {trace}");
 }

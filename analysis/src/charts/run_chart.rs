@@ -204,10 +204,11 @@ pub fn run_figure(run: &Run, summary: &RunSummary, calls: &[TraceRow<ReaderTrace
     let frame = Frame::new(run, summary);
     Figure {
         header: run_header(summary),
-        warning: summary
-            .partial
-            .as_ref()
-            .map(|reason| format!("PARTIAL RUN: {reason}")),
+        warning: match (&summary.partial, &summary.holes) {
+            (Some(reason), _) => Some(format!("PARTIAL RUN: {reason}")),
+            (None, Some(holes)) => Some(format!("RUN WITH HOLES: {holes}")),
+            (None, None) => None,
+        },
         panels: [
             Some(throughput_panel(run, &frame)),
             Some(window_panel(run, &frame)),

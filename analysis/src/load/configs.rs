@@ -266,6 +266,7 @@ mod tests {
                 reader_tcp_rmem: None,
             },
             partial: None,
+            holes: None,
             link_spoiled: None,
             duration_s: 60.0,
             phases: RunPhases::default(),

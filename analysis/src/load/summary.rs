@@ -45,6 +45,9 @@ pub struct RunSummary {
     pub settings: Settings,
     /// Why the run was cut short, if it was.
     pub partial: Option<String>,
+    /// What the run's record lacks though its pattern ran (`run.json` status `holes`:
+    /// intervals or rows missing on a side, a trace cut short), escaped; it still counts.
+    pub holes: Option<String>,
     /// Why the lab's link emulator spoiled the run, if it did (`link_health`): no
     /// configuration counts it.
     pub link_spoiled: Option<String>,
@@ -135,6 +138,8 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         },
         settings,
         partial: partial_reason(run),
+        holes: (meta.ending.status == RunStatus::Holes)
+            .then(|| oscil_model::text::escape_stored(&meta.ending.reason)),
         link_spoiled: link.spoiled,
         duration_s: meta.ending.duration_s,
         phases: figures.finish(end_s),

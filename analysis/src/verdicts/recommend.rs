@@ -301,6 +301,7 @@ mod tests {
                 reader_tcp_rmem: Some(SysctlValue::Triple([4096, 131072, 6291456])),
             },
             partial: None,
+            holes: None,
             link_spoiled: None,
             duration_s: 2.0,
             phases: RunPhases {

@@ -389,10 +389,11 @@ fn runs(html: &mut String, p: &Page) {
                 escape(&p.run_pngs[r])
             )))
             .collect();
-        let status = match (&s.partial, &s.link_spoiled) {
-            (Some(why), _) => format!("partial: {why}"),
-            (None, Some(why)) => format!("link spoiled: {why}"),
-            (None, None) => "complete".to_string(),
+        let status = match (&s.partial, &s.link_spoiled, &s.holes) {
+            (Some(why), _, _) => format!("partial: {why}"),
+            (None, Some(why), _) => format!("link spoiled: {why}"),
+            (None, None, Some(why)) => format!("holes: {why}"),
+            (None, None, None) => "complete".to_string(),
         };
         let _ = writeln!(
             html,

@@ -7,10 +7,10 @@ use crate::load::summary::{RunSummary, Scope};
 use crate::write::human::{self, MBIT};
 
 fn status(s: &RunSummary) -> &'static str {
-    if s.partial.is_some() {
-        "partial"
-    } else {
-        "complete"
+    match (&s.partial, &s.holes) {
+        (Some(_), _) => "partial",
+        (None, Some(_)) => "holes",
+        (None, None) => "complete",
     }
 }
 
@@ -55,7 +55,10 @@ pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<Stri
         let mut row = vec![
             s.label.clone(),
             status(s).into(),
-            s.partial.clone().unwrap_or_default(),
+            s.partial
+                .clone()
+                .or_else(|| s.holes.clone())
+                .unwrap_or_default(),
             set.flows.to_string(),
             set.lowat_text(),
             set.lowat.map_or(String::new(), |(b, _)| b.to_string()),
@@ -123,6 +126,11 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
             s.label,
             s.partial.as_deref().unwrap_or_default()
         );
+    }
+    for s in summaries.iter().filter(|s| s.partial.is_none()) {
+        if let Some(holes) = &s.holes {
+            let _ = writeln!(md, "- **{}** has holes (counted): {holes}", s.label);
+        }
     }
     md.push_str(
         "\nOne row per run, over the whole run (every cycle); configurations.csv gives each configuration's mean and 95% interval over its runs, by default over the steady cycles (2 and later), and cycles.csv each cycle.\n\nDefinitions: goodput of a phase is what the reader read in that phase over the \

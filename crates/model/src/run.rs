@@ -150,8 +150,10 @@ pub enum RunStatus {
     Complete,
     /// The run was cut short; `Ending::reason` says why.
     Partial,
-    /// The whole pattern ran but a sampler fell behind: some intervals have no row of their
-    /// own (`RunMeta::sampling` counts them, `Ending::reason` says which side).
+    /// The whole pattern ran but a side's record lacks something: intervals merged into a
+    /// late tick or with no sample at all, rows or whole flows missing, the daemon's trace
+    /// cut short (`RunMeta::sampling` and `trace` count them, `Ending::reason` says which
+    /// side). Counted by the reader from what arrived, never taken from the daemon.
     Holes,
 }
 

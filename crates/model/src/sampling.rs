@@ -1,6 +1,8 @@
 //! How well each side's sampler kept its clock: ticks taken, intervals merged into a late
-//! tick, rows missing, and how late the ticks woke. Computed from the rows themselves
-//! (`t_s` and `span_s`), so a sampler that falls behind is never silent in `run.json`.
+//! tick, intervals with no tick at all, rows missing, and how late the ticks woke. Computed
+//! from the rows themselves (`t_s` and `span_s`) against the intervals the reader ran, so
+//! a sampler that falls behind, or a daemon that sends less than it sampled, is never
+//! silent in `run.json`.
 
 use std::time::Duration;
 
@@ -18,20 +20,17 @@ pub struct Sampling {
 }
 
 impl Sampling {
-    /// What the holes were, if there were any: the reason a run that ran its whole pattern
-    /// still has holes.
-    pub fn holes(&self) -> Option<String> {
-        let said: Vec<String> = [("reader", &self.reader), ("sender", &self.sender)]
+    /// What the holes were, one phrase each naming its side (`the sender's record has no
+    /// sample for 35 of the intervals the reader ran`); empty when there were none.
+    pub fn holes(&self) -> Vec<String> {
+        [("reader", &self.reader), ("sender", &self.sender)]
             .into_iter()
-            .filter(|(_, s)| s.merged_intervals > 0 || s.missing_rows > 0)
-            .map(|(side, s)| {
-                format!(
-                    "the {side}'s sampler fell behind ({} intervals merged into late ticks, {} rows missing)",
-                    s.merged_intervals, s.missing_rows
-                )
+            .flat_map(|(side, s)| {
+                s.holes()
+                    .into_iter()
+                    .map(move |h| format!("the {side}'s {h}"))
             })
-            .collect();
-        (!said.is_empty()).then(|| format!("pattern complete, but {}", said.join("; ")))
+            .collect()
     }
 }
 
@@ -41,42 +40,89 @@ pub struct SideSampling {
     pub ticks: u64,
     /// Intervals that got no tick of their own: a tick that woke late covered them too.
     pub merged_intervals: u64,
-    /// Flows missing from a tick (sockets the kernel no longer listed).
+    /// Intervals the reader ran that no tick of this side covers, not even merged: samples
+    /// never taken or never sent. Absent from runs recorded before it was counted.
+    #[serde(default)]
+    pub missing_intervals: u64,
+    /// Flows missing from a tick (sockets the kernel no longer listed, or rows not sent).
     pub missing_rows: u64,
+    /// Flows of the session with no row at all on this side.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows_without_rows: Vec<u32>,
     /// How late the ticks woke after their deadlines, milliseconds.
     pub lateness_p50_ms: f64,
     pub lateness_p99_ms: f64,
 }
 
+impl SideSampling {
+    /// What this side's record lacks, one phrase each; empty when nothing.
+    pub fn holes(&self) -> Vec<String> {
+        let mut said = Vec::new();
+        if self.missing_intervals > 0 {
+            said.push(format!(
+                "record has no sample for {} of the intervals the reader ran",
+                self.missing_intervals
+            ));
+        }
+        if self.merged_intervals > 0 || self.missing_rows > 0 {
+            said.push(format!(
+                "sampler fell behind ({} intervals merged into late ticks, {} rows missing)",
+                self.merged_intervals, self.missing_rows
+            ));
+        }
+        if !self.flows_without_rows.is_empty() {
+            let flows: Vec<String> = self.flows_without_rows.iter().map(u32::to_string).collect();
+            said.push(format!(
+                "record has no row at all for flow {}",
+                flows.join(", ")
+            ));
+        }
+        said
+    }
+}
+
 /// Tallies one side's ticks as they are recorded.
 #[derive(Debug, Clone)]
 pub struct Tally {
-    flows: u64,
     interval_s: f64,
     ticks: u64,
     merged_intervals: u64,
     missing_rows: u64,
+    /// Rows per flow of the session.
+    rows_by_flow: Vec<u64>,
+    /// The last tick's span, seconds: the run's last tick covers up to the end, which may
+    /// fall anywhere in an interval.
+    last_span_s: f64,
     lateness_s: Vec<f64>,
 }
 
 impl Tally {
     pub fn new(flows: u32, interval_s: f64) -> Self {
         Tally {
-            flows: u64::from(flows),
             interval_s,
             ticks: 0,
             merged_intervals: 0,
             missing_rows: 0,
+            rows_by_flow: vec![0; flows as usize],
+            last_span_s: 0.0,
             lateness_s: Vec::new(),
         }
     }
 
-    /// One tick at `t_s` with `rows` rows covering `span_s` seconds (0 when not recorded:
-    /// one interval is assumed).
-    pub fn tick(&mut self, t_s: f64, span_s: f64, rows: usize) {
+    /// One tick at `t_s` with rows for `flows` covering `span_s` seconds (0 when not
+    /// recorded: one interval is assumed).
+    pub fn tick(&mut self, t_s: f64, span_s: f64, flows: impl IntoIterator<Item = u32>) {
         let interval_s = self.interval_s;
         self.ticks += 1;
-        self.missing_rows += self.flows.saturating_sub(rows as u64);
+        let mut rows = 0;
+        for flow in flows {
+            rows += 1;
+            if let Some(count) = self.rows_by_flow.get_mut(flow as usize) {
+                *count += 1;
+            }
+        }
+        self.missing_rows += (self.rows_by_flow.len() as u64).saturating_sub(rows);
+        self.last_span_s = span_s;
         if span_s <= 0.0 {
             return;
         }
@@ -91,7 +137,26 @@ impl Tally {
         }
     }
 
-    pub fn finish(mut self) -> SideSampling {
+    /// Intervals the last tick may stand for beyond those counted for it (its span rounded,
+    /// at least one). A tick on a deadline spans whole intervals and stands for them; the
+    /// run's last, taken where the side stopped, spans part of one, on clocks one message
+    /// apart: it may stand for its span rounded up, plus one.
+    fn last_tick_slack(&self) -> u64 {
+        let intervals = self.last_span_s / self.interval_s;
+        if self.ticks == 0 || (intervals - intervals.round()).abs() < 1e-6 {
+            return 0;
+        }
+        (intervals.ceil() as u64 + 1).saturating_sub((intervals.round() as u64).max(1))
+    }
+
+    /// The side's sampling over a run whose reader ran `intervals_run` intervals.
+    pub fn finish(mut self, intervals_run: u64) -> SideSampling {
+        let covered = self.ticks + self.merged_intervals + self.last_tick_slack();
+        let flows_without_rows = (0..)
+            .zip(&self.rows_by_flow)
+            .filter(|&(_, &rows)| rows == 0)
+            .map(|(flow, _)| flow)
+            .collect();
         self.lateness_s.sort_by(f64::total_cmp);
         let quantile_ms = |q: f64| {
             let n = self.lateness_s.len();
@@ -100,7 +165,9 @@ impl Tally {
         SideSampling {
             ticks: self.ticks,
             merged_intervals: self.merged_intervals,
+            missing_intervals: intervals_run.saturating_sub(covered),
             missing_rows: self.missing_rows,
+            flows_without_rows,
             lateness_p50_ms: quantile_ms(0.5).unwrap_or(0.0),
             lateness_p99_ms: quantile_ms(0.99).unwrap_or(0.0),
         }
@@ -120,11 +187,12 @@ mod tests {
         let mut tally = Tally::new(3, 0.1);
         for k in 1..=100 {
             // 2 ms late, every tick.
-            tally.tick(k as f64 * 0.1 + 0.002, 0.1, 3);
+            tally.tick(k as f64 * 0.1 + 0.002, 0.1, 0..3);
         }
         // The partial last sample, 30 ms into its interval: not a late tick.
-        tally.tick(10.03, 0.03, 3);
-        let side = tally.finish();
+        tally.tick(10.03, 0.03, 0..3);
+        // 10.03 s: 100 intervals ended and a tenth of the next passed.
+        let side = tally.finish(101);
         assert_eq!(
             (side.ticks, side.merged_intervals, side.missing_rows),
             (101, 0, 0)
@@ -135,18 +203,18 @@ mod tests {
             reader: side.clone(),
             sender: side,
         };
-        assert_eq!(sampling.holes(), None);
+        assert!(sampling.holes().is_empty());
     }
 
     #[test]
     fn a_late_tick_counts_the_intervals_it_merged_and_how_late_it_was() {
         let mut tally = Tally::new(2, 0.1);
-        tally.tick(0.101, 0.1, 2);
+        tally.tick(0.101, 0.1, 0..2);
         // Waited for 0.2, woke at 0.45: intervals 1..4 (0.1 to 0.4) in one tick, 250 ms late.
-        tally.tick(0.45, 0.3, 2);
+        tally.tick(0.45, 0.3, 0..2);
         // One flow's row is missing.
-        tally.tick(0.501, 0.1, 1);
-        let side = tally.finish();
+        tally.tick(0.501, 0.1, [1]);
+        let side = tally.finish(5);
         assert_eq!(
             (side.ticks, side.merged_intervals, side.missing_rows),
             (3, 2, 1)
@@ -157,11 +225,55 @@ mod tests {
             reader: SideSampling::default(),
             sender: side,
         };
-        let holes = sampling.holes().expect("holes");
+        let holes = sampling.holes().join("; ");
         assert!(
             holes.contains("sender's sampler fell behind (2 intervals merged"),
             "{holes}"
         );
         assert!(!holes.contains("reader"), "{holes}");
+        assert!(!holes.contains("no sample"), "{holes}");
+    }
+
+    #[test]
+    fn intervals_no_tick_covers_are_missing_even_when_each_tick_looks_on_time() {
+        // Five on-time ticks of a session whose reader ran 40 intervals.
+        let mut tally = Tally::new(2, 0.1);
+        for k in 1..=5 {
+            tally.tick(k as f64 * 0.1 + 0.001, 0.1, 0..2);
+        }
+        let side = tally.clone().finish(40);
+        assert_eq!(
+            (side.ticks, side.merged_intervals, side.missing_intervals),
+            (5, 0, 35)
+        );
+        // A last, partial tick may stand for one interval more, no further.
+        tally.tick(3.93, 0.03, 0..2);
+        assert_eq!(tally.clone().finish(40).missing_intervals, 33);
+        // A last tick of 1.4 intervals (one counted) stands for up to three: its span
+        // rounded up, plus one.
+        tally.tick(4.04, 0.14, 0..2);
+        assert_eq!(tally.finish(41).missing_intervals, 41 - 6 - 3);
+        let sampling = Sampling {
+            reader: SideSampling::default(),
+            sender: side,
+        };
+        let holes = sampling.holes().join("; ");
+        assert!(
+            holes.contains("the sender's record has no sample for 35 of the intervals"),
+            "{holes}"
+        );
+    }
+
+    #[test]
+    fn a_flow_with_no_row_is_named() {
+        let mut tally = Tally::new(3, 0.1);
+        for k in 1..=4 {
+            tally.tick(k as f64 * 0.1, 0.1, [0, 2]);
+        }
+        let side = tally.finish(4);
+        assert_eq!((side.missing_rows, side.missing_intervals), (4, 0));
+        assert_eq!(side.flows_without_rows, [1]);
+        let holes = side.holes().join("; ");
+        assert!(holes.contains("no row at all for flow 1"), "{holes}");
     }
 }

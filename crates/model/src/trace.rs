@@ -219,6 +219,10 @@ pub struct TraceSideFacts {
     /// and not written.
     #[serde(default)]
     pub rows_not_written: u64,
+    /// Rows the daemon's own count says it traced that never reached the reader: its rows
+    /// stopped early (the sender's side only; absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rows_missing: u64,
     /// Why the trace, or a tracepoint, is missing (no tracefs, a kernel without the event,
     /// no permission); empty when everything asked for was traced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -252,8 +256,15 @@ impl TraceSideFacts {
 
     /// Rows of every kind.
     pub fn total_events(&self) -> u64 {
-        self.events.values().sum()
+        // Saturating: a peer's counts are not trusted to fit.
+        self.events
+            .values()
+            .fold(0, |sum: u64, &n| sum.saturating_add(n))
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `run.json`'s `trace`: both sides.
@@ -288,6 +299,9 @@ impl TraceFacts {
                 );
                 if facts.rows_not_written > 0 {
                     line += &format!(", {} past the cap not written", facts.rows_not_written);
+                }
+                if facts.rows_missing > 0 {
+                    line += &format!(", {} never arrived", facts.rows_missing);
                 }
                 for c in &facts.calls {
                     line +=
