@@ -54,11 +54,17 @@ fn an_out_directory_another_user_could_change_is_refused() {
     give_to_nobody(&theirs);
     let (code, stderr) = one_line(&report(&[run], &theirs, &[]));
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("owned by uid 65534, neither root nor this user"), "{stderr}");
+    assert!(
+        stderr.contains("owned by uid 65534, neither root nor this user"),
+        "{stderr}"
+    );
     let under = theirs.join("report");
     let (code, stderr) = one_line(&report(&[run], &under, &[]));
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("{}: owned by uid 65534", theirs.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}: owned by uid 65534", theirs.display())),
+        "{stderr}"
+    );
     assert_eq!(fs::read_dir(&theirs).unwrap().count(), 0, "nothing written");
     let mine = scratch.path().join("mine");
     fs::create_dir(&mine).unwrap();
@@ -91,7 +97,11 @@ fn the_default_report_directory_is_checked_too() {
     let (code, stderr) = one_line(&output);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("owned by uid 65534"), "{stderr}");
-    assert_eq!(fs::read_dir(scratch.path()).unwrap().count(), 0, "nothing written");
+    assert_eq!(
+        fs::read_dir(scratch.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
 
 /// A PNG ends with its IEND chunk: one cut short does not.
@@ -118,7 +128,12 @@ fn a_full_disk_leaves_no_picture_cut_short() {
 cp -a "$1/report" "$4"; exit $rc"#;
     let output = Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
-        .args([&small, &PathBuf::from(env!("CARGO_BIN_EXE_oscil-report")), run, &kept])
+        .args([
+            &small,
+            &PathBuf::from(env!("CARGO_BIN_EXE_oscil-report")),
+            run,
+            &kept,
+        ])
         .output()
         .unwrap();
     let (code, stderr) = one_line(&output);
@@ -128,11 +143,20 @@ cp -a "$1/report" "$4"; exit $rc"#;
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert!(names.iter().any(|n| n.ends_with(".png")), "some pictures fit: {names:?}");
+    assert!(
+        names.iter().any(|n| n.ends_with(".png")),
+        "some pictures fit: {names:?}"
+    );
     for name in &names {
-        assert!(!name.starts_with(".oscil-"), "a temporary file left: {names:?}");
+        assert!(
+            !name.starts_with(".oscil-"),
+            "a temporary file left: {names:?}"
+        );
         if name.ends_with(".png") {
-            assert!(is_whole_png(&fs::read(kept.join(name)).unwrap()), "{name} is cut short");
+            assert!(
+                is_whole_png(&fs::read(kept.join(name)).unwrap()),
+                "{name} is cut short"
+            );
         }
     }
 }

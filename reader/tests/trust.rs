@@ -37,8 +37,14 @@ fn an_out_directory_another_user_could_change_is_refused() {
     let link = scratch.path().join("link");
     symlink(&root_only, &link).unwrap();
     let cases = [
-        (theirs.clone(), "owned by uid 65534, neither root nor this user"),
-        (theirs.join("run"), "owned by uid 65534, neither root nor this user"),
+        (
+            theirs.clone(),
+            "owned by uid 65534, neither root nor this user",
+        ),
+        (
+            theirs.join("run"),
+            "owned by uid 65534, neither root nor this user",
+        ),
         (link.join("run"), "a symbolic link on the way"),
     ];
     for (out, why) in cases {
@@ -52,7 +58,11 @@ fn an_out_directory_another_user_could_change_is_refused() {
         assert!(stderr.contains(why), "{}: {stderr}", out.display());
     }
     assert_eq!(fs::read_dir(&theirs).unwrap().count(), 0, "nothing written");
-    assert_eq!(fs::read_dir(&root_only).unwrap().count(), 0, "nothing written");
+    assert_eq!(
+        fs::read_dir(&root_only).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
 
 /// A disk that fills mid-run (a 1 MiB tmpfs in a mount namespace of its own, filled by
@@ -90,5 +100,8 @@ cp "$1/run/run.json" "$4"; ls -A "$1/run" >"$4.ls"; exit $rc"#;
     let reason = meta["ending"]["reason"].as_str().unwrap();
     assert!(reason.contains("No space left on device"), "{reason}");
     let names = fs::read_to_string(scratch.path().join("run.json.ls")).unwrap();
-    assert!(!names.contains(".oscil-"), "a reserve or temporary file left: {names}");
+    assert!(
+        !names.contains(".oscil-"),
+        "a reserve or temporary file left: {names}"
+    );
 }

@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
+use image::codecs::png::PngEncoder;
+use image::{ColorType, ImageEncoder};
+use oscil_rundir::safe_fs::SafeFsError;
 use plotters::chart::DualCoordChartContext;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
-use image::codecs::png::PngEncoder;
-use image::{ColorType, ImageEncoder};
-use oscil_rundir::safe_fs::SafeFsError;
 use plotters::prelude::*;
 
 use crate::charts::chart::{Axis, Figure, Line, Panel, Scale, Weight};

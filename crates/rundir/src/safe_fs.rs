@@ -401,15 +401,24 @@ mod tests {
         fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
         check_trusted_dir(&sticky.join("mine")).unwrap();
         let err = check_trusted_dir(&sticky).unwrap_err();
-        assert!(matches!(err, SafeFsError::Writable { mode: 0o1777, .. }), "{err}");
+        assert!(
+            matches!(err, SafeFsError::Writable { mode: 0o1777, .. }),
+            "{err}"
+        );
         let above = dir.path().join("a");
         fs::set_permissions(&above, fs::Permissions::from_mode(0o777)).unwrap();
         let err = check_trusted_dir(&out).unwrap_err();
-        assert!(matches!(&err, SafeFsError::Writable { path, .. } if *path == above), "{err}");
+        assert!(
+            matches!(&err, SafeFsError::Writable { path, .. } if *path == above),
+            "{err}"
+        );
         fs::set_permissions(&above, fs::Permissions::from_mode(0o755)).unwrap();
         let link = dir.path().join("link");
         symlink(&above, &link).unwrap();
         let err = check_trusted_dir(&link.join("b")).unwrap_err();
-        assert!(matches!(&err, SafeFsError::Link { path } if *path == link), "{err}");
+        assert!(
+            matches!(&err, SafeFsError::Link { path } if *path == link),
+            "{err}"
+        );
     }
 }

@@ -196,7 +196,12 @@ fn take_local(dir: &Path, who: &str) -> Result<Result<HostLock, String>, String>
 
 /// Refuses a lock directory or file that is not of its kind (`kind_ok`), not root's, or
 /// not of `mode` exactly, in one line that says what to do.
-fn root_alone(path: &Path, meta: &std::fs::Metadata, kind_ok: bool, mode: u32) -> Result<(), String> {
+fn root_alone(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    kind_ok: bool,
+    mode: u32,
+) -> Result<(), String> {
     let found = meta.mode() & 0o7777;
     if kind_ok && meta.uid() == 0 && found == mode {
         return Ok(());
@@ -307,7 +312,9 @@ mod tests {
         }
         let (_scratch, dir) = lock_dir();
         let first = take_local(&dir, "campaign /tmp/first").unwrap().unwrap();
-        let holder = take_local(&dir, "campaign /tmp/second").unwrap().unwrap_err();
+        let holder = take_local(&dir, "campaign /tmp/second")
+            .unwrap()
+            .unwrap_err();
         assert_eq!(holder, "campaign /tmp/first");
         drop(first);
         take_local(&dir, "campaign /tmp/second").unwrap().unwrap();
@@ -350,10 +357,16 @@ mod tests {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         symlink(&victim, lock_file(&dir)).unwrap();
         let refused = take_local(&dir, "campaign /tmp/x").unwrap_err();
-        assert!(refused.contains("mode 755, not root's alone (mode 700)"), "{refused}");
+        assert!(
+            refused.contains("mode 755, not root's alone (mode 700)"),
+            "{refused}"
+        );
         let (stdout, stderr, code) = remote(&dir);
         assert_eq!((stdout.as_str(), code), ("", Some(3)), "{stderr}");
-        assert!(stderr.contains("not root's alone (owner:mode 0:755"), "{stderr}");
+        assert!(
+            stderr.contains("not root's alone (owner:mode 0:755"),
+            "{stderr}"
+        );
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
         assert!(take_local(&dir, "campaign /tmp/x").is_err());
         let (_, stderr, code) = remote(&dir);
@@ -364,12 +377,18 @@ mod tests {
         fs::write(lock_file(&dir), "").unwrap();
         fs::set_permissions(lock_file(&dir), fs::Permissions::from_mode(0o644)).unwrap();
         let refused = take_local(&dir, "campaign /tmp/x").unwrap_err();
-        assert!(refused.contains("mode 644, not root's alone (mode 600)"), "{refused}");
+        assert!(
+            refused.contains("mode 644, not root's alone (mode 600)"),
+            "{refused}"
+        );
         let (_, stderr, code) = remote(&dir);
         assert_eq!(code, Some(3), "{stderr}");
         let link = scratch.path().join("link");
         symlink(&dir, &link).unwrap();
         let (_, stderr, code) = remote(&link);
-        assert!(stderr.contains("is a symbolic link; refused"), "{code:?} {stderr}");
+        assert!(
+            stderr.contains("is a symbolic link; refused"),
+            "{code:?} {stderr}"
+        );
     }
 }
