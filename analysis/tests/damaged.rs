@@ -280,6 +280,45 @@ fn long_and_escape_laden_labels_are_escaped_bounded_and_quick() {
     }
 }
 
+/// Labels made to be markup (an image whose error runs a script, a `javascript:` link, a
+/// comment that hides every row after it, a cell break) are text in `summary.md`: no tag,
+/// no link, no comment, one row per run, and the label still readable. Before, they went in
+/// raw.
+#[test]
+fn labels_made_of_markup_are_text_in_summary_md() {
+    let scratch = tempfile::tempdir().unwrap();
+    let labels = [
+        "<img src=x onerror=alert(1)>",
+        "[x](javascript:alert(1))",
+        "<!-- hidden",
+        "a|b`c`*d*_e_\\",
+    ];
+    let runs: Vec<PathBuf> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, label)| {
+            let run = copy_run(scratch.path(), &format!("r{i}"));
+            set_label(&run, label);
+            run
+        })
+        .collect();
+    let out = scratch.path().join("report");
+    let run_refs: Vec<&Path> = runs.iter().map(PathBuf::as_path).collect();
+    let result = report(&run_refs, &out, &[]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    let md = fs::read_to_string(out.join("summary.md")).unwrap();
+    for raw in ["<img", "<!--", "[x]", "`c`", "*d*", "_e_"] {
+        assert!(!md.contains(raw), "{raw} raw in summary.md:\n{md}");
+    }
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(rows.len(), 1 + labels.len(), "{md}");
+    let cells = |row: &str| row.matches('|').count() - row.matches("\\|").count();
+    assert!(rows.iter().all(|row| cells(row) == cells(rows[0])), "{md}");
+    assert!(md.contains("&lt;img src=x onerror=alert(1)&gt;"), "{md}");
+    assert!(md.contains("\\[x\\](javascript:alert(1))"), "{md}");
+    assert!(md.contains("&lt;!-- hidden"), "{md}");
+}
+
 #[test]
 fn the_report_stops_at_its_time_and_memory_bounds() {
     let (_, good) = good_run();

@@ -77,7 +77,7 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
             oscil_rundir::campaign::check_is_campaign(&dir)?;
             // campaign.json names hosts, options and directories root acts on: only when
             // nobody else could have written it.
-            safe_fs::check_trusted(&dir)?;
+            safe_fs::check_trusted_dir(&dir)?;
             safe_fs::check_trusted(&dir.join(CAMPAIGN_JSON))?;
             let campaign = oscil_rundir::campaign::load(&dir)?;
             let spec = backend_spec(&campaign)?;
@@ -269,13 +269,14 @@ fn cannot_create(dir: &Path, error: &std::io::Error) -> LabError {
 /// What [`prepare_out`] checks, touching nothing (`--dry-run` checks it too): true when
 /// `--force` is to clear an earlier campaign there.
 fn check_out(out: &Path, force: bool) -> Result<bool, LabError> {
+    // The directories above too: another user's could have the campaign swapped for a copy.
+    safe_fs::check_trusted_dir(out)?;
     let mut entries = match std::fs::read_dir(out) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) if out.is_file() => return Err(cannot_create(out, &e)),
         Err(source) => return Err(LabError::io("cannot read", out.to_owned(), source)),
     };
-    safe_fs::check_trusted(out)?;
     if entries.next().is_none() {
         return Ok(false);
     }
@@ -411,7 +412,7 @@ fn set_up(
     let made = !cdir.dir.exists();
     std::fs::create_dir_all(&cdir.dir).map_err(|e| cannot_create(&cdir.dir, &e))?;
     // Again: another user may have made it between the check and now.
-    safe_fs::check_trusted(&cdir.dir)?;
+    safe_fs::check_trusted_dir(&cdir.dir)?;
     let backend = make_backend(spec, &cdir.campaign, &cdir.dir, bin).inspect_err(|_| {
         // A start that failed (a host out of reach) leaves no empty --out behind; one that
         // holds anything stays, as remove_dir takes only an empty directory.

@@ -184,6 +184,42 @@ fn an_out_directory_another_user_owns_is_refused() {
     );
 }
 
+/// Issue 38, hole 1: `--out P/camp` with `P` another user's (who could swap the campaign
+/// for a copy and plant links in it once the runs are done) is refused in one line,
+/// `--dry-run` too, nothing made; so is an `--out` reached through a link. Before, only
+/// `--out` itself was checked, and only when it existed.
+#[test]
+fn an_out_directory_under_another_users_is_refused() {
+    if lacks_root("to give the directory to nobody") {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let theirs = scratch.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let out = theirs.join("camp");
+    let out_arg = out.to_str().unwrap();
+    for extra in [&["--dry-run"][..], &[]] {
+        let mut args = vec!["--quick", "--out", out_arg];
+        args.extend(extra);
+        let (code, stderr) = one_line(&lab(&args));
+        assert_eq!(code, Some(1), "{stderr}");
+        let expected = format!("{}: owned by uid 65534, neither root", theirs.display());
+        assert!(stderr.contains(&expected), "{stderr}");
+    }
+    assert!(!out.exists(), "nothing made");
+    let link = scratch.path().join("link");
+    std::os::unix::fs::symlink(scratch.path(), &link).unwrap();
+    let (code, stderr) = one_line(&lab(&[
+        "--quick",
+        "--dry-run",
+        "--out",
+        link.join("camp").to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("a symbolic link on the way"), "{stderr}");
+}
+
 /// The issue's hosts and users: each refused by the lab's own check, in one line, before
 /// ssh is ever run (so no ssh configuration could expand one into a command).
 #[test]

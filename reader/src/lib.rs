@@ -36,7 +36,7 @@ use oscil_model::rows::Side;
 use oscil_model::run::{Ending, RunConfig, RunCost, RunMeta, RunStatus, FORMAT_VERSION};
 use oscil_model::text::escape_peer;
 use oscil_protocol::control::{Connection, DaemonMessage, Ended, ReaderMessage};
-use oscil_rundir::{RunDirError, RunWriter};
+use oscil_rundir::{safe_fs, RunDirError, RunWriter};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -432,16 +432,23 @@ fn finish(
     flows: &[Arc<Flow>],
     end: RunEnd<'_>,
 ) -> Result<Outcome, ReaderError> {
+    // A file the end could not write (a full disk) is said in run.json, which still fits
+    // (RunWriter's reserve), rather than ending the reader with run.json unwritten.
+    let mut not_written = Vec::new();
     if let Some(clock) = recorder.writer.meta().clock {
         // Nothing reads any more: a marker unread now was unread at the run's end.
         let span = RunSpan {
             start_unix_ns: end.start_unix_ns,
             end_unix_ns: realtime_unix_ns(),
         };
-        let counts = recorder.markers(flows, span, &clock)?;
-        recorder.writer.meta_mut().markers = Some(counts);
+        match recorder.markers(flows, span, &clock) {
+            Ok(counts) => recorder.writer.meta_mut().markers = Some(counts),
+            Err(e) => not_written.push(e.to_string()),
+        }
     }
-    probe::record(&mut recorder, end.probed, end.probe_asked)?;
+    if let Err(e) = probe::record(&mut recorder, end.probed, end.probe_asked) {
+        not_written.push(e.to_string());
+    }
     let meta = recorder.writer.meta_mut();
     if let Some(rate) = &mut meta.config.slow_rate {
         rate.cycles = slow_rates(flows);
@@ -449,11 +456,16 @@ fn finish(
     let daemon_ended = end.daemon_ended.as_ref();
     record_counters(meta, end.tcpext_before, end.cost_before, daemon_ended);
     meta.schedule = cut_schedule(end.schedule, end.end_s);
+    let reason = match (end.reason, not_written.join("; ")) {
+        (reason, lost) if lost.is_empty() => reason,
+        (Some(reason), lost) => Some(format!("{reason}; then {lost}")),
+        (None, lost) => Some(lost),
+    };
     let sampling = recorder.sampling(end.intervals);
     let mut holes = sampling.holes();
     holes.extend(recorder.writer.meta().trace.as_ref().and_then(trace::holes));
     recorder.writer.meta_mut().sampling = Some(sampling);
-    let (status, reason) = match end.reason {
+    let (status, reason) = match reason {
         Some(reason) => (RunStatus::Partial, reason),
         None if !holes.is_empty() => (
             RunStatus::Holes,
@@ -584,6 +596,9 @@ fn check_out_dir(config: &ReaderConfig) -> Result<(), RunDirError> {
         path: out.clone(),
         source,
     };
+    // Root's or this user's all the way up: nobody else may point it elsewhere or plant
+    // links in it (the run's files are written again at the end).
+    safe_fs::check_trusted_dir(out)?;
     let missing: Vec<&std::path::Path> = out.ancestors().take_while(|dir| !dir.exists()).collect();
     std::fs::create_dir_all(out).map_err(|e| RunDirError::cannot_create(out, &e))?;
     let probe = out.join(".oscil-write-test");

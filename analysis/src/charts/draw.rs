@@ -4,6 +4,9 @@
 
 use std::path::Path;
 
+use image::codecs::png::PngEncoder;
+use image::{ColorType, ImageEncoder};
+use oscil_rundir::safe_fs::SafeFsError;
 use plotters::chart::DualCoordChartContext;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
@@ -12,6 +15,7 @@ use plotters::prelude::*;
 
 use crate::charts::chart::{Axis, Figure, Line, Panel, Scale, Weight};
 use crate::charts::text_layout::{self, fit, font, single, DrawnText, FONT};
+use crate::write::out_dir;
 
 /// Width of every picture, in pixels.
 pub const WIDTH_PX: u32 = 1600;
@@ -22,12 +26,14 @@ const TITLE_LINE_PX: u32 = 24;
 /// Room beside a plot for the axis labels on either side.
 const Y_LABEL_AREA_PX: u32 = 90;
 
-/// A picture that could not be written: which file, and what the drawing step said.
+/// A picture that could not be drawn (which file, and what the drawing step said) or
+/// written.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: drawing failed: {source}")]
-pub struct DrawError {
-    path: String,
-    source: PlotError,
+pub enum DrawError {
+    #[error("{path}: drawing failed: {source}")]
+    Plot { path: String, source: PlotError },
+    #[error(transparent)]
+    Write(#[from] SafeFsError),
 }
 
 /// What plotters said when a drawing step failed. Its error type depends on the backend,
@@ -158,20 +164,30 @@ pub fn draw_figure(figure: &Figure, path: &Path) -> std::result::Result<Vec<Draw
     Ok(drawn)
 }
 
+/// Draws a picture of `size` pixels into memory and writes it as a PNG into the report's
+/// directory (checked again, written atomically): the drawing library never opens a path.
 pub(crate) fn render(
     path: &Path,
     size: (u32, u32),
     draw: impl FnOnce(&DrawingArea<BitMapBackend, Shift>) -> Result<()>,
 ) -> std::result::Result<(), DrawError> {
     text_layout::register_fonts();
-    let fail = |source: PlotError| DrawError {
+    let fail = |source: PlotError| DrawError::Plot {
         path: path.display().to_string(),
         source,
     };
-    let root = BitMapBackend::new(path, size).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(e.into()))?;
-    draw(&root).map_err(fail)?;
-    root.present().map_err(|e| fail(e.into()))
+    let mut pixels = vec![0u8; size.0 as usize * size.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(e.into()))?;
+        draw(&root).map_err(fail)?;
+        root.present().map_err(|e| fail(e.into()))?;
+    }
+    let mut png = Vec::new();
+    PngEncoder::new(&mut png)
+        .write_image(&pixels, size.0, size.1, ColorType::Rgb8)
+        .map_err(|e| fail(PlotError(e.to_string())))?;
+    Ok(out_dir::write_bytes(path, &png)?)
 }
 
 pub(crate) fn draw_header<DB: DrawingBackend>(

@@ -232,7 +232,10 @@ fn with_warnings(md: String, warnings: &[String]) -> String {
         return md;
     }
     let (title, rest) = md.split_once("\n\n").unwrap_or((&md, ""));
-    let lines: String = warnings.iter().map(|w| format!("- **{w}**\n")).collect();
+    let lines: String = warnings
+        .iter()
+        .map(|w| format!("- **{}**\n", crate::write::html::escape_markdown(w)))
+        .collect();
     format!("{title}\n\n{lines}\n{rest}")
 }
 

@@ -59,6 +59,26 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Text from a run directory or a peer (a label, a congestion name, a reason) made inert
+/// in Markdown that a viewer may render as HTML: HTML's specials become entities (no tag, no
+/// comment), Markdown's inline punctuation is backslash-escaped (no link, image, code,
+/// emphasis or table cell break) and a line break becomes a space (no new block).
+pub fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' | '<' | '>' | '"' | '\'' => out.push_str(&escape(c.encode_utf8(&mut [0; 4]))),
+            '\n' | '\r' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// What a name keeps as it is in a link: letters, digits and `-._~` (RFC 3986's
 /// unreserved); `:`, `?`, `#`, `%` and everything else are percent-encoded.
 const KEPT_IN_LINKS: &AsciiSet = &NON_ALPHANUMERIC

@@ -1,9 +1,15 @@
 //! The report's output directory: refused when it holds anything unless `--force`, and
 //! then only the files a report writes are removed, so a chart of a run from an earlier
 //! report never stays beside a new summary, and nothing else of the user's is touched.
+//! The directory and every one above it must be root's or this user's and writable by
+//! nobody else (`safe_fs::check_trusted_dir`), checked before the work and again at every
+//! file written, each file replaced atomically: root never writes through another user's
+//! link, and never leaves half a file under a final name.
 
 use std::fs;
 use std::path::Path;
+
+use oscil_rundir::safe_fs::{self, SafeFsError};
 
 use crate::error::ReportError;
 
@@ -37,7 +43,10 @@ pub fn prepare(out: &Path, force: bool) -> Result<(), ReportError> {
         path: out.to_owned(),
         source,
     };
+    safe_fs::check_trusted_dir(out)?;
     fs::create_dir_all(out).map_err(|e| oscil_rundir::RunDirError::cannot_create(out, &e))?;
+    // Again: another user may have made a missing part between the check and now.
+    safe_fs::check_trusted_dir(out)?;
     let names: Vec<String> = fs::read_dir(out)
         .map_err(io)?
         .filter_map(Result::ok)
@@ -58,11 +67,16 @@ pub fn prepare(out: &Path, force: bool) -> Result<(), ReportError> {
 
 /// Replaces `path` atomically, never writing through a link left in `--out`.
 pub fn write(path: &Path, text: &str) -> Result<(), ReportError> {
-    Ok(oscil_rundir::safe_fs::write_atomic(
-        path,
-        text.as_bytes(),
-        0o644,
-    )?)
+    Ok(write_bytes(path, text.as_bytes())?)
+}
+
+/// Replaces `path` with `bytes` through a fresh file renamed into place, once its
+/// directory (and every one above) is checked again.
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), SafeFsError> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        safe_fs::check_trusted_dir(dir)?;
+    }
+    safe_fs::write_atomic(path, bytes, 0o644)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use crate::figures::metrics::{Metric, METRICS};
 use crate::load::summary::{RunSummary, Scope};
+use crate::write::html::escape_markdown;
 use crate::write::human::{self, MBIT};
 
 fn status(s: &RunSummary) -> &'static str {
@@ -90,12 +91,14 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
     let _ = writeln!(md, "|{}", "---|".repeat(header.len()));
     for (i, s) in summaries.iter().enumerate() {
         let mut cells = vec![
-            s.label.replace('|', "/"),
+            escape_markdown(&s.label),
             status(s).into(),
-            s.settings.key(),
-            s.settings
-                .path_text()
-                .unwrap_or_else(|| "not recorded".into()),
+            escape_markdown(&s.settings.key()),
+            escape_markdown(
+                &s.settings
+                    .path_text()
+                    .unwrap_or_else(|| "not recorded".into()),
+            ),
         ];
         for m in METRICS {
             let value = s.value(m, Scope::Whole);
@@ -115,7 +118,7 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
             }
             cells.push(cell);
         }
-        cells.push(baselines[i].map_or("none".into(), |b| summaries[b].label.clone()));
+        cells.push(baselines[i].map_or("none".into(), |b| escape_markdown(&summaries[b].label)));
         let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
     md.push('\n');
@@ -123,8 +126,8 @@ pub fn markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String
         let _ = writeln!(
             md,
             "- **{}** is partial: {}",
-            s.label,
-            s.partial.as_deref().unwrap_or_default()
+            escape_markdown(&s.label),
+            escape_markdown(s.partial.as_deref().unwrap_or_default())
         );
     }
     for s in summaries.iter().filter(|s| s.partial.is_none()) {

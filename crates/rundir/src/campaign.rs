@@ -172,8 +172,10 @@ pub fn load(dir: &Path) -> Result<Campaign, CampaignError> {
 }
 
 /// Writes `campaign.json` atomically (a temporary file renamed over it), so a crash or a
-/// signal mid-write never leaves a campaign that cannot be resumed.
+/// signal mid-write never leaves a campaign that cannot be resumed; only into a directory
+/// that is root's or this user's all the way up, checked at every save.
 pub fn save(dir: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
+    safe_fs::check_trusted_dir(dir)?;
     let text = serde_json::to_vec_pretty(campaign).expect("a campaign always serializes");
     Ok(safe_fs::write_atomic(
         &dir.join(CAMPAIGN_JSON),

@@ -33,6 +33,10 @@ pub enum SafeFsError {
     Owner { path: PathBuf, uid: u32, me: u32 },
     #[error("{path}: writable by other users (mode {mode:o}); refused")]
     Writable { path: PathBuf, mode: u32 },
+    /// A link on the way to a directory root writes into: whoever may change it chooses
+    /// where the files land.
+    #[error("{path}: a symbolic link on the way to a directory to write into; refused (name the directory it points to)")]
+    Link { path: PathBuf },
 }
 
 impl SafeFsError {
@@ -202,13 +206,45 @@ pub fn private_temp_dir_in(parent: &Path, prefix: &str) -> Result<tempfile::Temp
 
 /// Checks that `path` (not followed if a link) is owned by root or by this process's user
 /// and that no other user may write it: what a file must be before its content may name
-/// commands, options or paths for root to act on, and what a directory root writes into
-/// must be. A group-writable file is fine when the group is root's.
+/// commands, options or paths for root to act on. A group-writable file is fine when the
+/// group is root's.
 pub fn check_trusted(path: &Path) -> Result<(), SafeFsError> {
     let meta = fs::symlink_metadata(path).map_err(SafeFsError::io(path))?;
     if meta.file_type().is_symlink() {
         return Err(not_regular(path, &meta));
     }
+    check_owner_and_mode(path, &meta, false)
+}
+
+/// Checks a directory to write into and every directory above it, as named (made
+/// absolute; nothing resolved): each owned by root or this user, writable by nobody else,
+/// never a link. Only then can no other user swap a directory or plant a link where the
+/// caller writes. A directory above may be writable by all when sticky, as `/tmp` is:
+/// nobody else may rename or remove what is in it. The walk ends at the first name not made
+/// yet; the caller checks again once it has made them.
+pub fn check_trusted_dir(dir: &Path) -> Result<(), SafeFsError> {
+    let absolute = std::path::absolute(dir).map_err(SafeFsError::io(dir))?;
+    let mut chain: Vec<&Path> = absolute.ancestors().collect();
+    chain.reverse();
+    let last = chain.len() - 1;
+    for (i, path) in chain.into_iter().enumerate() {
+        let meta = match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            found => found.map_err(SafeFsError::io(path))?,
+        };
+        if meta.file_type().is_symlink() {
+            return Err(SafeFsError::Link {
+                path: path.to_owned(),
+            });
+        }
+        check_owner_and_mode(path, &meta, i < last)?;
+    }
+    Ok(())
+}
+
+/// Owner root or this user; no write for others, nor for a group other than root's; both
+/// allowed on a sticky directory when `sticky_ok`.
+fn check_owner_and_mode(path: &Path, meta: &Metadata, sticky_ok: bool) -> Result<(), SafeFsError> {
     let me = sys::effective_uid();
     if meta.uid() != 0 && meta.uid() != me {
         return Err(SafeFsError::Owner {
@@ -219,7 +255,8 @@ pub fn check_trusted(path: &Path) -> Result<(), SafeFsError> {
     }
     let mode = meta.permissions().mode();
     let group_writable = mode & 0o020 != 0 && meta.gid() != 0;
-    if mode & 0o002 != 0 || group_writable {
+    let sticky = sticky_ok && meta.is_dir() && mode & 0o1000 != 0;
+    if (mode & 0o002 != 0 || group_writable) && !sticky {
         return Err(SafeFsError::Writable {
             path: path.to_owned(),
             mode: mode & 0o7777,
@@ -348,5 +385,40 @@ mod tests {
         let link = dir.path().join("link");
         symlink(&path, &link).unwrap();
         assert!(check_trusted(&link).is_err());
+    }
+
+    /// The directory and every one above it, as named: a link anywhere on the way, or one
+    /// others may write (but a sticky one above), is refused; names not made yet end the walk.
+    #[test]
+    fn a_directory_to_write_into_is_trusted_all_the_way_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a/b");
+        check_trusted_dir(&out).unwrap();
+        fs::create_dir_all(&out).unwrap();
+        check_trusted_dir(&out).unwrap();
+        let sticky = dir.path().join("sticky");
+        fs::create_dir(&sticky).unwrap();
+        fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+        check_trusted_dir(&sticky.join("mine")).unwrap();
+        let err = check_trusted_dir(&sticky).unwrap_err();
+        assert!(
+            matches!(err, SafeFsError::Writable { mode: 0o1777, .. }),
+            "{err}"
+        );
+        let above = dir.path().join("a");
+        fs::set_permissions(&above, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = check_trusted_dir(&out).unwrap_err();
+        assert!(
+            matches!(&err, SafeFsError::Writable { path, .. } if *path == above),
+            "{err}"
+        );
+        fs::set_permissions(&above, fs::Permissions::from_mode(0o755)).unwrap();
+        let link = dir.path().join("link");
+        symlink(&above, &link).unwrap();
+        let err = check_trusted_dir(&link.join("b")).unwrap_err();
+        assert!(
+            matches!(&err, SafeFsError::Link { path } if *path == link),
+            "{err}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use oscil_model::markers::MarkerRow;
 use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
-use oscil_model::run::{Ending, RunMeta, RUN_JSON};
+use oscil_model::run::{Ending, RunMeta, RunStatus, RUN_JSON};
 
 use crate::error::{io_error, RunDirError};
 use crate::limits::Columns;
@@ -23,6 +23,33 @@ pub struct RunWriter {
     sender: CsvFile,
     host: CsvFile,
     markers: Option<CsvFile>,
+    reserve: Option<Reserve>,
+}
+
+/// Room held on the run's file system from the start, let go at the end so `run.json`
+/// can still say how the run ended (a full disk among the reasons) when the rows filled it.
+struct Reserve(PathBuf);
+
+impl Reserve {
+    /// Several times what a final `run.json` takes.
+    const BYTES: usize = 256 << 10;
+    const FILE: &'static str = ".oscil-reserve";
+
+    fn make(dir: &Path) -> Result<Reserve, RunDirError> {
+        let path = dir.join(Reserve::FILE);
+        let mut file = create_afresh(&path, 0o600)?;
+        let reserve = Reserve(path);
+        // Written, not only sized: a sparse file holds no room.
+        std::io::Write::write_all(&mut file, &vec![0; Reserve::BYTES])
+            .map_err(io_error(&reserve.0))?;
+        Ok(reserve)
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
 }
 
 /// One CSV file being written, with its header; also for the trace files (`crate::trace`).
@@ -31,19 +58,24 @@ pub(crate) struct CsvFile {
     writer: csv::Writer<BufWriter<File>>,
 }
 
+/// `path` created anew, never through a link left in the directory (`force` reuses one,
+/// and a killed run leaves its files).
+fn create_afresh(path: &Path, mode: u32) -> Result<File, RunDirError> {
+    match safe_fs::create_new(path, mode) {
+        Err(SafeFsError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
+            fs::remove_file(path).map_err(io_error(path))?;
+            Ok(safe_fs::create_new(path, mode)?)
+        }
+        other => Ok(other?),
+    }
+}
+
 impl CsvFile {
     pub(crate) fn create<R: Columns>(dir: &Path) -> Result<Self, RunDirError> {
         let path = dir.join(R::FILE);
-        // Afresh, never through a link left in the directory (`force` reuses one).
-        let file = match safe_fs::create_new(&path, 0o644) {
-            Err(SafeFsError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::AlreadyExists =>
-            {
-                fs::remove_file(&path).map_err(io_error(&path))?;
-                safe_fs::create_new(&path, 0o644)?
-            }
-            other => other?,
-        };
+        let file = create_afresh(&path, 0o644)?;
         let mut writer = csv::WriterBuilder::new()
             .has_headers(false)
             .from_writer(BufWriter::with_capacity(256 << 10, file));
@@ -74,7 +106,9 @@ impl RunWriter {
     /// Creates the directory (or reuses an empty one; a non-empty one only with `force`),
     /// writes `run.json` saying the run is in progress and the CSV headers.
     pub fn create(dir: &Path, force: bool, meta: RunMeta) -> Result<Self, RunDirError> {
+        safe_fs::check_trusted_dir(dir)?;
         fs::create_dir_all(dir).map_err(io_error(dir))?;
+        safe_fs::check_trusted_dir(dir)?;
         let mut entries = fs::read_dir(dir).map_err(io_error(dir))?;
         if !force && entries.next().is_some() {
             return Err(RunDirError::NotEmpty(dir.to_owned()));
@@ -90,6 +124,7 @@ impl RunWriter {
             sender: CsvFile::create::<SenderSample>(dir)?,
             host: CsvFile::create::<HostSample>(dir)?,
             markers,
+            reserve: Some(Reserve::make(dir)?),
         };
         writer.write_meta()?;
         Ok(writer)
@@ -140,8 +175,10 @@ impl RunWriter {
         file.flush()
     }
 
-    /// Rewrites `run.json` through a temporary file and a rename, so it is never half written.
+    /// Rewrites `run.json` through a temporary file and a rename, so it is never half
+    /// written, once the directory is checked again.
     pub fn write_meta(&self) -> Result<(), RunDirError> {
+        safe_fs::check_trusted_dir(&self.dir)?;
         let mut text = serde_json::to_vec_pretty(&self.meta).expect("RunMeta serializes");
         text.push(b'\n');
         Ok(safe_fs::write_atomic(
@@ -151,9 +188,19 @@ impl RunWriter {
         )?)
     }
 
-    /// Flushes every file and records how the run ended.
-    pub fn finish(mut self, ending: Ending) -> Result<RunMeta, RunDirError> {
-        self.flush()?;
+    /// Flushes every file and records how the run ended. Rows that could not be written
+    /// (a full disk) make the run partial with the cause, said in `run.json`, which the
+    /// reserve let go just before leaves room for.
+    pub fn finish(mut self, mut ending: Ending) -> Result<RunMeta, RunDirError> {
+        let flushed = self.flush();
+        drop(self.reserve.take());
+        if let Err(e) = flushed {
+            ending.reason = match ending.status {
+                RunStatus::Partial => format!("{}; then {e}", ending.reason),
+                _ => format!("the run's last rows were not written: {e}"),
+            };
+            ending.status = RunStatus::Partial;
+        }
         self.meta.ending = ending;
         self.write_meta()?;
         Ok(self.meta)

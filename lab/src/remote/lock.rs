@@ -18,19 +18,31 @@ use oscil_model::text::escape_peer;
 
 use super::host::Host;
 
-/// Where the locks live on every host: root's alone (`/run/lock` is writable by all).
+/// Where the locks live on every host: root's alone, mode 0700, each lock file 0600.
+/// `flock(2)` works on a file opened for reading, so a lock file anyone may open is a lock
+/// anyone may hold, blocking every campaign (`/run/lock` is writable by all).
 pub const LOCK_DIR: &str = "/run/oscil-lab";
 /// The most of a lock file read back to say who holds it.
 const HOLDER_BYTES: u64 = 512;
 
-/// The remote side: the lock file of this host's network namespace, taken without
-/// waiting; `locked` once held (then held until standard input ends), else `held` and
-/// who holds it.
+/// The remote side, run as `sh -c REMOTE sh WHO DIR`: the lock file of this host's network
+/// namespace, taken without waiting; `locked` once held (then held until standard input
+/// ends), else `held` and who holds it. The directory and the file must be root's alone
+/// (owner, mode, no link), as in [`take_local`]; a file is made with `noclobber`, which
+/// refuses a planted link.
 const REMOTE: &str = r#"set -e
-d=/run/oscil-lab
-mkdir -p -m 0755 "$d"
-[ "$(stat -c %u "$d")" = 0 ] && [ ! -L "$d" ] || { echo "$d is not root's" >&2; exit 3; }
+umask 077
+d=$2
+refuse() { echo "$1; refused (remove it while no campaign runs)" >&2; exit 3; }
+[ -L "$d" ] && refuse "$d is a symbolic link"
+[ -e "$d" ] || mkdir -m 0700 "$d"
+[ ! -L "$d" ] && [ -d "$d" ] || refuse "$d is not a directory"
+[ "$(stat -c %u:%a "$d")" = 0:700 ] || refuse "$d is not root's alone (owner:mode $(stat -c %u:%a "$d"), not 0:700)"
 f="$d/net-$(stat -L -c %i /proc/self/ns/net).lock"
+[ -L "$f" ] && refuse "$f is a symbolic link"
+[ -e "$f" ] || (set -C; : >"$f") || refuse "$f cannot be made"
+[ ! -L "$f" ] && [ -f "$f" ] || refuse "$f is not a regular file"
+[ "$(stat -c %u:%a:%h "$f")" = 0:600:1 ] || refuse "$f is not root's alone (owner:mode:links $(stat -c %u:%a:%h "$f"), not 0:600:1)"
 exec 9<>"$f"
 if ! flock -n 9; then printf 'held %s\n' "$(head -c 512 "$f" | tr '\n' ' ')"; exit 0; fi
 printf '%s\n' "$1" >"$f"
@@ -99,7 +111,7 @@ pub fn take(host: &Host, who: &str) -> Result<HostLock, LockError> {
         why,
     };
     match host {
-        Host::Local => match take_local(who).map_err(failed)? {
+        Host::Local => match take_local(Path::new(LOCK_DIR), who).map_err(failed)? {
             Ok(lock) => Ok(lock),
             Err(holder) => Err(LockError::Held {
                 host: host.name(),
@@ -112,7 +124,7 @@ pub fn take(host: &Host, who: &str) -> Result<HostLock, LockError> {
             let mut own = ssh.clone();
             own.control_path = None;
             let mut child = Host::Ssh(own)
-                .command(&["sh", "-c", REMOTE, "sh", who])
+                .command(&["sh", "-c", REMOTE, "sh", who, LOCK_DIR])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -143,17 +155,16 @@ pub fn take(host: &Host, who: &str) -> Result<HostLock, LockError> {
     }
 }
 
-/// This machine's lock; inside, `Err` names who holds it.
-fn take_local(who: &str) -> Result<Result<HostLock, String>, String> {
-    let dir = Path::new(LOCK_DIR);
-    match DirBuilder::new().mode(0o755).create(dir) {
+/// This machine's lock in `dir`; inside, `Err` names who holds it. The directory must be
+/// root's with mode 0700 and the file root's with mode 0600, neither a link: nobody else can
+/// open it, so nobody else can hold it.
+fn take_local(dir: &Path, who: &str) -> Result<Result<HostLock, String>, String> {
+    match DirBuilder::new().mode(0o700).create(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.to_string()),
         _ => {}
     }
     let meta = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
-    if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
-        return Err(format!("{LOCK_DIR} is not root's alone; refused"));
-    }
+    root_alone(dir, &meta, meta.is_dir(), 0o700)?;
     let net = std::fs::metadata("/proc/self/ns/net").map_err(|e| e.to_string())?;
     let path = dir.join(format!("net-{}.lock", net.ino()));
     let mut file = OpenOptions::new()
@@ -161,10 +172,12 @@ fn take_local(who: &str) -> Result<Result<HostLock, String>, String> {
         .write(true)
         .create(true)
         .truncate(false)
-        .mode(0o644)
+        .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    root_alone(&path, &meta, meta.is_file() && meta.nlink() == 1, 0o600)?;
     match file.try_lock() {
         Ok(()) => {
             file.set_len(0).map_err(|e| e.to_string())?;
@@ -179,6 +192,26 @@ fn take_local(who: &str) -> Result<Result<HostLock, String>, String> {
         }
         Err(TryLockError::Error(e)) => Err(e.to_string()),
     }
+}
+
+/// Refuses a lock directory or file that is not of its kind (`kind_ok`), not root's, or
+/// not of `mode` exactly, in one line that says what to do.
+fn root_alone(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    kind_ok: bool,
+    mode: u32,
+) -> Result<(), String> {
+    let found = meta.mode() & 0o7777;
+    if kind_ok && meta.uid() == 0 && found == mode {
+        return Ok(());
+    }
+    let kind = oscil_model::error_text::file_kind(meta);
+    Err(format!(
+        "{}: a {kind} of uid {} mode {found:o}, not root's alone (mode {mode:o}); refused (remove it while no campaign runs)",
+        path.display(),
+        meta.uid()
+    ))
 }
 
 /// Takes every host's lock at once (in parallel); each host's outcome in order. A caller
@@ -222,23 +255,140 @@ pub fn take_all_within(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    use std::process::Command;
+
+    /// A lock directory under a fresh one that every user may pass through, as `/run` is.
+    fn lock_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+        let scratch = tempfile::tempdir().unwrap();
+        fs::set_permissions(scratch.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = scratch.path().join("oscil-lab");
+        (scratch, dir)
+    }
+
+    fn lock_file(dir: &Path) -> std::path::PathBuf {
+        let net = fs::metadata("/proc/self/ns/net").unwrap();
+        dir.join(format!("net-{}.lock", net.ino()))
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs::symlink_metadata(path).unwrap().mode() & 0o7777
+    }
+
+    /// True when `nobody` could take an exclusive lock on `file` (flock works on a file
+    /// opened for reading only).
+    fn nobody_can_lock(file: &Path) -> bool {
+        let setpriv = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"];
+        Command::new("setpriv")
+            .args(setpriv)
+            .args(["flock", "-n", "-x"])
+            .arg(file)
+            .arg("true")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    }
+
+    /// The remote script run here, as ssh runs it: its standard output, error and code.
+    fn remote(dir: &Path) -> (String, String, Option<i32>) {
+        let out = Command::new("sh")
+            .args(["-c", REMOTE, "sh", "campaign /tmp/remote"])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).trim().to_owned();
+        (text(&out.stdout), text(&out.stderr), out.status.code())
+    }
 
     /// Two campaigns on this machine: the second is refused, told who holds it, and gets
-    /// the lock once the first has let it go. Needs root (the lock lives in /run).
+    /// the lock once the first has let it go. Needs root (the lock is root's).
     #[test]
     fn a_held_host_is_refused_with_its_holder_until_released() {
-        if oscil_testkit::lacks_root("the lock directory in /run") {
+        if oscil_testkit::lacks_root("a lock directory of root's") {
             return;
         }
-        let first = take(&Host::Local, "campaign /tmp/first").unwrap();
-        let refused = take(&Host::Local, "campaign /tmp/second").unwrap_err();
+        let (_scratch, dir) = lock_dir();
+        let first = take_local(&dir, "campaign /tmp/first").unwrap().unwrap();
+        let holder = take_local(&dir, "campaign /tmp/second")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(holder, "campaign /tmp/first");
+        drop(first);
+        take_local(&dir, "campaign /tmp/second").unwrap().unwrap();
+    }
+
+    /// Hole 3 of issue 38: with the directory 0755 and the file 0644, `nobody` could open
+    /// the file and hold its lock, blocking every campaign. Now both are root's alone, here
+    /// and through the remote script.
+    #[test]
+    fn nobody_else_can_hold_the_lock() {
+        if oscil_testkit::lacks_root("a lock directory of root's and a step as nobody") {
+            return;
+        }
+        let (_scratch, dir) = lock_dir();
+        drop(take_local(&dir, "campaign /tmp/local").unwrap().unwrap());
+        assert_eq!((mode(&dir), mode(&lock_file(&dir))), (0o700, 0o600));
+        assert!(!nobody_can_lock(&lock_file(&dir)));
+        let (_scratch, dir) = lock_dir();
+        let (stdout, stderr, code) = remote(&dir);
+        assert_eq!((stdout.as_str(), code), ("locked", Some(0)), "{stderr}");
+        assert_eq!((mode(&dir), mode(&lock_file(&dir))), (0o700, 0o600));
+        assert!(!nobody_can_lock(&lock_file(&dir)));
+        // The control: the same step may lock a file it can open.
+        let open = dir.with_file_name("open.lock");
+        fs::write(&open, "").unwrap();
+        assert!(nobody_can_lock(&open));
+    }
+
+    /// A lock directory or file of the wrong mode, or a link, is refused here and remotely,
+    /// and nothing is written through a planted link.
+    #[test]
+    fn a_lock_of_the_wrong_mode_or_a_link_is_refused() {
+        if oscil_testkit::lacks_root("a lock directory of root's") {
+            return;
+        }
+        let (scratch, dir) = lock_dir();
+        let victim = scratch.path().join("victim");
+        fs::write(&victim, "theirs").unwrap();
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        symlink(&victim, lock_file(&dir)).unwrap();
+        let refused = take_local(&dir, "campaign /tmp/x").unwrap_err();
         assert!(
-            refused
-                .to_string()
-                .starts_with("this machine is in use by another campaign: campaign /tmp/first"),
+            refused.contains("mode 755, not root's alone (mode 700)"),
             "{refused}"
         );
-        drop(first);
-        take(&Host::Local, "campaign /tmp/second").unwrap();
+        let (stdout, stderr, code) = remote(&dir);
+        assert_eq!((stdout.as_str(), code), ("", Some(3)), "{stderr}");
+        assert!(
+            stderr.contains("not root's alone (owner:mode 0:755"),
+            "{stderr}"
+        );
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(take_local(&dir, "campaign /tmp/x").is_err());
+        let (_, stderr, code) = remote(&dir);
+        assert_eq!(code, Some(3), "{stderr}");
+        assert!(stderr.contains("is a symbolic link; refused"), "{stderr}");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "theirs");
+        fs::remove_file(lock_file(&dir)).unwrap();
+        fs::write(lock_file(&dir), "").unwrap();
+        fs::set_permissions(lock_file(&dir), fs::Permissions::from_mode(0o644)).unwrap();
+        let refused = take_local(&dir, "campaign /tmp/x").unwrap_err();
+        assert!(
+            refused.contains("mode 644, not root's alone (mode 600)"),
+            "{refused}"
+        );
+        let (_, stderr, code) = remote(&dir);
+        assert_eq!(code, Some(3), "{stderr}");
+        let link = scratch.path().join("link");
+        symlink(&dir, &link).unwrap();
+        let (_, stderr, code) = remote(&link);
+        assert!(
+            stderr.contains("is a symbolic link; refused"),
+            "{code:?} {stderr}"
+        );
     }
 }

@@ -259,7 +259,7 @@ pub fn run(mut cdir: CampaignDir, spec: &FleetSpec, bin: &Path) -> Result<Finish
         .map_err(|e| LabError::Setup(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
     std::fs::create_dir_all(cdir.dir.join(PAIRS_DIR))
         .map_err(|source| LabError::io("cannot create", cdir.dir.clone(), source))?;
-    safe_fs::check_trusted(&cdir.dir)?;
+    safe_fs::check_trusted_dir(&cdir.dir)?;
     // Saved first: a campaign refused for a held host is resumed once the host is free.
     cdir.save()?;
     let control = safe_fs::private_temp_dir("oscil-ssh-")?;
