@@ -93,10 +93,16 @@ pub trait Backend {
     fn close(&mut self) -> Result<(), LabError>;
 }
 
-/// A fresh private directory (random name, mode 0700) for the lab's key and scratch files:
-/// never a guessable path another user could have made first.
+/// A fresh private directory (the lab's tag and a random name, mode 0700) for the lab's key
+/// and scratch files: never a guessable path another user could have made first, and
+/// known as this lab's to a later one if this one is killed.
 pub fn private_dir() -> Result<tempfile::TempDir, LabError> {
-    Ok(safe_fs::private_temp_dir("oscil-lab-")?)
+    let prefix = format!(
+        "{}_{}",
+        crate::leftovers::tag(),
+        crate::leftovers::KEY_DIR_KIND
+    );
+    Ok(safe_fs::private_temp_dir(&prefix)?)
 }
 
 /// Writes a fresh campaign key into `dir` as `key`, created exclusively (never through a
