@@ -208,7 +208,7 @@ impl CampaignDir {
         run.reason = reason;
         run.link_spoiled = match status {
             CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
-                oscil_rundir::lab::link_health(&self.dir.join(&run.dir)).spoiled
+                oscil_rundir::lab::spoiled(&self.dir.join(&run.dir))
             }
             _ => None,
         };
@@ -367,7 +367,7 @@ pub fn execute(
                 break;
             }
             ui.line(&format!(
-                "[{}] {} rep-{}: running it again, its link spoiled (this attempt is kept beside it, outside the verdicts)",
+                "[{}] {} rep-{}: running it again, spoiled (its link late or its reader or sender starved; this attempt is kept beside it, outside the verdicts)",
                 run.position, run.label, run.repetition
             ));
             ui.add_redo(&run);
