@@ -20,6 +20,7 @@ use oscil_model::socket::{UnknownWriteMode, WriteMode};
 use oscil_model::sysctl::{Sysctl, NOTSENT_LOWAT_UNLIMITED};
 use oscil_protocol::request::{self, RequestError, SessionRequest, MAX_CYCLES, MAX_FLOWS};
 
+use crate::backend::fleet::inventory::Plugins;
 use crate::config::{BackendSpec, HostsSpec, Job, NewCampaign};
 use crate::plan::matrix::{AxisValue, Matrix, Setting};
 use crate::remote::host::{check_bin_dir, check_ssh_option, check_ssh_target, HostArgError};
@@ -209,6 +210,11 @@ pub struct Cli {
     /// rounds, no host in two runs at once.
     #[arg(long, value_name = "FILE|DIR|-", help_heading = "Many hosts")]
     pub inventory: Option<PathBuf>,
+    /// Let ansible-inventory run the inventory plugins an inventory names (auto, script,
+    /// generator, a cloud's): they run code as this user, even for --dry-run. Without it
+    /// only the static plugins (ini, yaml, toml, host_list) read the inventory.
+    #[arg(long, help_heading = "Many hosts")]
+    pub inventory_plugins: bool,
     /// The ordered pairs of --inventory to measure: all, hub:NAME (NAME to and from each
     /// other host) or SENDER>RECEIVER,... [default: all].
     #[arg(long, value_name = "all|hub:NAME|A>B,...", help_heading = "Many hosts")]
@@ -845,17 +851,23 @@ fn fleet_spec(cli: &Cli, path: &std::path::Path) -> Result<BackendSpec, CliError
         option: "inventory",
         detail,
     };
-    let (hosts, reader) = crate::backend::fleet::inventory::load(path).map_err(|source| {
-        inventory(ValueError::Inventory {
-            path: path.to_path_buf(),
-            source,
-        })
-    })?;
+    let plugins = match cli.inventory_plugins {
+        true => Plugins::Allowed,
+        false => Plugins::StaticOnly,
+    };
+    let (hosts, reader) =
+        crate::backend::fleet::inventory::load(path, plugins).map_err(|source| {
+            inventory(ValueError::Inventory {
+                path: path.to_path_buf(),
+                source,
+            })
+        })?;
     crate::campaign::ui::say(&format!(
-        "oscil-lab: {} host(s) read from {} {}",
+        "oscil-lab: {} host(s) read from {} {}, {}",
         hosts.len(),
         crate::backend::fleet::inventory::source_name(path),
-        reader.text()
+        reader.text(),
+        plugins.text()
     ));
     let pairs =
         crate::backend::fleet::pairs::parse_pairs(cli.pairs.as_deref().unwrap_or("all"), &hosts)

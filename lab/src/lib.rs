@@ -7,6 +7,7 @@ mod backend;
 mod campaign;
 pub mod cli;
 mod config;
+mod leftovers;
 mod plan;
 mod remote;
 mod sys;
@@ -63,6 +64,7 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
         }
         Job::New(new) => {
             prepare_out(&new.out, new.force)?;
+            remove_leftovers();
             let campaign = plan_new(&new, now_unix_ms);
             run_campaign(
                 CampaignDir {
@@ -81,6 +83,9 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
             safe_fs::check_trusted(&dir.join(CAMPAIGN_JSON))?;
             let campaign = oscil_rundir::campaign::load(&dir)?;
             let spec = backend_spec(&campaign)?;
+            if !dry_run {
+                remove_leftovers();
+            }
             if let BackendSpec::Fleet(fleet) = &spec {
                 if dry_run {
                     fleet::print_plan(&campaign, fleet);
@@ -120,6 +125,7 @@ fn new_fleet(new: &NewCampaign, bin: &Path, now_unix_ms: u64) -> Result<Finished
         return Ok(Finished::Complete);
     }
     prepare_out(&new.out, new.force)?;
+    remove_leftovers();
     fleet::run(
         CampaignDir {
             dir: new.out.clone(),
@@ -128,6 +134,13 @@ fn new_fleet(new: &NewCampaign, bin: &Path, now_unix_ms: u64) -> Result<Finished
         spec,
         bin,
     )
+}
+
+/// Before a campaign makes anything: what labs killed before they could clean up left.
+fn remove_leftovers() {
+    if let Some(line) = leftovers::remove().line() {
+        ui::say(&line);
+    }
 }
 
 fn plan_new(new: &NewCampaign, now_unix_ms: u64) -> Campaign {

@@ -41,6 +41,12 @@ pub fn stop_signal() -> Option<i32> {
     }
 }
 
+/// This process's effective user.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid cannot fail and takes nothing.
+    unsafe { libc::geteuid() }
+}
+
 /// Sends `signal` to process `pid`.
 pub fn kill(pid: u32, signal: i32) -> std::io::Result<()> {
     let pid = libc::pid_t::try_from(pid).map_err(|_| std::io::Error::other("pid out of range"))?;
@@ -69,6 +75,29 @@ pub fn limit_address_space(command: &mut Command, bytes: u64) {
             } else {
                 Err(std::io::Error::last_os_error())
             }
+        });
+    }
+}
+
+/// Makes `command`'s child get SIGKILL when the lab dies, even by SIGKILL, so no link,
+/// daemon or reader outlives it (PR_SET_PDEATHSIG, kept across exec). The signal comes
+/// when the *thread* that spawned the child ends: only threads that outlive their
+/// children spawn (the lab's main thread; a fleet pair's thread, which waits for its own).
+pub fn die_with_parent(command: &mut Command) {
+    // SAFETY: getpid is async-signal-safe and runs before the fork.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec and calls only prctl and
+    // getppid, both async-signal-safe, on plain integers; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The lab died before the prctl took hold: nobody would send the signal.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
         });
     }
 }

@@ -186,10 +186,7 @@ fn a_signal_to_the_lab_leaves_campaign_json_true_and_resume_finishes() {
             .stdout,
     )
     .into_owned();
-    assert!(
-        !namespaces.contains(&format!("oscil-snd-{}", child.id())),
-        "{namespaces}"
-    );
+    assert!(lab_namespaces(child.id()).is_empty(), "{namespaces}");
 
     // Resumed on a shared host's terms: 4 GiB of address space, below the 8 GiB the lab
     // gives its report, which takes the lower and says so.
@@ -262,4 +259,132 @@ fn metrics_agree_with_the_report(out: &Path) {
             "{config}: {bytes} vs {mib} MiB"
         );
     }
+}
+
+/// The namespaces lab `pid` made (`oscil_lab_<pidns>_<pid>_<start>_snd` and `_rcv`).
+fn lab_namespaces(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with("oscil_lab_") && n.contains(&format!("_{pid}_")))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// PIDs of processes inside namespace `name`, or whose command line names it.
+fn users_of(name: &str) -> Vec<u32> {
+    let inside = Command::new("ip")
+        .args(["netns", "pids", name])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let mut pids: Vec<u32> = inside
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    for entry in std::fs::read_dir("/proc").unwrap() {
+        let Some(pid) = entry
+            .ok()
+            .and_then(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if argv.split(|&b| b == 0).any(|arg| arg == name.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Issue 38, hole 7: a lab killed by SIGKILL mid-run takes its link, daemon and reader
+/// with it at once; the next `--resume` removes its namespaces and its key directory, and
+/// finishes the campaign.
+#[test]
+fn a_lab_killed_mid_run_takes_its_processes_and_resume_removes_its_world() {
+    if lacks_root("network namespaces, TUN devices") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c");
+    let mut child = Command::new(workspace_bin("oscil-lab"))
+        .args([
+            "--rate",
+            "50mbit",
+            "--rtt",
+            "20ms",
+            "--lowat",
+            "default,131072",
+        ])
+        .args([
+            "--order", "grouped", "--fast", "3s", "--slow", "1s", "--cycles", "1",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start oscil-lab");
+    let first = out.join("runs/50mbit_20ms_cubic_lowat-default/rep-1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !first.join("reader.csv").exists() {
+        assert!(Instant::now() < deadline, "the first run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let namespaces = lab_namespaces(child.id());
+    assert_eq!(namespaces.len(), 2, "{namespaces:?}");
+    let tag = namespaces[0].rsplit_once('_').unwrap().0.to_owned();
+    let key_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| Some(e.ok()?.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("{tag}_key_")))
+            })
+            .collect()
+    };
+    assert_eq!(key_dirs().len(), 1, "the lab's key directory, {tag}_key_*");
+    let users: Vec<u32> = namespaces.iter().flat_map(|n| users_of(n)).collect();
+    assert!(users.len() >= 3, "link, daemon and reader: {users:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    while namespaces.iter().any(|n| !users_of(n).is_empty()) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(3),
+            "still running 3 s after the lab's SIGKILL: {:?}",
+            namespaces.iter().map(|n| users_of(n)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!(
+        "the lab's processes were gone {:?} after its SIGKILL",
+        killed.elapsed()
+    );
+    assert_eq!(
+        lab_namespaces(child.id()),
+        namespaces,
+        "nothing removed them yet"
+    );
+
+    let output = lab(&["--resume", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "oscil-lab: removed what a lab no longer running left: 2 namespace(s) ({}, {})",
+            namespaces[0], namespaces[1]
+        )) && stderr.contains("1 private directory(ies) with its key"),
+        "{stderr}"
+    );
+    assert!(lab_namespaces(child.id()).is_empty());
+    assert!(key_dirs().is_empty(), "{:?}", key_dirs());
+    assert_eq!(statuses(&out), ["complete", "complete"]);
 }

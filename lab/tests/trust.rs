@@ -277,3 +277,92 @@ fn hosts_and_users_that_are_not_names_are_refused_before_ssh() {
     );
     assert!(!marker.exists(), "a command ran");
 }
+
+/// An inventory is data (issue 38, hole 2): a generator inventory whose host name pipes a
+/// command, and an executable script inventory, run nothing, with or without `--dry-run`,
+/// and are refused in one line; `--inventory-plugins` lets Ansible run the plugin.
+#[test]
+fn an_inventory_that_would_run_a_command_runs_nothing_unless_plugins_are_allowed() {
+    if Command::new("ansible-inventory")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        oscil_testkit::skip("ansible-inventory is not installed (apt-get install ansible-core)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("touched");
+    let generator = dir.path().join("gen.yml");
+    std::fs::write(
+        &generator,
+        format!(
+            "plugin: ansible.builtin.generator\nhosts:\n  name: \"{{{{ lookup('pipe', 'touch {} && echo h') }}}}{{{{ n }}}}\"\nlayers:\n  n: ['1', '2']\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let script = dir.path().join("script.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ntouch {}\necho '{{\"all\": {{\"hosts\": [\"a\", \"b\"]}}}}'\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.path().join("camp");
+    let out = out.to_str().unwrap();
+    for inventory in [&generator, &script] {
+        let inv = inventory.to_str().unwrap();
+        for dry_run in [true, false] {
+            let mut args = vec!["--inventory", inv, "--pairs", "all", "--out", out];
+            if dry_run {
+                args.push("--dry-run");
+            }
+            let (code, stderr) = one_line(&lab(&args));
+            assert_eq!(code, Some(2), "{inv} dry run {dry_run}: {stderr}");
+            assert!(stderr.starts_with("oscil-lab: --inventory: "), "{stderr}");
+            assert!(
+                !marker.exists(),
+                "{inv} (dry run {dry_run}) ran its command: {stderr}"
+            );
+        }
+    }
+    let (code, stderr) = one_line(&lab(&[
+        "--inventory",
+        generator.to_str().unwrap(),
+        "--pairs",
+        "all",
+        "--out",
+        out,
+        "--dry-run",
+    ]));
+    assert!(
+        stderr.contains("names the inventory plugin \"ansible.builtin.generator\"")
+            && stderr.contains("--inventory-plugins"),
+        "{code:?} {stderr}"
+    );
+    let allowed = lab(&[
+        "--inventory",
+        generator.to_str().unwrap(),
+        "--inventory-plugins",
+        "--pairs",
+        "all",
+        "--out",
+        out,
+        "--dry-run",
+    ]);
+    let stderr = String::from_utf8_lossy(&allowed.stderr);
+    assert!(allowed.status.success(), "{stderr}");
+    assert!(marker.exists(), "the allowed plugin did not run: {stderr}");
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("oscil-lab: 2 host(s) read from ")
+            && first.contains("every inventory plugin Ansible enables (--inventory-plugins"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&allowed.stdout);
+    assert!(stdout.contains("h1") && stdout.contains("h2"), "{stdout}");
+}

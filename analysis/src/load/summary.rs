@@ -140,7 +140,10 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         partial: partial_reason(run),
         holes: (meta.ending.status == RunStatus::Holes)
             .then(|| oscil_model::text::escape_stored(&meta.ending.reason)),
-        link_spoiled: link.spoiled,
+        // The lab's rule, the same two parts: a late link, or a starved reader or sender.
+        link_spoiled: link.spoiled.clone().or_else(|| {
+            oscil_model::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
+        }),
         duration_s: meta.ending.duration_s,
         phases: figures.finish(end_s),
         sender_page_bytes: meta

@@ -19,6 +19,7 @@ pub mod rows;
 pub mod run;
 pub mod sampling;
 pub mod socket;
+pub mod starvation;
 pub mod sysctl;
 pub mod text;
 pub mod trace;

@@ -50,6 +50,16 @@ pub fn link_health(dir: &Path) -> LinkHealth {
     }
 }
 
+/// Why the run in `dir` counts in no verdict, by the two rules the lab and the report share:
+/// its emulated link was late ([`link_health`]), or its reader or sender was starved of
+/// CPU (`oscil_model::starvation`, from `run.json`'s `sampling`). `None` when neither.
+pub fn spoiled(dir: &Path) -> Option<String> {
+    link_health(dir).spoiled.or_else(|| {
+        let meta = crate::load::load_meta(dir).ok()?;
+        oscil_model::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,8 +92,10 @@ fn dev(kind: LinkKind) -> &'static str {
 impl Netns {
     /// Makes the namespaces and their devices; removed again by `close` (or on drop).
     pub fn new(link_kind: LinkKind, bin: &Path, congestion: &[String]) -> Result<Netns, LabError> {
-        let pid = std::process::id();
-        let (snd, rcv) = (format!("oscil-snd-{pid}"), format!("oscil-rcv-{pid}"));
+        // Named after the lab (its PID and start time), so a later lab knows them for
+        // leftovers once this one has ended, however it ended.
+        let tag = crate::leftovers::tag();
+        let (snd, rcv) = (format!("{tag}_snd"), format!("{tag}_rcv"));
         let tmp = crate::campaign::execute::private_dir()?;
         let key = crate::campaign::execute::write_key(tmp.path())?
             .display()
@@ -135,7 +137,7 @@ impl Netns {
     /// they are made from a scratch namespace that has it set, and the host's own setting
     /// is never touched. Where the kernel lacks the setting they share the host's table.
     fn add_namespaces(&mut self, names: &[&str]) -> Result<(), LabError> {
-        let parent = format!("oscil-parent-{}", std::process::id());
+        let parent = format!("{}_parent", crate::leftovers::tag());
         ip(&["netns", "add", &parent])?;
         self.made.push(parent.clone());
         let setting = SysctlValues::from_iter([(

@@ -123,6 +123,7 @@ fn run_with_stdout(
 ) -> Result<(), BoundedError> {
     let program = command.get_program().to_string_lossy().into_owned();
     sys::limit_address_space(&mut command, memory_bytes);
+    sys::die_with_parent(&mut command);
     let mut child = command
         .stdin(Stdio::null())
         .stdout(stdout)

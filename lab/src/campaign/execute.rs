@@ -93,10 +93,16 @@ pub trait Backend {
     fn close(&mut self) -> Result<(), LabError>;
 }
 
-/// A fresh private directory (random name, mode 0700) for the lab's key and scratch files:
-/// never a guessable path another user could have made first.
+/// A fresh private directory (the lab's tag and a random name, mode 0700) for the lab's key
+/// and scratch files: never a guessable path another user could have made first, and
+/// known as this lab's to a later one if this one is killed.
 pub fn private_dir() -> Result<tempfile::TempDir, LabError> {
-    Ok(safe_fs::private_temp_dir("oscil-lab-")?)
+    let prefix = format!(
+        "{}_{}",
+        crate::leftovers::tag(),
+        crate::leftovers::KEY_DIR_KIND
+    );
+    Ok(safe_fs::private_temp_dir(&prefix)?)
 }
 
 /// Writes a fresh campaign key into `dir` as `key`, created exclusively (never through a
@@ -202,7 +208,7 @@ impl CampaignDir {
         run.reason = reason;
         run.link_spoiled = match status {
             CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
-                oscil_rundir::lab::link_health(&self.dir.join(&run.dir)).spoiled
+                oscil_rundir::lab::spoiled(&self.dir.join(&run.dir))
             }
             _ => None,
         };
@@ -361,7 +367,7 @@ pub fn execute(
                 break;
             }
             ui.line(&format!(
-                "[{}] {} rep-{}: running it again, its link spoiled (this attempt is kept beside it, outside the verdicts)",
+                "[{}] {} rep-{}: running it again, spoiled (its link late or its reader or sender starved; this attempt is kept beside it, outside the verdicts)",
                 run.position, run.label, run.repetition
             ));
             ui.add_redo(&run);

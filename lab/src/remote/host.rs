@@ -259,6 +259,17 @@ impl Host {
         }
     }
 
+    /// [`Host::command`], and on this machine (or a namespace of it) a child that dies
+    /// with the lab: a lab killed by SIGKILL leaves no link, daemon or reader running.
+    /// Over ssh the client is left alone: a fleet's threads hand its connections on.
+    fn local_command(&self, argv: &[&str]) -> Command {
+        let mut command = self.command(argv);
+        if !matches!(self, Host::Ssh(_)) {
+            sys::die_with_parent(&mut command);
+        }
+        command
+    }
+
     /// `argv` as it runs on this host, as root.
     pub fn command(&self, argv: &[&str]) -> Command {
         match self {
@@ -301,7 +312,7 @@ impl Host {
     /// everything the lab starts: a Ctrl-C on the terminal reaches only the lab.
     pub fn run_input(&self, argv: &[&str], input: &[u8]) -> Result<String, HostError> {
         let mut child = self
-            .command(argv)
+            .local_command(argv)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -365,7 +376,7 @@ impl Host {
             argv.to_vec()
         };
         let mut child = self
-            .command(&wrapped)
+            .local_command(&wrapped)
             .stdin(Stdio::null())
             .stdout(if remote {
                 Stdio::piped()

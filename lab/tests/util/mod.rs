@@ -43,5 +43,24 @@ pub fn run_lab_with(prefix: &str, args: &[&str], bin: &Path) -> (Campaign, Strin
         "scripts/lab failed: {}\n{stdout}",
         output.status
     );
+    println!(
+        "the spoiled-run rule (a late link, a starved reader or sender) redid {} run(s) of {}",
+        redone_runs(&out.0),
+        out.0.display()
+    );
     (out, stdout)
+}
+
+/// Runs of a fresh campaign kept as `rep-<k>.attempt-<n>`: attempts the lab redid because
+/// they were spoiled (a fresh campaign resumes nothing).
+pub fn redone_runs(out: &Path) -> usize {
+    let Ok(labels) = std::fs::read_dir(out.join("runs")) else {
+        return 0;
+    };
+    labels
+        .filter_map(|l| std::fs::read_dir(l.ok()?.path()).ok())
+        .flatten()
+        .filter_map(|r| r.ok()?.file_name().into_string().ok())
+        .filter(|name| name.contains(".attempt-"))
+        .count()
 }

@@ -73,21 +73,34 @@ impl Owner {
 
     /// The owner `name` says, when it is an instance of `program`'s.
     pub fn of_name(name: &str, program: &str) -> Option<Owner> {
+        let (owner, n) = Owner::of_tagged(name, program)?;
+        n.parse::<u64>().ok()?;
+        Some(owner)
+    }
+
+    /// The owner a name starting with its [`tag`](Owner::tag) and `_` says, with the rest
+    /// of the name: how other things a process makes (a lab's namespaces and directories)
+    /// carry their owner.
+    pub fn of_tagged<'a>(name: &'a str, program: &str) -> Option<(Owner, &'a str)> {
         let rest = name.strip_prefix(PREFIX)?.strip_prefix(program)?;
-        let numbers: Vec<u64> = rest
-            .strip_prefix('_')?
-            .split('_')
-            .map(|n| n.parse().ok())
-            .collect::<Option<_>>()?;
-        let [pid_ns, pid, start_ticks, _n] = numbers[..] else {
-            return None;
-        };
-        Some(Owner {
-            program: program.to_owned(),
-            pid_ns,
-            pid: u32::try_from(pid).ok()?,
-            start_ticks,
-        })
+        let mut fields = rest.strip_prefix('_')?.splitn(4, '_');
+        let mut number = || fields.next()?.parse::<u64>().ok();
+        let (pid_ns, pid, start_ticks) = (number()?, number()?, number()?);
+        let rest = fields.next()?;
+        Some((
+            Owner {
+                program: program.to_owned(),
+                pid_ns,
+                pid: u32::try_from(pid).ok()?,
+                start_ticks,
+            },
+            rest,
+        ))
+    }
+
+    /// True when this owner is known to have ended (see [`Owner::is_gone`]).
+    pub fn has_ended(&self) -> io::Result<bool> {
+        self.is_gone(this_pid_ns()?)
     }
 
     /// True when this owner is known to have ended: a process of this PID namespace that
@@ -153,12 +166,17 @@ mod tests {
             "{name}"
         );
         assert_eq!(Owner::of_name(&name, "daemon"), Some(me.clone()));
+        let snd = format!("{}_snd", me.tag());
+        assert_eq!(Owner::of_tagged(&snd, "daemon"), Some((me.clone(), "snd")));
+        assert_eq!(Owner::of_tagged(&snd, "lab"), None);
+        assert!(!me.has_ended().unwrap());
         for other in [
             "oscil-daemon-1234-0",
             "oscil_reader_1_2_3_4",
             "oscil_daemon_1_2_3",
             "oscil_daemon_1_2_3_4_5",
             "oscil_daemon_x_2_3_4",
+            "oscil_daemon_1_2_3_x",
             "netem_daemon_1_2_3_4",
         ] {
             assert_eq!(Owner::of_name(other, "daemon"), None, "{other}");

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::model::{InventoryError, InventoryHost, MAX_INVENTORY_BYTES};
+use super::model::{InventoryError, InventoryHost, Plugins, MAX_INVENTORY_BYTES, STATIC_PLUGINS};
 use super::tree;
 
 /// What to install for inventories only Ansible reads.
@@ -25,10 +25,24 @@ pub fn find() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The hosts `program` lists for `source`.
-pub fn list(program: &Path, source: &Path) -> Result<Vec<InventoryHost>, InventoryError> {
+/// Variables plugins: only the one that reads `group_vars/` and `host_vars/` files, whatever
+/// an `ansible.cfg` enables.
+const STATIC_VARS_PLUGINS: &str = "host_group_vars";
+
+/// The hosts `program` lists for `source`, with the inventory plugins `plugins` allows.
+pub fn list(
+    program: &Path,
+    source: &Path,
+    plugins: Plugins,
+) -> Result<Vec<InventoryHost>, InventoryError> {
     let failed = |why: String| InventoryError::Ansible(why);
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    if plugins == Plugins::StaticOnly {
+        command
+            .env("ANSIBLE_INVENTORY_ENABLED", STATIC_PLUGINS)
+            .env("ANSIBLE_VARS_ENABLED", STATIC_VARS_PLUGINS);
+    }
+    let mut child = command
         .arg("-i")
         .arg(source)
         .arg("--list")

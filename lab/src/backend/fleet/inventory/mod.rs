@@ -17,7 +17,7 @@ use std::path::Path;
 
 use oscil_rundir::safe_fs::{self, SafeFsError};
 
-pub use model::{InventoryError, InventoryHost, MAX_INVENTORY_BYTES};
+pub use model::{InventoryError, InventoryHost, Plugins, MAX_INVENTORY_BYTES};
 
 /// Which reader gave the hosts, said when the inventory is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +55,12 @@ pub fn source_name(source: &Path) -> String {
     }
 }
 
-/// The hosts of the inventory at `source` (`-`: standard input), and which reader read it.
-pub fn load(source: &Path) -> Result<(Vec<InventoryHost>, Reader), InventoryError> {
+/// The hosts of the inventory at `source` (`-`: standard input), and which reader read it;
+/// `ansible-inventory` runs only the inventory plugins `plugins` allows.
+pub fn load(
+    source: &Path,
+    plugins: Plugins,
+) -> Result<(Vec<InventoryHost>, Reader), InventoryError> {
     if is_stdin(source) {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -75,12 +79,19 @@ pub fn load(source: &Path) -> Result<(Vec<InventoryHost>, Reader), InventoryErro
                 ansible::WANTED
             )));
         };
-        return Ok((ansible::list(&program, &path)?, Reader::Ansible));
+        return Ok((ansible::list(&program, &path, plugins)?, Reader::Ansible));
     }
     let bytes = safe_fs::read_bounded(&path, MAX_INVENTORY_BYTES).map_err(file_error)?;
     let text = from_bytes(bytes)?;
+    if plugins == Plugins::StaticOnly {
+        if let Some(name) = named_plugin(&text) {
+            return Err(InventoryError::Plugin(name));
+        }
+    }
     match program {
-        Some(program) if !is_json(&text) => Ok((ansible::list(&program, &path)?, Reader::Ansible)),
+        Some(program) if !is_json(&text) => {
+            Ok((ansible::list(&program, &path, plugins)?, Reader::Ansible))
+        }
         _ => with_reader(&text),
     }
 }
@@ -112,6 +123,23 @@ fn from_bytes(bytes: Vec<u8>) -> Result<String, InventoryError> {
         )));
     }
     String::from_utf8(bytes).map_err(|e| InventoryError::File(format!("not UTF-8 text: {e}")))
+}
+
+/// The plugin a YAML inventory names (`plugin: NAME` at the top level), which Ansible's
+/// `auto` plugin would load and run: said at once, in one line, rather than left to
+/// Ansible's static readers to fail on.
+fn named_plugin(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix("plugin:")?.trim();
+        let value = value.split(" #").next().unwrap_or(value).trim();
+        Some(
+            value
+                .trim_matches(|c| c == '"' || c == '\'')
+                .chars()
+                .take(100)
+                .collect(),
+        )
+    })
 }
 
 fn is_json(text: &str) -> bool {

@@ -67,9 +67,42 @@ pub enum InventoryError {
     /// The file itself: not regular, too large, unreadable.
     #[error("{0}")]
     File(String),
+    /// A YAML inventory that names a plugin (`plugin: NAME`), without `--inventory-plugins`.
+    #[error("names the inventory plugin {0:?}, which runs code as this user; refused (--inventory-plugins lets ansible-inventory run it)")]
+    Plugin(String),
     /// `ansible-inventory` failed or said something that is not an inventory.
     #[error("ansible-inventory: {0}")]
     Ansible(String),
+}
+
+/// The inventory plugins that only read the file they are given: `auto` (which loads the
+/// plugin a file names), `script` (which runs the file) and every other plugin run code.
+pub const STATIC_PLUGINS: &str = "ini,yaml,toml,host_list";
+
+/// Which inventory plugins `ansible-inventory` may run. An inventory is data unless the
+/// operator says otherwise: a plugin (`auto`, `script`, a cloud's, `generator` with its
+/// `lookup('pipe', ...)`) runs code, as root when the lab is root, even for `--dry-run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plugins {
+    /// Only [`STATIC_PLUGINS`], which read the file and run nothing.
+    StaticOnly,
+    /// Every plugin Ansible enables (`--inventory-plugins`).
+    Allowed,
+}
+
+impl Plugins {
+    /// How the inventory was read, for the line that says so.
+    pub fn text(self) -> String {
+        match self {
+            Plugins::StaticOnly => format!(
+                "static inventory plugins only ({}; --inventory-plugins runs the plugin an inventory names)",
+                STATIC_PLUGINS.replace(',', ", ")
+            ),
+            Plugins::Allowed => {
+                "every inventory plugin Ansible enables (--inventory-plugins: they run code as this user)".into()
+            }
+        }
+    }
 }
 
 pub fn at(line: usize, why: impl Into<String>) -> InventoryError {

@@ -259,7 +259,7 @@ fn children_are_expanded_once_each_and_cycles_refused() {
 /// opened; a file past the cap is refused by its size (a sparse file, no bytes written).
 #[test]
 fn only_regular_files_under_the_cap_are_read() {
-    let refused = |path: &Path| load(path).unwrap_err().to_string();
+    let refused = |path: &Path| load(path, Plugins::StaticOnly).unwrap_err().to_string();
     assert!(refused(Path::new("/dev/zero")).contains("not a regular file but a character device"));
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
@@ -298,14 +298,16 @@ fn the_built_in_readers_agree_with_ansible_inventory() {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         assert_eq!(
-            ansible::list(&program, &path).unwrap(),
+            ansible::list(&program, &path, Plugins::StaticOnly).unwrap(),
             parse(text).unwrap(),
             "{name}"
         );
     }
     let broken = dir.path().join("broken.ini");
     std::fs::write(&broken, "[web]\na ansible_host\n").unwrap();
-    let error = ansible::list(&program, &broken).unwrap_err().to_string();
+    let error = ansible::list(&program, &broken, Plugins::StaticOnly)
+        .unwrap_err()
+        .to_string();
     assert!(
         error.starts_with("ansible-inventory: ") && error.contains(":2: Expected key=value"),
         "{error}"

@@ -220,9 +220,8 @@ pub fn json(text: &str) -> Result<Model, InventoryError> {
             *model.group_vars(g) = json_vars(vars).map_err(|why| group_error(name, why))?;
         }
         for host in hosts.into_iter().flatten() {
-            let host = host
-                .as_str()
-                .ok_or_else(|| group_error(name, "a host that is not a string"))?;
+            let host =
+                json_str(host).ok_or_else(|| group_error(name, "a host that is not a string"))?;
             model.host(g, host, &Vars::default())?;
         }
         for child in children.into_iter().flatten() {
@@ -244,6 +243,15 @@ pub fn json(text: &str) -> Result<Model, InventoryError> {
         model.host(0, host, &vars)?;
     }
     Ok(model)
+}
+
+/// A string, or one ansible-core 2.14 (Debian 12) printed as `{"__ansible_unsafe": "..."}`,
+/// as it prints a host name an inventory plugin templated.
+fn json_str(value: &Json) -> Option<&str> {
+    match value.as_object() {
+        Some(m) if m.len() == 1 => m.get("__ansible_unsafe")?.as_str(),
+        _ => value.as_str(),
+    }
 }
 
 fn json_vars(vars: &Json) -> Result<Vars, String> {

@@ -1,0 +1,81 @@
+//! Whether a run's reader and daemon ran when they should: the sibling of
+//! [`crate::link_health`]. A sampler that wakes late, or merges intervals into a late tick,
+//! runs on a host that did not give the run's ends the CPU when due, and a reader starved
+//! of CPU stops reading: the run then measures the host, not TCP (issue 38: a 16 KiB
+//! send-buffer run 87% receive-window limited at 2.8 Mbit/s on a busy machine). Such a run
+//! is spoiled like one whose link was late: the lab redoes it once and the report counts
+//! it in no configuration. Judged from `run.json`'s `sampling`, which both ends' rows give.
+
+use crate::sampling::{Sampling, SideSampling};
+
+/// The latest a side's 99th-percentile tick may wake, as a share of the interval: half an
+/// interval late, every hundredth tick, is a process the scheduler kept waiting.
+pub const LATENESS_P99_INTERVAL_SHARE_MAX: f64 = 0.5;
+
+/// The most intervals a side may merge into late ticks, as a share of its ticks: 1%.
+pub const MERGED_SHARE_MAX: f64 = 0.01;
+
+/// Why the run's reader or sender was starved, in words; `None` when both ran on time.
+pub fn starved(sampling: &Sampling, interval_us: u64) -> Option<String> {
+    let said: Vec<String> = [("reader", &sampling.reader), ("sender", &sampling.sender)]
+        .into_iter()
+        .filter_map(|(side, s)| side_starved(s, interval_us).map(|why| format!("the {side} {why}")))
+        .collect();
+    (!said.is_empty()).then(|| {
+        format!(
+            "{}: the host did not run it when due, not the path asked for",
+            said.join("; ")
+        )
+    })
+}
+
+fn side_starved(side: &SideSampling, interval_us: u64) -> Option<String> {
+    let interval_ms = interval_us as f64 / 1000.0;
+    let late_max_ms = interval_ms * LATENESS_P99_INTERVAL_SHARE_MAX;
+    let merged_max = side.ticks as f64 * MERGED_SHARE_MAX;
+    let late = side.lateness_p99_ms > late_max_ms;
+    let merged = side.merged_intervals as f64 > merged_max;
+    (late || merged).then(|| {
+        format!(
+            "woke {:.1} ms late at the 99th percentile (at most {late_max_ms:.1} ms, half the {interval_ms:.0} ms interval) and merged {} of {} intervals (at most 1%)",
+            side.lateness_p99_ms, side.merged_intervals, side.ticks
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(ticks: u64, merged: u64, p99_ms: f64) -> SideSampling {
+        SideSampling {
+            ticks,
+            merged_intervals: merged,
+            missing_rows: 0,
+            lateness_p50_ms: 0.1,
+            lateness_p99_ms: p99_ms,
+            ..SideSampling::default()
+        }
+    }
+
+    #[test]
+    fn a_side_late_past_half_an_interval_or_merging_over_one_percent_is_starved() {
+        let on_time = side(600, 0, 2.0);
+        let both = |reader, sender| Sampling { reader, sender };
+        // 100 ms interval: 50 ms at p99 and 6 of 600 merged are the limits, still on time.
+        assert_eq!(
+            starved(&both(on_time.clone(), side(600, 6, 50.0)), 100_000),
+            None
+        );
+        let late = starved(&both(side(600, 0, 50.1), on_time.clone()), 100_000).unwrap();
+        assert!(late.starts_with("the reader woke 50.1 ms late"), "{late}");
+        assert!(!late.contains("the sender"), "{late}");
+        let merged = starved(&both(on_time.clone(), side(600, 7, 1.0)), 100_000).unwrap();
+        assert!(
+            merged.starts_with("the sender ") && merged.contains("merged 7 of 600"),
+            "{merged}"
+        );
+        // A 10 ms interval: 6 ms at p99 is past its 5 ms.
+        assert!(starved(&both(side(6000, 0, 6.0), on_time), 10_000).is_some());
+    }
+}
