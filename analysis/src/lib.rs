@@ -7,6 +7,7 @@
 //! the recommendation and the page are text; `report` ties them together.
 
 pub mod charts;
+pub mod cli;
 mod error;
 mod figures;
 pub mod load;

@@ -5,8 +5,8 @@
 use oscil_model::campaign::RunSettings;
 use oscil_model::run::RunMeta;
 use oscil_model::socket::WriteMode;
+use oscil_model::socket::DEFAULT_WRITE_BYTES;
 use oscil_model::sysctl::{Sysctl, SysctlValue, NOTSENT_LOWAT_UNLIMITED};
-use oscil_protocol::control::DEFAULT_WRITE_BYTES;
 use serde_json::json;
 
 use crate::write::human;
