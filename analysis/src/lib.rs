@@ -10,6 +10,7 @@ pub mod charts;
 pub mod cli;
 mod error;
 mod figures;
+mod human;
 pub mod load;
 mod options;
 mod verdicts;

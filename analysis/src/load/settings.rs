@@ -9,7 +9,7 @@ use oscil_model::socket::DEFAULT_WRITE_BYTES;
 use oscil_model::sysctl::{Sysctl, SysctlValue, NOTSENT_LOWAT_UNLIMITED};
 use serde_json::json;
 
-use crate::write::human;
+use crate::human;
 
 /// Where a run's notsent threshold came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use crate::figures::metrics::{Metric, METRICS};
+use crate::human::{self, MBIT};
 use crate::load::summary::{RunSummary, Scope};
-use crate::write::human::{self, MBIT};
 
 fn status(s: &RunSummary) -> &'static str {
     if s.partial.is_some() {
