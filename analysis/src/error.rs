@@ -38,3 +38,15 @@ pub enum ReportError {
     #[error(transparent)]
     File(#[from] oscil_rundir::safe_fs::SafeFsError),
 }
+
+impl ReportError {
+    /// What the command line names and cannot work is a bad value, as in every binary
+    /// (docs/cli.md); anything else failed on the way.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ReportError::OutNotEmpty(_) | ReportError::Baseline(_) => oscil_cli::exit::USAGE,
+            ReportError::Run(e) if e.is_bad_path() => oscil_cli::exit::USAGE,
+            _ => oscil_cli::exit::FAILED_START,
+        }
+    }
+}

@@ -7,8 +7,10 @@
 //! the recommendation and the page are text; `report` ties them together.
 
 pub mod charts;
+pub mod cli;
 mod error;
 mod figures;
+mod human;
 pub mod load;
 mod options;
 mod verdicts;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use oscil_model::socket::SocketOptions;
-use oscil_protocol::control::DEFAULT_WRITE_BYTES;
+use oscil_model::socket::DEFAULT_WRITE_BYTES;
 use oscil_protocol::key::Key;
 
 use crate::admission::StartupLimits;

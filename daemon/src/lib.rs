@@ -10,10 +10,12 @@
 
 mod admission;
 pub mod budget;
+pub mod cli;
 mod config;
 mod flow;
 mod gate;
 mod latency;
+mod listen;
 mod payload;
 mod probe;
 mod refusals;
@@ -25,15 +27,19 @@ mod sys;
 mod trace;
 
 use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
 
 pub use admission::{StartupLimits, StartupLimitsError};
+pub use cli::{check_default_options, print_new_key, DefaultOptionsError};
 pub use config::{DaemonConfig, TracePolicy};
 pub use gate::GENERIC_REFUSAL;
 pub use session::ScratchError;
@@ -112,26 +118,30 @@ fn log_panic(done: Result<(), tokio::task::JoinError>) {
     }
 }
 
-/// Why the daemon's default options could serve no session ([`check_default_options`]).
-#[derive(Debug, thiserror::Error)]
-pub enum DefaultOptionsError {
-    /// `--congestion` is not a name a congestion control can have.
-    #[error(transparent)]
-    Congestion(#[from] oscil_protocol::request::RequestError),
-    /// The kernel refuses them, or no socket could be opened to try them on.
-    #[error(transparent)]
-    Scratch(#[from] ScratchError),
-}
-
-/// Checks the daemon's default options on a scratch socket, so a bad `--congestion` fails
-/// at start rather than in every session; returns, in words, what the kernel changed of
-/// them (`SO_SNDBUF 0 requested, kernel set 4608`), to be said at start.
-pub fn check_default_options(
-    config: &DaemonConfig,
-    ipv6: bool,
-) -> Result<Vec<String>, DefaultOptionsError> {
-    if let Some(name) = &config.default_options.congestion {
-        oscil_protocol::request::check_congestion_name(name)?;
+/// What `oscil-daemon` does once its flags are checked: listens, fits the flows to the
+/// open files limit, writes `--port-file`, and serves until Ctrl-C or SIGTERM.
+pub async fn serve(
+    listen: SocketAddr,
+    mut config: DaemonConfig,
+    flows_asked: Option<u32>,
+    key_words: &str,
+    port_file: Option<&Path>,
+) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(listen).await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot listen on {listen}: {}",
+            oscil_model::error_text::os_error(&e)
+        )
+    })?;
+    let budget = listen::fit_to_open_files(&config, flows_asked)?;
+    config.max_total_flows = budget.max_total_flows;
+    let local = listener.local_addr()?;
+    if let Some(path) = port_file {
+        listen::write_port_file(path, local.port())
+            .with_context(|| format!("cannot write --port-file {}", path.display()))?;
     }
-    Ok(session::validate_options(&config.default_options, ipv6)?.notes)
+    eprintln!("oscil-daemon: listening on {local} ({budget}); {key_words}");
+    run(listener, config, listen::shutdown_signal()).await?;
+    eprintln!("oscil-daemon: stopped");
+    Ok(())
 }

@@ -1,351 +1,43 @@
-//! `oscil-daemon`: the sender end of an oscil test. Flags become a `DaemonConfig`; the
-//! library does the rest.
+//! `oscil-daemon`: the sender end of an oscil test. Flags (the library's `cli` module) become
+//! a `DaemonConfig`; the library does the rest.
 
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::Context;
-use clap::Parser;
-use oscil_cli::address::{self, Endpoint, IpFamily};
-use oscil_cli::placeholder;
-use oscil_cli::units::{parse_bytes, parse_bytes_u32, parse_positive_duration, whole};
-use oscil_daemon::budget::{self, Budget, Demand};
-use oscil_daemon::{DaemonConfig, StartupLimits, TracePolicy};
-use oscil_model::socket::SocketOptions;
-use oscil_protocol::key::{load_key, KeySource};
-
-/// Serve oscil test sessions: stream at full speed on every data connection, with the socket
-/// options each session asks for, and send samples of the sender's side to the reader.
-#[derive(Debug, Parser)]
-#[command(
-    name = "oscil-daemon",
-    version,
-    allow_negative_numbers = true,
-    args_override_self = true
-)]
-struct Cli {
-    /// Address to listen on for control and data connections: PORT or :PORT (every
-    /// address), HOST, HOST:PORT, [IPV6]:PORT. Port 5250 unless given.
-    #[arg(long, short = 'l', default_value = "127.0.0.1:5250", value_parser = address::parse_listen, value_name = placeholder::ADDR)]
-    listen: Endpoint,
-    /// Once listening, write the port listened on to FILE, one line (for a program that
-    /// starts the daemon on port 0): the file appears whole, by a rename.
-    #[arg(long, value_name = placeholder::FILE)]
-    port_file: Option<PathBuf>,
-    #[command(flatten)]
-    address: oscil_cli::AddressFlags,
-    /// TCP_NOTSENT_LOWAT for sessions that do not ask (e.g. 128k); unset: the sysctl applies.
-    #[arg(long, visible_alias = "lowat", value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
-    notsent_lowat: Option<u32>,
-    /// SO_SNDBUF for sessions that do not ask (the kernel doubles it; disables autotuning).
-    #[arg(long, value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
-    sndbuf: Option<u32>,
-    /// Congestion control for sessions that do not ask (e.g. cubic, bbr, reno).
-    #[arg(long, visible_alias = "cc", value_name = "NAME")]
-    congestion: Option<String>,
-    /// File holding the pre-shared key readers must prove they hold (else $OSCIL_KEY; never
-    /// on the command line).
-    #[arg(long, value_name = placeholder::FILE)]
-    key_file: Option<PathBuf>,
-    /// Serve anyone on a non-loopback address without a key.
-    #[arg(long)]
-    insecure_no_auth: bool,
-    /// Tag no write with TX timestamps (sender.csv's residence_us stays empty): for
-    /// measuring what the timestamps cost (scripts/bench-loopback --without-timestamps).
-    #[arg(long)]
-    no_tx_timestamps: bool,
-    /// Print a fresh key (for --key-file) and exit.
-    #[arg(long)]
-    gen_key: bool,
-    /// Sessions served at once; more are refused as busy.
-    #[arg(long, default_value_t = 16, value_parser = whole("count", 1, u16::MAX), value_name = placeholder::N)]
-    max_sessions: u16,
-    /// Data connections one session may open.
-    #[arg(long, default_value_t = 256, value_parser = whole("count", 1, u32::MAX), value_name = placeholder::N)]
-    max_flows: u32,
-    /// Data connections of all sessions together. Unset: as many as the open files limit
-    /// allows beside the sessions and unauthenticated connections, at most 1024; given: it
-    /// must fit in that limit. Each flow holds 2 descriptors, each session 4 more.
-    #[arg(long, value_parser = whole("count", 1, u32::MAX), value_name = placeholder::N)]
-    max_total_flows: Option<u32>,
-    /// A session's total pacing rate (100mbit, 1gbit), split evenly over its flows and set
-    /// as each flow's SO_MAX_PACING_RATE; a reader may ask for less, never more.
-    #[arg(long, value_parser = oscil_cli::request_args::parse_pacing_rate, value_name = placeholder::RATE)]
-    max_rate: Option<u64>,
-    /// Shortest sampling interval a reader may ask: each sample is one row per flow, so this
-    /// caps the rows a session sends per second (1ms for one flow is fine; for 1,000, not).
-    #[arg(long, default_value = "10ms", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
-    min_interval: Duration,
-    /// Longest session served.
-    #[arg(long, default_value = "15m", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
-    max_session_time: Duration,
-    /// Renamed: a duration beside --max-sessions (a count) was too easy to confuse.
-    #[arg(long, hide = true, value_parser = renamed("--max-session", "--max-session-time"))]
-    max_session: Option<String>,
-    /// Unauthenticated connections held at once, as sshd's MaxStartups START:RATE:FULL: from
-    /// START on, refuse new ones with probability RATE%, rising to 100% at FULL.
-    #[arg(long, default_value = "10:30:100", value_name = "START:RATE:FULL")]
-    max_startups: StartupLimits,
-    /// Unauthenticated connections held at once from one address (IPv6: one /64).
-    #[arg(long, default_value_t = 10, value_parser = whole("count", 1, u16::MAX), value_name = placeholder::N)]
-    per_source_max_startups: u16,
-    /// Time a connection has to authenticate (or, for a data connection, to name its session).
-    #[arg(long, default_value = "3s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
-    preauth_timeout: Duration,
-    /// Which sessions' sockets a reader's --trace may trace: a trace pins ring buffers on
-    /// every CPU for the session, so by default only sessions of a daemon with a key.
-    #[arg(long, value_enum, default_value_t = TracePolicy::Keyed, value_name = "WHO")]
-    trace: TracePolicy,
-    /// The ring buffers of all sessions' traces together (4 MiB per CPU each, less where
-    /// that would not fit); a trace past it is refused, and the reader says why.
-    #[arg(long, default_value = "64M", value_parser = parse_bytes, value_name = placeholder::BYTES)]
-    trace_budget: u64,
-    /// Time allowed after authentication for the data connections and start, and for each
-    /// control write.
-    #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
-    handshake_timeout: Duration,
-}
-
-/// A value parser that always fails, pointing at a flag's new name.
-fn renamed(
-    old: &'static str,
-    new: &'static str,
-) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
-    move |_| Err(format!("{old} is now {new}"))
-}
-
-impl Cli {
-    /// The socket address to bind: the listen endpoint, resolved, with -p/-4/-6 applied.
-    fn listen_addr(&self) -> anyhow::Result<SocketAddr> {
-        let mut endpoint = self.address.with_port(&self.listen);
-        let family = self.address.family();
-        if family == IpFamily::V4 && endpoint.ip() == Some(Ipv6Addr::UNSPECIFIED.into()) {
-            endpoint.host = Ipv4Addr::UNSPECIFIED.to_string();
-        }
-        let family_ok = |a: &SocketAddr| family.allows(a.ip());
-        endpoint
-            .lookup_form()
-            .to_socket_addrs()
-            .with_context(|| format!("cannot resolve --listen {endpoint}"))?
-            .find(family_ok)
-            .with_context(|| {
-                let (version, flag) = match family {
-                    IpFamily::V4 => ("IPv4", "-4"),
-                    _ => ("IPv6", "-6"),
-                };
-                format!("--listen {endpoint} has no {version} address ({flag} asks it): leave out {flag}")
-            })
-    }
-
-    /// The daemon's settings, and where its key came from.
-    fn config(&self, listen: SocketAddr) -> anyhow::Result<(DaemonConfig, Option<KeySource>)> {
-        let (key, key_source) = load_key(self.key_file.as_deref())?.unzip();
-        if key.is_none() && !listen.ip().is_loopback() && !self.insecure_no_auth {
-            anyhow::bail!(
-                "refusing to listen on {listen} without a key: give --key-file or $OSCIL_KEY \
-                 (oscil-daemon --gen-key makes one), or --insecure-no-auth"
-            );
-        }
-        let config = DaemonConfig {
-            default_options: SocketOptions {
-                notsent_lowat_bytes: self.notsent_lowat,
-                sndbuf_bytes: self.sndbuf,
-                congestion: self.congestion.clone(),
-                ..Default::default()
-            },
-            key,
-            max_sessions: usize::from(self.max_sessions),
-            max_flows: self.max_flows,
-            max_total_flows: self
-                .max_total_flows
-                .unwrap_or(budget::DEFAULT_MAX_TOTAL_FLOWS),
-            max_rate_bps: self.max_rate,
-            max_session: self.max_session_time,
-            min_interval: self.min_interval,
-            max_startups: self.max_startups,
-            max_startups_per_source: usize::from(self.per_source_max_startups),
-            preauth_timeout: self.preauth_timeout,
-            handshake_timeout: self.handshake_timeout,
-            tx_timestamps: !self.no_tx_timestamps,
-            trace: self.trace,
-            trace_budget_bytes: self.trace_budget,
-            ..Default::default()
-        };
-        let notes = oscil_daemon::check_default_options(&config, listen.is_ipv6())
-            .map_err(|e| anyhow::anyhow!("default socket options: {e}"))?;
-        for note in notes {
-            eprintln!("oscil-daemon: default socket options: {note}");
-        }
-        Ok((config, key_source))
-    }
-}
+use oscil_daemon::cli::Cli;
+use oscil_model::error_text::{error_line, os_error};
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli: Cli = oscil_cli::parse();
-    for warning in
-        oscil_cli::start_warnings("oscil-daemon", cli.notsent_lowat, cli.key_file.as_deref())
-    {
+    for warning in cli.start_warnings() {
         eprintln!("{warning}");
     }
     if cli.gen_key {
-        return match oscil_protocol::key::generate_key() {
-            Ok(key) => {
-                if let Err(e) = oscil_protocol::key::protect_stdout_file() {
-                    eprintln!(
-                        "oscil-daemon: warning: cannot make the key file 0600: {}",
-                        oscil_model::error_text::os_error(&e)
-                    );
-                }
-                oscil_cli::outln!("{key}");
-                oscil_cli::stdout::finish("oscil-daemon", oscil_cli::exit::OK)
-            }
+        return match oscil_daemon::print_new_key() {
+            Ok(()) => oscil_cli::stdout::finish("oscil-daemon", oscil_cli::exit::OK),
             Err(e) => fail(
                 oscil_cli::exit::FAILED_START,
-                format!(
-                    "cannot read /dev/urandom: {}",
-                    oscil_model::error_text::os_error(&e)
-                ),
+                format!("cannot read /dev/urandom: {}", os_error(&e)),
             ),
         };
     }
     // Flags that cannot work are usage errors: nothing has started yet.
-    let (listen, (config, key_source)) = match cli
-        .listen_addr()
-        .and_then(|listen| Ok((listen, cli.config(listen)?)))
-    {
+    let (listen, config, key_source) = match cli.checked() {
         Ok(checked) => checked,
-        Err(e) => {
-            return fail(
-                oscil_cli::exit::USAGE,
-                oscil_model::error_text::error_line(&*e),
-            )
-        }
+        Err(e) => return fail(oscil_cli::exit::USAGE, error_line(&*e)),
     };
     let key_words = match key_source {
         Some(source) => format!("sessions prove the key from {source}"),
         None => "no key".to_owned(),
     };
-    match serve(
-        listen,
-        config,
-        cli.max_total_flows,
-        &key_words,
-        cli.port_file.as_deref(),
-    )
-    .await
-    {
+    let port_file = cli.port_file.as_deref();
+    match oscil_daemon::serve(listen, config, cli.max_total_flows, &key_words, port_file).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(
-            oscil_cli::exit::FAILED_START,
-            oscil_model::error_text::error_line(&*e),
-        ),
+        Err(e) => fail(oscil_cli::exit::FAILED_START, error_line(&*e)),
     }
 }
 
 fn fail(code: u8, message: String) -> ExitCode {
     eprintln!("oscil-daemon: {message}");
     ExitCode::from(code)
-}
-
-async fn serve(
-    listen: SocketAddr,
-    mut config: DaemonConfig,
-    flows_asked: Option<u32>,
-    key_words: &str,
-    port_file: Option<&Path>,
-) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
-        anyhow::anyhow!(
-            "cannot listen on {listen}: {}",
-            oscil_model::error_text::os_error(&e)
-        )
-    })?;
-    let budget = fit_to_open_files(&config, flows_asked)?;
-    config.max_total_flows = budget.max_total_flows;
-    let local = listener.local_addr()?;
-    if let Some(path) = port_file {
-        write_port_file(path, local.port())
-            .with_context(|| format!("cannot write --port-file {}", path.display()))?;
-    }
-    eprintln!("oscil-daemon: listening on {local} ({budget}); {key_words}");
-    oscil_daemon::run(listener, config, shutdown_signal()).await?;
-    eprintln!("oscil-daemon: stopped");
-    Ok(())
-}
-
-/// `PORT\n` into `path` through a new file beside it (never one already there, nor a link)
-/// and a rename: a reader of `path` sees nothing or the whole line.
-fn write_port_file(path: &Path, port: u16) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(format!(".{}.tmp", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temporary)?;
-    let written = file
-        .write_all(format!("{port}\n").as_bytes())
-        .and_then(|()| std::fs::rename(&temporary, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
-}
-
-/// Raises the soft open-files limit to the hard one (a flood then meets the caps, not the
-/// default 1,024), and shares it out: the flows the daemon serves in all, or why the limits
-/// asked for do not fit.
-fn fit_to_open_files(config: &DaemonConfig, flows_asked: Option<u32>) -> anyhow::Result<Budget> {
-    let (limit_fds, _) = oscil_kernel::raise_nofile_limit()
-        .map_err(|e| anyhow::anyhow!("cannot read the open files limit: {e}"))?;
-    let open_fds = budget::open_fds_now()
-        .map_err(|e| anyhow::anyhow!("cannot count open files (/proc/self/fd): {e}"))?;
-    let demand = Demand {
-        sessions: config.max_sessions as u64,
-        startups: config.max_startups.full as u64,
-        flows: flows_asked,
-    };
-    Ok(budget::plan(limit_fds, open_fds, demand)?)
-}
-
-/// Completes on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What another program asks for in one typed value reads back the same here.
-    #[test]
-    fn an_invocation_parses_back() {
-        let invocation = oscil_cli::invocation::DaemonInvocation {
-            listen: "[::]:0".into(),
-            key_file: "/tmp/oscil-lab.x/key".into(),
-            port_file: Some("/tmp/oscil-lab.x/daemon.port".into()),
-        };
-        let argv = std::iter::once("oscil-daemon".to_string()).chain(invocation.argv());
-        let cli = Cli::try_parse_from(argv).unwrap();
-        assert_eq!(
-            cli.listen,
-            address::parse_listen(&invocation.listen).unwrap()
-        );
-        assert_eq!(cli.key_file, Some(PathBuf::from(&invocation.key_file)));
-        assert_eq!(cli.port_file, invocation.port_file.map(PathBuf::from));
-    }
 }

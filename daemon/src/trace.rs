@@ -64,11 +64,28 @@ fn plan(budget_kb: u64, cpus: u32) -> (u32, usize) {
     (per_cpu_kb, traces as usize)
 }
 
+/// Why a session's `--trace` is not granted: said to the reader, which keeps it in run.json.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum TraceRefusal {
+    /// `--trace off`.
+    #[error("the daemon traces no session (--trace off)")]
+    Off,
+    /// `--trace keyed` on a daemon without a key.
+    #[error("the daemon traces only keyed sessions (--trace keyed) and has no key")]
+    NoKey,
+    /// `--trace-budget` cannot hold the smallest trace on every CPU.
+    #[error("the daemon's trace budget ({budget_mib} MiB, --trace-budget) holds not one trace of {MIN_BUFFER_KB} KiB on each of its {cpus} CPUs")]
+    BudgetTooSmall { budget_mib: u64, cpus: u32 },
+    /// Every trace the budget holds is in use.
+    #[error("the daemon's trace budget ({budget_mib} MiB, --trace-budget) is taken by {traces} traced sessions")]
+    BudgetTaken { budget_mib: u64, traces: usize },
+}
+
 /// Who may trace, and the ring buffers the traces may pin together, shared out as whole
 /// traces of one size (`--trace`, `--trace-budget`).
 pub(crate) struct TraceBudget {
     /// Why no session is traced, when none is.
-    never: Option<String>,
+    never: Option<TraceRefusal>,
     per_cpu_kb: u32,
     cpus: u32,
     traces: Arc<Semaphore>,
@@ -89,13 +106,12 @@ impl TraceBudget {
         let (per_cpu_kb, most) = plan(config.trace_budget_bytes >> 10, cpus);
         let mib = config.trace_budget_bytes >> 20;
         let never = match config.trace {
-            TracePolicy::Off => Some("the daemon traces no session (--trace off)".to_string()),
-            TracePolicy::Keyed if config.key.is_none() => Some(
-                "the daemon traces only keyed sessions (--trace keyed) and has no key".into(),
-            ),
-            _ if most == 0 => Some(format!(
-                "the daemon's trace budget ({mib} MiB, --trace-budget) holds not one trace of {MIN_BUFFER_KB} KiB on each of its {cpus} CPUs"
-            )),
+            TracePolicy::Off => Some(TraceRefusal::Off),
+            TracePolicy::Keyed if config.key.is_none() => Some(TraceRefusal::NoKey),
+            _ if most == 0 => Some(TraceRefusal::BudgetTooSmall {
+                budget_mib: mib,
+                cpus,
+            }),
             _ => None,
         };
         TraceBudget {
@@ -129,17 +145,18 @@ impl TraceBudget {
     }
 
     /// Room for one more trace, or why not, in the words the reader records.
-    pub(crate) fn grant(&self) -> Result<TraceGrant, String> {
+    pub(crate) fn grant(&self) -> Result<TraceGrant, TraceRefusal> {
         if let Some(never) = &self.never {
             return Err(never.clone());
         }
-        let room = self.traces.clone().try_acquire_owned().map_err(|_| {
-            format!(
-                "the daemon's trace budget ({} MiB, --trace-budget) is taken by {} traced sessions",
-                self.budget_bytes >> 20,
-                self.most
-            )
-        })?;
+        let room =
+            self.traces
+                .clone()
+                .try_acquire_owned()
+                .map_err(|_| TraceRefusal::BudgetTaken {
+                    budget_mib: self.budget_bytes >> 20,
+                    traces: self.most,
+                })?;
         Ok(TraceGrant {
             per_cpu_kb: self.per_cpu_kb,
             _room: room,
@@ -182,7 +199,7 @@ impl SessionTrace {
         let grant = match budget.grant() {
             Ok(grant) => grant,
             Err(why) => {
-                trace.absent = Some(TraceSideFacts::absent(why));
+                trace.absent = Some(TraceSideFacts::absent(why.to_string()));
                 return trace;
             }
         };
@@ -310,7 +327,7 @@ mod tests {
         let first = budget.grant().unwrap();
         assert_eq!(first.per_cpu_kb, 4096);
         assert_eq!(
-            budget.grant().err().unwrap(),
+            budget.grant().err().unwrap().to_string(),
             "the daemon's trace budget (8 MiB, --trace-budget) is taken by 1 traced sessions"
         );
         drop(first);
@@ -318,14 +335,14 @@ mod tests {
 
         let unkeyed = TraceBudget::new(&DaemonConfig::default(), 2);
         let why = "the daemon traces only keyed sessions (--trace keyed) and has no key";
-        assert_eq!(unkeyed.grant().err().unwrap(), why);
+        assert_eq!(unkeyed.grant().err().unwrap().to_string(), why);
         assert_eq!(unkeyed.describe(), format!("traces: none: {why}"));
         let off = DaemonConfig {
             trace: TracePolicy::Off,
             ..keyed.clone()
         };
         assert_eq!(
-            TraceBudget::new(&off, 2).grant().err().unwrap(),
+            TraceBudget::new(&off, 2).grant().err().unwrap().to_string(),
             "the daemon traces no session (--trace off)"
         );
         let open = DaemonConfig {

@@ -5,6 +5,8 @@
 //! drop-tail queue in front of a serializer at the link rate, then a one-way delay. The
 //! model is deterministic and takes time as a parameter; [`forward`] is the thin I/O layer.
 
+pub mod cli;
+mod config;
 pub mod delay_line;
 pub mod forward;
 pub mod path;
@@ -14,7 +16,7 @@ pub mod wire;
 mod sys;
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -25,6 +27,7 @@ use serde::Serialize;
 use crate::forward::{Direction, DirectionStats};
 use crate::path::{PathConfig, PathModel, QUEUE_COUNTS};
 
+pub use config::{LinkConfig, TunEnd};
 pub use sys::{block_term_signals, process_cpu, wait_term_signal, wait_writable, CpuSeconds};
 
 /// Bytes a queued segment may take in the delay line's buffer (MTU 1500 and headers).
@@ -52,51 +55,15 @@ pub enum LinkError {
         direction: &'static str,
         source: std::io::Error,
     },
-}
-
-/// One end of the link: a TUN device name in a network namespace.
-#[derive(Debug, Clone)]
-pub struct TunEnd {
-    /// Namespace name (as for `ip netns`) or a path to a namespace file; None: our own.
-    pub netns: Option<String>,
-    pub dev: String,
-}
-
-impl TunEnd {
-    fn netns_path(&self) -> Option<PathBuf> {
-        self.netns.as_ref().map(|ns| {
-            if ns.contains('/') {
-                PathBuf::from(ns)
-            } else {
-                PathBuf::from("/run/netns").join(ns)
-            }
-        })
-    }
-
-    fn describe(&self) -> String {
-        self.netns.clone().unwrap_or_else(|| "own namespace".into())
-    }
-}
-
-/// The whole link: the same figures apply to both directions.
-#[derive(Debug, Clone)]
-pub struct LinkConfig {
-    pub a: TunEnd,
-    pub b: TunEnd,
-    pub rate_bps: u64,
-    /// One-way delay from A to B.
-    pub delay: Duration,
-    /// One-way delay from B to A (the reverse direction); the RTT is the sum of the two.
-    pub reverse_delay: Duration,
-    /// Queue limit in segments; see [`path::QUEUE_COUNTS`].
-    pub queue_limit: u32,
-    /// Loss probability per packet read from TUN, 0..=1.
-    pub loss: f64,
-    pub seed: u64,
-    /// Let the kernel hand over TCP super-packets of up to 64 KB (TSO/GSO on the TUN).
-    pub gso: bool,
-    /// Forward at real-time (SCHED_FIFO) priority when allowed.
-    pub realtime: bool,
+    /// SIGINT and SIGTERM could not be blocked for the threads to wait for them.
+    #[error("blocking SIGINT/SIGTERM")]
+    Signals(#[source] std::io::Error),
+    /// The `--stats` file could not be written.
+    #[error("writing {}", path.display())]
+    Stats {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// What the link did, per direction, and what it cost. Serialized as the stats JSON.
@@ -246,6 +213,43 @@ impl Link {
             None => Ok(self.stats()),
         }
     }
+}
+
+/// What `oscil-link` does: starts the link, writes `stats_path` once the devices are attached,
+/// every second and on exit, and runs until SIGINT or SIGTERM (or a forwarding thread ends).
+pub fn run_until_stopped(config: LinkConfig, stats_path: Option<&Path>) -> Result<(), LinkError> {
+    block_term_signals().map_err(LinkError::Signals)?;
+    let link = Link::start(config)?;
+    // Written at once, so a script can wait for the file to know the link is up.
+    if let Some(path) = stats_path {
+        write_stats(path, &link.stats())?;
+    }
+    loop {
+        let signal = wait_term_signal(Duration::from_secs(1));
+        if signal.is_some() || !link.is_running() {
+            break;
+        }
+        if let Some(path) = stats_path {
+            write_stats(path, &link.stats())?;
+        }
+    }
+    let stats = link.stop()?;
+    if let Some(path) = stats_path {
+        write_stats(path, &stats)?;
+    }
+    Ok(())
+}
+
+/// Writes the stats atomically (temporary file, then rename) so a reader never sees half.
+fn write_stats(path: &Path, stats: &LinkStats) -> Result<(), LinkError> {
+    let tmp = path.with_extension("json.tmp");
+    let json = serde_json::to_string_pretty(stats).expect("the stats serialize");
+    let stats_error = |source| LinkError::Stats {
+        path: path.to_owned(),
+        source,
+    };
+    std::fs::write(&tmp, json + "\n").map_err(stats_error)?;
+    std::fs::rename(&tmp, path).map_err(stats_error)
 }
 
 /// Moves the calling thread into a network namespace given by name (as for `ip netns`)

@@ -8,6 +8,7 @@
 
 mod adjusted;
 mod checks;
+pub mod cli;
 mod config;
 mod error;
 mod flow;
@@ -24,6 +25,8 @@ mod trace;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
 
 use oscil_kernel::ticker::intervals_by;
 use oscil_kernel::{cost, host, netstat};
@@ -140,6 +143,59 @@ fn record_counters(
             .map(|(before, after)| after.since(&before)),
         sender: daemon_ended.and_then(|e| e.cost),
     });
+}
+
+/// Descriptors the reader holds beside its data connections: the control connection, the
+/// run files, the runtime's epoll and wakers, the sampler's netlink socket, stdio.
+const FILES_BESIDE_FLOWS: u64 = 64;
+
+/// Raises the open files limit as far as the hard limit allows, and refuses before
+/// connecting when `flows` still cannot fit.
+fn make_room_for(flows: u32) -> anyhow::Result<()> {
+    let needed = u64::from(flows) + FILES_BESIDE_FLOWS;
+    let (soft, hard) = oscil_kernel::raise_nofile_limit()
+        .context("cannot raise the open files limit (RLIMIT_NOFILE)")?;
+    if needed > soft {
+        anyhow::bail!(
+            "--flows {flows} needs about {needed} open files, but this process may open {soft} \
+             (hard limit {hard}): raise it (ulimit -Hn as root, or LimitNOFILE=) or ask fewer flows"
+        );
+    }
+    Ok(())
+}
+
+/// Runs one session on a runtime of its own until it ends or a signal stops it: what
+/// `oscil-reader` does between parsing its flags and printing the summary.
+pub fn run_until_stopped(config: ReaderConfig) -> anyhow::Result<Outcome> {
+    make_room_for(config.flows)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let outcome = run(config, stop_signals()?).await?;
+        Ok(outcome)
+    })
+}
+
+/// One message per Ctrl-C or SIGTERM.
+fn stop_signals() -> anyhow::Result<tokio::sync::mpsc::UnboundedReceiver<()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
+    let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            if tx.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(rx)
 }
 
 /// Runs one session. Each message on `stop` is a request to stop (Ctrl-C): the first cuts

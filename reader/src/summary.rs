@@ -3,12 +3,14 @@
 //! `oscil_figures`, the same definition the report uses.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use oscil_cli::units::mib;
 use oscil_figures::{PhaseFigures, Totals, WakeSpread};
 use oscil_model::markers::MarkerRow;
 use oscil_model::pattern::PhaseSpan;
 use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample};
+use oscil_model::run::{RunMeta, RunStatus};
 use serde::Serialize;
 
 /// Figures for all spans of one phase kind (fast or slow) together.
@@ -380,6 +382,82 @@ impl Summary {
 
 /// Under a latency table with censored waits: they count at their wait so far.
 const CENSORED_NOTE: &str = "≥ where at or above a wait cut by the end";
+
+/// Prints the end of a run, as text or (`--json`) one JSON object documented field by field
+/// in docs/json.md, says on stderr when the run was cut short or has holes, and returns
+/// the exit code the run earned.
+pub fn print(out: &Path, meta: &RunMeta, summary: &Summary, json: bool) -> u8 {
+    let ending = &meta.ending;
+    let code = match ending.status {
+        // The pattern ran; what either side's record lacks (intervals merged or missing,
+        // rows missing, a trace cut short) is counted in run.json: the run exits 0 with a
+        // line and a status that say so.
+        RunStatus::Complete | RunStatus::Holes => oscil_cli::exit::OK,
+        RunStatus::Partial => oscil_cli::exit::CUT_SHORT,
+    };
+    if json {
+        // Documented field by field in docs/json.md.
+        let value = serde_json::json!({
+            "status": ending.status,
+            "exit_code": code,
+            "reason": ending.reason,
+            "duration_s": ending.duration_s,
+            "label": meta.label.clone().unwrap_or_else(|| dir_name(out)),
+            "out": out,
+            "config": meta.config,
+            "versions": { "reader": meta.reader_software, "daemon": meta.daemon_software },
+            "sender_options": meta.sender_options,
+            "phases": summary.phases,
+            "cycles": summary.cycles,
+            "clock": meta.clock,
+            "markers": meta.markers,
+            "probe": meta.probe,
+            "trace": meta.trace,
+            "absent": meta.absent,
+            "safe_lowat_bytes": summary.safe_lowat_bytes,
+        });
+        oscil_cli::outln!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("summary serializes")
+        );
+    } else {
+        oscil_cli::out!("{}", summary);
+        if let (Some(clock), Some(markers)) = (&meta.clock, &meta.markers) {
+            // The uncertainty of the clocks' offset is that of every marker latency.
+            oscil_cli::outln!(
+                "markers: {} of {} read; daemon clock offset {:+.3} ms ± {:.3} ms",
+                markers.resolved,
+                markers.announced,
+                clock.offset_us / 1000.0,
+                clock.uncertainty_us / 1000.0,
+            );
+        }
+        for line in meta.trace.iter().flat_map(|t| t.lines()) {
+            oscil_cli::outln!("{line}");
+        }
+        for absent in &meta.absent {
+            println!("not given: {}", absent.note);
+        }
+    }
+    match ending.status {
+        RunStatus::Partial => eprintln!(
+            "oscil-reader: run cut short after {:.1} s: {} (the run directory holds everything up to then)",
+            ending.duration_s, ending.reason
+        ),
+        RunStatus::Holes => eprintln!(
+            "oscil-reader: run has holes: {} (run.json \"sampling\" and \"trace\" count them)",
+            ending.reason
+        ),
+        RunStatus::Complete => {}
+    }
+    code
+}
+
+fn dir_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! What a chart shows, as plain data: lines, bands and panels already in display units.
 //! Building these is pure; `draw` only renders them.
 
-use crate::write::human::{MBIT, MIB};
+use crate::human::{MBIT, MIB};
 
 /// Colours told apart by colour-blind readers too (Okabe and Ito).
 pub const BLUE: (u8, u8, u8) = (0, 114, 178);

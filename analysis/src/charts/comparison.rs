@@ -4,9 +4,9 @@
 
 use crate::charts::chart::PALETTE;
 use crate::figures::metrics::METRICS;
-use crate::figures::shown_figures::shown;
 use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::shown_figures::shown;
 use crate::verdicts::verdict::{self, Cell};
 
 /// One configuration in one panel.

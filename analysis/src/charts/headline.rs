@@ -5,12 +5,12 @@
 
 use crate::charts::draw::Emphasis;
 use crate::figures::metrics::{Metric, METRICS};
+use crate::human;
 use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::recommend::{self, PathChoice};
 use crate::verdicts::recommendation_text;
 use crate::verdicts::verdict::{self, brief_change, Cell};
-use crate::write::human;
 
 /// One path's answer.
 #[derive(Debug, Clone, PartialEq)]

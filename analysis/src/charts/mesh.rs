@@ -7,11 +7,11 @@
 use crate::charts::chart::{Axis, Figure, Line, Panel, Weight, BLUE, VERMILLION};
 use crate::figures::metrics::Metric;
 use crate::figures::stats::Estimate;
+use crate::human::{MBIT, MIB};
 use crate::load::configs::Configuration;
 use crate::load::summary::{pair_of, RunSummary, Scope};
 use crate::verdicts::recommend::{self, PathChoice};
 use crate::verdicts::verdict;
-use crate::write::human::{MBIT, MIB};
 
 /// One path of the mesh: where it sits and what its default and chosen settings did.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,6 @@
 //! The pictures, built as data from the summaries, figures and verdicts (a run's picture,
-//! the comparison, the paths, the headline, the time sequences) and rendered to PNG by
+//! the comparison, the paths, the headline, the time sequences, the kernel's queue events
+//! as a panel's data) and rendered to PNG by
 //! `draw` and `interval_draw`; the write stage lists them.
 
 pub mod chart;
@@ -10,6 +11,7 @@ pub(crate) mod interval_draw;
 pub(crate) mod mesh;
 pub(crate) mod overlay_chart;
 pub(crate) mod path_chart;
+pub(crate) mod queue_events;
 pub mod run_chart;
 pub(crate) mod shared_scale;
 pub(crate) mod text_layout;

@@ -7,11 +7,11 @@
 use crate::charts::chart::{
     byte_unit, rate_unit, Axis, Family, Figure, Line, Panel, Unit, Weight, GREY, MS, PALETTE,
 };
+use crate::human;
 use crate::load::configs::Configuration;
 use crate::load::run_series::{Question, RunSeries, QUESTIONS};
 use crate::load::series;
 use crate::load::summary::RunSummary;
-use crate::write::human;
 
 /// Shares kept in percent already.
 const PERCENT: Unit = Unit {

@@ -5,10 +5,10 @@
 use crate::charts::chart::{Axis, Figure, Line, Panel, GREY, PALETTE};
 use crate::figures::metrics::metric;
 use crate::figures::stats::Estimate;
+use crate::human::{self, MIB};
 use crate::load::configs::{self, Configuration};
 use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::verdict;
-use crate::write::human::{self, MIB};
 
 /// The path figure over `scope`.
 pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> Figure {

@@ -7,10 +7,10 @@ use oscil_rundir::Run;
 use crate::charts::chart::*;
 use crate::figures::limit_shares::TickShares;
 use crate::figures::metrics::metric;
+use crate::human;
 use crate::load::run_series;
 use crate::load::series::{self, Tick};
 use crate::load::summary::{RunSummary, Scope};
-use crate::write::human;
 
 pub fn interval_s(run: &Run) -> f64 {
     match run.meta.config.interval_us {
@@ -233,8 +233,8 @@ pub fn run_figure(run: &Run, summary: &RunSummary, calls: &[TraceRow<ReaderTrace
 fn queue_events_panel(run: &Run, calls: &[TraceRow<ReaderTrace>], frame: &Frame) -> Option<Panel> {
     let title = "The receiver's queue events: intervals in which its namespace collapsed, pruned or dropped for want of room (host.csv TcpExt); each traced collapse or prune call's duration (kprobes)";
     let (left, right) = match (
-        crate::figures::queue_events::axis(&run.host),
-        crate::figures::queue_events::calls_axis(calls),
+        crate::charts::queue_events::axis(&run.host),
+        crate::charts::queue_events::calls_axis(calls),
     ) {
         (Some(events), calls) => (events, calls),
         (None, Some(calls)) => (calls, None),

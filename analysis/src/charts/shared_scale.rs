@@ -83,7 +83,7 @@ fn share_group(figures: &mut [Figure], members: &[(usize, usize)], right: bool) 
 mod tests {
     use super::*;
     use crate::charts::chart::{byte_unit, Family, Line, BLUE};
-    use crate::write::human::MIB;
+    use crate::human::MIB;
 
     fn figure(window_mib: f64) -> Figure {
         let unit = byte_unit(window_mib * MIB);

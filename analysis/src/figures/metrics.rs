@@ -19,7 +19,7 @@ use oscil_model::host::ProcessCost;
 use oscil_model::run::RunCost;
 
 use crate::figures::stats::Range;
-use crate::write::human::{MBIT, MIB};
+use crate::human::{MBIT, MIB};
 
 /// Which way a figure is better, for the words of a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,11 +5,11 @@
 use oscil_model::campaign::RunSettings;
 use oscil_model::run::RunMeta;
 use oscil_model::socket::WriteMode;
+use oscil_model::socket::DEFAULT_WRITE_BYTES;
 use oscil_model::sysctl::{Sysctl, SysctlValue, NOTSENT_LOWAT_UNLIMITED};
-use oscil_protocol::control::DEFAULT_WRITE_BYTES;
 use serde_json::json;
 
-use crate::write::human;
+use crate::human;
 
 /// Where a run's notsent threshold came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 use crate::figures::metrics::{lower_bound, metric, Better, Metric, MBPS, METRICS};
 use crate::figures::stats::{Change, Estimate, NoInterval};
+use crate::human;
 use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
-use crate::write::human;
 use oscil_model::pattern::{slow_rates_agree, SLOW_RATE_TOLERANCE};
 
 /// One figure of one configuration.

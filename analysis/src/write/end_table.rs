@@ -11,11 +11,11 @@ use oscil_rundir::campaign;
 
 use crate::error::ReportError;
 use crate::figures::metrics::{metric, Metric};
+use crate::human;
 use crate::load::configs;
 use crate::load::input::{self, RunInput};
 use crate::load::summary::{self, Scope};
 use crate::verdicts::verdict::{self, Cell};
-use crate::write::human;
 
 /// The figures the lab shows, in order: network goodput of the fast phases, the slow
 /// phases' mean queued bytes.

@@ -15,11 +15,11 @@ use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::charts::headline::PathHeadline;
 use crate::figures::metrics::{Better, Metric, METRICS};
-use crate::figures::shown_figures::shown;
 use crate::figures::stats::Change;
 use crate::load::configs::Configuration;
 use crate::load::input::relative;
 use crate::load::summary::{RunSummary, Scope};
+use crate::verdicts::shown_figures::shown;
 use crate::verdicts::verdict::{self, brief_change, Cell};
 
 /// What the page shows, all already computed.

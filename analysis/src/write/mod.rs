@@ -6,7 +6,6 @@ pub(crate) mod across;
 mod config_table;
 pub mod end_table;
 mod html;
-pub(crate) mod human;
 pub(crate) mod manifest;
 pub(crate) mod openmetrics;
 pub(crate) mod out_dir;

@@ -3,9 +3,9 @@
 use std::fmt::Write as _;
 
 use crate::figures::metrics::{Metric, METRICS};
+use crate::human::{self, MBIT};
 use crate::load::summary::{RunSummary, Scope};
 use crate::write::html::escape_markdown;
-use crate::write::human::{self, MBIT};
 
 fn status(s: &RunSummary) -> &'static str {
     match (&s.partial, &s.holes) {

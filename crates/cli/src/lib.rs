@@ -6,7 +6,10 @@ mod habits;
 pub mod invocation;
 pub mod path_args;
 pub mod request_args;
+pub mod rlimit;
 pub mod stdout;
+#[allow(unsafe_code)]
+mod sys;
 pub mod units;
 
 use std::ffi::OsString;

@@ -3,7 +3,9 @@
 //! 2 for what the command line cannot do, 1 for what failed beyond it) and one line that
 //! says what is wrong; no binary panics on a standard output that closes or fills. Runs
 //! the real binaries (about 15 s in all, most of it a few 1 s runs against a daemon on
-//! loopback).
+//! loopback). It is the one runner of the command-line sweep (the Python copy,
+//! scripts/cli-sweep, is retired): with `-- --nocapture` each case checked by `expect`
+//! prints its class (clear, confusing, wrong, crash) and the counts so far.
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
@@ -26,9 +28,72 @@ fn read_from(daemon: &Daemon, out: &Path, extra: &[&str]) -> Output {
     run("oscil-reader", &args)
 }
 
+/// A parser's or the OS's raw words: a line holding one says what broke, not what to do.
+const RAW_WORDS: [&str; 7] = [
+    "invalid digit",
+    "(os error",
+    "internally tagged",
+    "No such file or directory",
+    "Is a directory",
+    "Connection reset by peer",
+    "expected a byte count such as",
+];
+
+/// How one case of the table came out: the sweep's classes (this test is the one runner;
+/// `cargo test --release -p oscil-cli --test grammar -- --nocapture` prints every case and
+/// the running counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Exit 0-3 as the table says, one line naming the program, with the words expected.
+    Clear,
+    /// The documented exit code, but not one clean line of the expected words.
+    Confusing,
+    /// Another exit code than docs/cli.md's table gives the case.
+    Wrong,
+    /// A panic, an abort or death by a signal.
+    Crash,
+}
+
+/// Cases seen so far in this test binary, by [`Class`] (clear, confusing, wrong, crash).
+static TALLY: [std::sync::atomic::AtomicUsize; 4] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; 4];
+
+/// The class of `output` for a case that should exit `code` with one line holding `holds`.
+fn classify(binary: &str, output: &Output, code: i32, holds: &str) -> Class {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr.lines().next().unwrap_or("");
+    match output.status.code() {
+        None | Some(101) | Some(134) => Class::Crash,
+        _ if stderr.contains("panicked") => Class::Crash,
+        Some(found) if found != code => Class::Wrong,
+        _ if stderr.lines().count() != 1
+            || !line.starts_with(&format!("{binary}: "))
+            || !line.contains(holds)
+            || RAW_WORDS.iter().any(|raw| line.contains(raw)) =>
+        {
+            Class::Confusing
+        }
+        _ => Class::Clear,
+    }
+}
+
+/// Counts and prints one case of the table (seen with `--nocapture`).
+fn tally(binary: &str, args: &[&str], class: Class) {
+    TALLY[class as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let [clear, confusing, wrong, crash] = TALLY
+        .each_ref()
+        .map(|n| n.load(std::sync::atomic::Ordering::Relaxed));
+    println!(
+        "{:<9} {binary} {}  [so far: {clear} clear, {confusing} confusing, {wrong} wrong, {crash} crash]",
+        format!("{class:?}").to_lowercase(),
+        args.join(" ")
+    );
+}
+
 /// Checks the exit code, that stderr is exactly one line, and what that line holds.
 fn expect(binary: &str, args: &[&str], code: i32, holds: &str) {
     let output = run(binary, args);
+    tally(binary, args, classify(binary, &output, code, holds));
     let stderr = String::from_utf8_lossy(&output.stderr);
     let line = stderr.lines().next().unwrap_or("");
     assert_eq!(

@@ -14,7 +14,6 @@ pub mod host;
 pub mod meminfo;
 pub mod netstat;
 mod proc;
-pub mod rlimit;
 pub mod rows;
 pub mod sendfile;
 pub mod sockopt;

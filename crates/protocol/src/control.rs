@@ -18,6 +18,8 @@
 use std::collections::BTreeMap;
 
 use oscil_model::host::{HostFacts, ProcessCost};
+#[cfg(doc)]
+use oscil_model::socket::DEFAULT_WRITE_BYTES;
 use oscil_model::socket::{OptionsInForce, SocketOptions, Source, WriteMode};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -78,17 +80,6 @@ pub struct Hello {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace: bool,
 }
-
-/// The daemon's write size unless a session asks for another: 256 KiB, the fastest of 64,
-/// 128 and 256 KiB on loopback (scripts/bench-loopback); smaller writes show more of the
-/// send queue's fine structure (`--write-size`).
-pub const DEFAULT_WRITE_BYTES: u32 = 256 << 10;
-
-/// The reader's write size with `--zerocopy` unless it asks for another: each `sendfile`
-/// then hands over 128 KiB of the payload file's pages, as `iperf3 -Z` does, which keeps
-/// what the receiver copies from in its L2 cache. Over loopback, one flow, cubic: 57.7
-/// Gbit/s and 0.262 CPU s/GB, against 51.2 and 0.266 with 256 KiB (docs/PERFORMANCE.md).
-pub const DEFAULT_ZEROCOPY_WRITE_BYTES: u32 = 128 << 10;
 
 /// The largest write size a session may ask for: the daemon holds one such buffer per
 /// session.

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use oscil_model::campaign::RunSettings;
 use oscil_model::pattern::PatternConfig;
-use oscil_model::socket::{SocketOptions, WriteMode};
+use oscil_model::socket::{
+    SocketOptions, WriteMode, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES,
+};
 use oscil_model::text::escape_peer;
 
-use crate::control::{Hello, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES, MAX_WRITE_BYTES};
+use crate::control::{Hello, MAX_WRITE_BYTES};
 
 /// The kernel paces in whole bytes per second: below 8 bit/s a pacing rate would be none.
 pub const MIN_PACING_RATE_BPS: u64 = 8;

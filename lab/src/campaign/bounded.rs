@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use oscil_kernel::rlimit::{self, Bound};
+use oscil_cli::rlimit::{self, Bound};
 
 use crate::sys;
 
