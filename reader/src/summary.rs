@@ -456,7 +456,10 @@ mod tests {
         );
         assert!(text.contains("99999.00"), "{text}");
         assert!(text.contains("4294967295   3600000000"), "{text}");
-        assert!(text.contains("yardstick (bytes): 2 x fast rate x"), "{text}");
+        assert!(
+            text.contains("yardstick (bytes): 2 x fast rate x"),
+            "{text}"
+        );
         assert!(text.contains("   999999999  99999999999"), "{text}");
         assert!(!text.contains("smallest safe lowat"), "{text}");
         // The legend explains a mark the table shows.

@@ -56,8 +56,7 @@ pub fn group(
         match configs.iter_mut().find(|c| {
             let first = &summaries[c.runs[0]];
             first.config_key == s.config_key && first.path_key == s.path_key
-        })
-        {
+        }) {
             Some(c) => c.runs.push(i),
             None => configs.push(Configuration {
                 name: String::new(),
