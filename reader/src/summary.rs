@@ -292,7 +292,7 @@ impl Summary {
         &self,
         f: &mut std::fmt::Formatter<'_>,
         title: &str,
-        figures: fn(&PhaseSummary) -> Option<([f64; 3], bool)>,
+        figures: fn(&PhaseSummary) -> Option<Latency>,
     ) -> std::fmt::Result {
         if self.phases.values().all(|s| figures(s).is_none()) {
             return Ok(());
@@ -385,6 +385,9 @@ impl Summary {
         Ok(())
     }
 }
+
+/// A latency's `[p50, p99, max]` in ms, and whether its max is only a lower bound.
+type Latency = ([f64; 3], bool);
 
 /// A table's max in ms, `≥` before it where a wait was cut by the end (so the legend
 /// below the table explains a mark that is there).
