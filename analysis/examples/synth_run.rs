@@ -30,6 +30,7 @@ fn host(name: &str) -> HostFacts {
         wall_clock_unix_ms: 1,
         clock: "CLOCK_MONOTONIC".into(),
         netns_inode: None,
+        boot_id: None,
         tcp_info_bytes: None,
         tcp_info_absent: Vec::new(),
     }
@@ -73,6 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let meta = RunMeta {
         format_version: FORMAT_VERSION,
+        run_id: None,
         label: Some(label),
         reader_software: "synth_run".into(),
         daemon_software: Some("synth_run".into()),

@@ -66,7 +66,11 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         return Err(no_runs(config, &inputs));
     }
     let mut damaged = Vec::new();
-    let (runs, labels) = labelled(std::mem::take(&mut inputs.runs), &mut damaged)?;
+    let (runs, labels) = labelled(
+        std::mem::take(&mut inputs.runs),
+        &mut damaged,
+        &mut inputs.warnings,
+    )?;
     let out = &config.out_dir;
     out_dir::prepare(out, config.force)?;
     let pngs: Vec<String> = file_names(&labels)
@@ -140,16 +144,31 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
 }
 
 /// Every run's `run.json` first, so a directory that is not a run fails before any work;
-/// a damaged run is left out (why, in `damaged`), and the report says so.
+/// a damaged run is left out (why, in `damaged`), and the report says so. A run whose
+/// `run_id` came already (a copy of its directory) counts once, said in `warnings`.
 fn labelled(
     inputs: Vec<RunInput>,
     damaged: &mut Vec<String>,
+    warnings: &mut Vec<String>,
 ) -> Result<(Vec<RunInput>, Vec<String>), ReportError> {
-    let mut runs = Vec::new();
+    let mut runs: Vec<RunInput> = Vec::new();
     let mut labels = Vec::new();
+    let mut ids: Vec<(String, usize)> = Vec::new();
     for run in inputs {
         match oscil_rundir::load_meta(&run.dir) {
             Ok(meta) => {
+                if let Some(id) = meta.run_id.clone() {
+                    if let Some((_, first)) = ids.iter().find(|(seen, _)| *seen == id) {
+                        warnings.push(format!(
+                            "{} is the run {} already given (run id {}): counted once",
+                            run.dir.display(),
+                            runs[*first].dir.display(),
+                            oscil_model::text::escape_stored(&id)
+                        ));
+                        continue;
+                    }
+                    ids.push((id, runs.len()));
+                }
                 labels.push(run_label(&run.dir, meta));
                 runs.push(run);
             }

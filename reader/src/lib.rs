@@ -75,6 +75,7 @@ fn run_meta(config: &ReaderConfig, session: &session::Session, schedule: &[Phase
     let reader_host = host::collect();
     RunMeta {
         format_version: FORMAT_VERSION,
+        run_id: new_run_id(),
         label: config.label.clone(),
         reader_software: SOFTWARE.into(),
         // Escaped as it arrived, as is every string of the welcome.
@@ -115,6 +116,15 @@ fn run_meta(config: &ReaderConfig, session: &session::Session, schedule: &[Phase
         probe: None,
         trace: None,
     }
+}
+
+/// 128 bits from the OS's CSPRNG as 32 lowercase hex characters: the run's identity,
+/// which every copy of its directory keeps. `None` only if the OS gives no randomness,
+/// and then the run is merely not recognised when copied.
+fn new_run_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// What both ends counted over the session: the TcpExt counters that moved, the writers'

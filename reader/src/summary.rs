@@ -258,12 +258,12 @@ impl std::fmt::Display for Summary {
                 match s.residence_ms {
                     Some([p50, p90, p99, max]) => writeln!(
                         f,
-                        "{:<5} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+                        "{:<5} {:>8.2} {:>8.2} {:>8.2} {:>8}",
                         phase.as_str(),
                         p50,
                         p90,
                         p99,
-                        max
+                        at_least(max, s.residence_censored)
                     )?,
                     None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
                 }
@@ -272,12 +272,16 @@ impl std::fmt::Display for Summary {
                 writeln!(f, "{CENSORED_NOTE} (writes still queued at the end)")?;
             }
         }
-        self.write_latency(f, "marker latency (ms)", |s| s.marker_ms)?;
+        self.write_latency(f, "marker latency (ms)", |s| {
+            s.marker_ms.map(|ms| (ms, s.marker_censored))
+        })?;
         if self.phases.values().any(|s| s.marker_censored) {
             writeln!(f, "{CENSORED_NOTE} (markers unread at the end)")?;
         }
         // The path without the send queue, beside the markers.
-        self.write_latency(f, "idle probe round trip (ms)", |s| s.probe_rtt_ms)?;
+        self.write_latency(f, "idle probe round trip (ms)", |s| {
+            s.probe_rtt_ms.map(|ms| (ms, false))
+        })?;
         self.write_limits(f)?;
         self.write_wakeups(f)
     }
@@ -285,12 +289,12 @@ impl std::fmt::Display for Summary {
 
 impl Summary {
     /// A latency's `[p50, p99, max]` per phase, ms (the markers', the idle probe's round
-    /// trip); nothing when no phase has it.
+    /// trip), with whether its max is only a lower bound; nothing when no phase has it.
     fn write_latency(
         &self,
         f: &mut std::fmt::Formatter<'_>,
         title: &str,
-        figures: fn(&PhaseSummary) -> Option<[f64; 3]>,
+        figures: fn(&PhaseSummary) -> Option<Latency>,
     ) -> std::fmt::Result {
         if self.phases.values().all(|s| figures(s).is_none()) {
             return Ok(());
@@ -300,9 +304,12 @@ impl Summary {
         writeln!(f, "{:<5} {:>8} {:>8} {:>8}", "phase", "p50", "p99", "max")?;
         for (phase, s) in &self.phases {
             match figures(s) {
-                Some([p50, p99, max]) => {
-                    writeln!(f, "{:<5} {p50:>8.2} {p99:>8.2} {max:>8.2}", phase.as_str())?
-                }
+                Some(([p50, p99, max], censored)) => writeln!(
+                    f,
+                    "{:<5} {p50:>8.2} {p99:>8.2} {:>8}",
+                    phase.as_str(),
+                    at_least(max, censored)
+                )?,
                 None => writeln!(f, "{:<5} {:>8}", phase.as_str(), "n/a")?,
             }
         }
@@ -338,7 +345,8 @@ impl Summary {
         Ok(())
     }
 
-    /// The POLLOUT wake-ups per phase and the smallest safe lowat they give.
+    /// The POLLOUT wake-ups per phase and the wake-up yardstick they give (docs/report.md:
+    /// a diagnostic of the writer's wake-ups, not a lowat to set).
     fn write_wakeups(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.phases.values().all(|s| s.wake_notsent_bytes.is_none()) {
             return Ok(());
@@ -373,11 +381,21 @@ impl Summary {
             writeln!(
                 f,
                 "{:<44} {p50:>12.0} {max:>12.0}",
-                "smallest safe lowat (bytes): 2 x fast rate x"
+                "wake-up yardstick (bytes): 2 x fast rate x"
             )?;
         }
         Ok(())
     }
+}
+
+/// A latency's `[p50, p99, max]` in ms, and whether its max is only a lower bound.
+type Latency = ([f64; 3], bool);
+
+/// A table's max in ms, `≥` before it where a wait was cut by the end (so the legend
+/// below the table explains a mark that is there).
+fn at_least(max_ms: f64, censored: bool) -> String {
+    let mark = if censored { "≥" } else { "" };
+    format!("{mark}{max_ms:.2}")
 }
 
 /// Under a latency table with censored waits: they count at their wait so far.
@@ -519,7 +537,14 @@ mod tests {
         );
         assert!(text.contains("99999.00"), "{text}");
         assert!(text.contains("4294967295   3600000000"), "{text}");
-        assert!(text.contains("x    999999999  99999999999"), "{text}");
+        assert!(
+            text.contains("yardstick (bytes): 2 x fast rate x"),
+            "{text}"
+        );
+        assert!(text.contains("   999999999  99999999999"), "{text}");
+        assert!(!text.contains("smallest safe lowat"), "{text}");
+        // The legend explains a mark the table shows.
+        assert!(text.contains("≥99999.00"), "{text}");
         for line in text.lines() {
             assert!(
                 line.chars().count() <= 80,

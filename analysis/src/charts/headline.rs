@@ -25,6 +25,9 @@ pub struct PathHeadline {
     pub recommendation: String,
 }
 
+/// The sender namespace's memory, in words, where the reader is not in it.
+const NAMESPACE_MEMORY: &str = "its namespace's peak TCP memory";
+
 /// How a figure is put in a sentence.
 enum Said {
     /// `the sender's slow-phase queue -88% [-90%, -86%]`
@@ -42,7 +45,7 @@ fn figures() -> Vec<(&'static str, &'static Metric, Said)> {
         Said::Change,
     )];
     if let Some(m) = by("tcp_mem_ns_peak_sender_mib") {
-        list.push(("its namespace's peak TCP memory", m, Said::Change));
+        list.push((NAMESPACE_MEMORY, m, Said::Change));
     }
     if let Some(m) = by("residence_p50_ms") {
         list.push(("a write's median wait", m, Said::Before(human::wait)));
@@ -89,6 +92,15 @@ impl Evidence<'_> {
         b: usize,
     ) -> Option<String> {
         let cell = &self.cells[i][index(metric)];
+        let shared = self.configs[i]
+            .runs
+            .iter()
+            .any(|&r| self.summaries[r].shared_namespace);
+        // One namespace holds both ends: its memory is theirs, not the sender's.
+        let words = match *words {
+            NAMESPACE_MEMORY if shared => "both ends' peak TCP memory (one namespace)",
+            other => other,
+        };
         match said {
             Said::Change => Some(format!("{words} {}", brief_change(cell.change.as_ref()?))),
             Said::Before(text) => {

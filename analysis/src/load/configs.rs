@@ -36,10 +36,11 @@ pub struct BaselineError {
     runs: String,
 }
 
-/// Groups the runs by `config_key`, in order of first appearance, names each group and
-/// gives it a baseline: with `baseline`, the configuration of that name (or holding the
-/// run of that label) for all; else the first configuration on the same path with the
-/// kernel's default lowat (on any path if its own has none). A run the link spoiled is in
+/// Groups the runs by `config_key` and `path_key`, in order of first appearance, names
+/// each group and gives it a baseline on its own path, never another's: with `baseline`,
+/// the configuration of that name (or holding the run of that label) for those on its
+/// path; else (and on the other paths) the first configuration on the path with the
+/// kernel's default lowat, or none. A run the link spoiled is in
 /// no configuration (see [`left_out`]): the one place runs are kept from the figures every
 /// table, verdict and recommendation reads.
 pub fn group(
@@ -51,10 +52,11 @@ pub fn group(
         if s.link_spoiled.is_some() {
             continue;
         }
-        match configs
-            .iter_mut()
-            .find(|c| summaries[c.runs[0]].config_key == s.config_key)
-        {
+        // Runs of one setting on two paths are two configurations.
+        match configs.iter_mut().find(|c| {
+            let first = &summaries[c.runs[0]];
+            first.config_key == s.config_key && first.path_key == s.path_key
+        }) {
             Some(c) => c.runs.push(i),
             None => configs.push(Configuration {
                 name: String::new(),
@@ -118,6 +120,7 @@ fn baselines(
     configs: &[Configuration],
     name: Option<&str>,
 ) -> Result<Vec<Option<usize>>, BaselineError> {
+    let mut named = None;
     if let Some(name) = name {
         let found = configs
             .iter()
@@ -131,21 +134,17 @@ fn baselines(
                 runs: runs.join(", "),
             });
         };
-        return Ok(vec![Some(index); configs.len()]);
+        named = Some(index);
     }
-    let defaults = || {
-        configs
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.settings(summaries).lowat.is_none())
-    };
     Ok(configs
         .iter()
         .map(|config| {
-            defaults()
-                .find(|(_, c)| c.path_key == config.path_key)
-                .or_else(|| defaults().next())
-                .map(|(i, _)| i)
+            let on_path = |i: &usize| configs[*i].path_key == config.path_key;
+            named.filter(on_path).or_else(|| {
+                (0..configs.len())
+                    .filter(on_path)
+                    .find(|&i| configs[i].settings(summaries).lowat.is_none())
+            })
         })
         .collect())
 }
@@ -275,6 +274,7 @@ mod tests {
             run_facts: Default::default(),
             config_key: format!("{lowat:?} {rtt_ms:?}"),
             path_key: format!("{rtt_ms:?}"),
+            shared_namespace: false,
             campaign_label: None,
             repetition: None,
             not_given: Vec::new(),
@@ -303,13 +303,17 @@ mod tests {
                 ("b", vec![1], Some(1)),
                 ("c", vec![2], Some(2)),
                 ("d", vec![3], Some(2)),
-                ("e", vec![4], Some(1)),
+                // No configuration with the default lowat on its path: none from another.
+                ("e", vec![4], None),
             ]
         );
+        // A named baseline serves its own path; the others keep their default.
         let all_d = group(&runs, Some("d")).unwrap();
-        assert!(all_d.iter().all(|c| c.baseline == Some(3)));
+        let baselines: Vec<Option<usize>> = all_d.iter().map(|c| c.baseline).collect();
+        assert_eq!(baselines, vec![Some(1), Some(1), Some(3), Some(3), None]);
         let by_run = group(&runs, Some("a2")).unwrap();
-        assert!(by_run.iter().all(|c| c.baseline == Some(0)));
+        assert_eq!(by_run[1].baseline, Some(0));
+        assert_eq!(by_run[2].baseline, Some(2));
         let err = group(&runs, Some("z")).unwrap_err();
         assert!(err.to_string().contains("a, b, c, d, e, a2"), "{err}");
         assert_eq!(group(&runs[..1], None).unwrap()[0].baseline, None);

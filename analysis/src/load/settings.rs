@@ -3,6 +3,7 @@
 //! configuration.
 
 use oscil_model::campaign::RunSettings;
+use oscil_model::host::HostFacts;
 use oscil_model::run::RunMeta;
 use oscil_model::socket::WriteMode;
 use oscil_model::socket::DEFAULT_WRITE_BYTES;
@@ -205,17 +206,34 @@ pub fn configuration_key(meta: &RunMeta, campaign: Option<&RunSettings>) -> Stri
     format!("run.json {key}")
 }
 
-/// The path runs were made on: the lab's rate and RTT, else the pair of hosts (between
-/// real hosts the path is measured, not set).
+/// The path runs were made on: the lab's rate and RTT, else the two ends: each host by
+/// its boot id (its hostname in runs before boot ids were recorded) and its network
+/// namespace, so a loopback run and a run between two namespaces of one host are two
+/// paths (between real hosts the path is measured, not set).
 pub fn path_key(settings: &Settings, meta: &RunMeta) -> String {
     match (settings.path_rtt_ms, settings.path_rate_bps) {
         (None, None) => format!(
             "hosts {} -> {}",
-            meta.sender_host
-                .as_ref()
-                .map_or("?", |h| h.hostname.as_str()),
-            meta.reader_host.hostname
+            meta.sender_host.as_ref().map_or("?".into(), end_key),
+            end_key(&meta.reader_host)
         ),
         (rtt, rate) => format!("lab {rtt:?} {rate:?}"),
     }
+}
+
+/// One end of a path: its host (boot id, else hostname) and network namespace.
+fn end_key(host: &HostFacts) -> String {
+    let host_id = host.boot_id.as_deref().unwrap_or(&host.hostname);
+    match host.netns_inode {
+        Some(inode) => format!("{host_id} netns {inode}"),
+        None => host_id.to_owned(),
+    }
+}
+
+/// Whether both ends ran in one network namespace of one host (loopback): a namespace's
+/// or host's memory figure then holds the reader's receive queues too.
+pub fn shared_namespace(meta: &RunMeta) -> bool {
+    meta.sender_host
+        .as_ref()
+        .is_some_and(|sender| end_key(sender) == end_key(&meta.reader_host))
 }

@@ -12,7 +12,7 @@ use oscil_rundir::Run;
 
 use crate::figures::metrics::{Metric, RunFacts, Window};
 use crate::load::input::RunInput;
-use crate::load::settings::{configuration_key, path_key, Settings};
+use crate::load::settings::{configuration_key, path_key, shared_namespace, Settings};
 
 /// Which cycles a figure covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +60,9 @@ pub struct RunSummary {
     pub config_key: String,
     /// Runs with equal keys share a path (`settings::path_key`).
     pub path_key: String,
+    /// Both ends ran in one namespace of one host (loopback): a namespace figure holds
+    /// the reader's queues too, so it is both ends', never the sender's.
+    pub shared_namespace: bool,
     /// From a campaign: the configuration's name and this run's repetition.
     pub campaign_label: Option<String>,
     pub repetition: Option<u32>,
@@ -136,6 +139,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
             Some(pair) => format!("{PAIR_PREFIX}{pair}"),
             None => path_key(&settings, meta),
         },
+        shared_namespace: shared_namespace(meta),
         settings,
         partial: partial_reason(run),
         holes: (meta.ending.status == RunStatus::Holes)

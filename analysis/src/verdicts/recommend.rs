@@ -321,6 +321,7 @@ mod tests {
             run_facts: Default::default(),
             config_key: name.into(),
             path_key: "lab".into(),
+            shared_namespace: false,
             campaign_label: Some(name.into()),
             repetition: None,
             not_given: Vec::new(),

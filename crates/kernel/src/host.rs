@@ -30,6 +30,7 @@ pub fn collect() -> HostFacts {
             .iter()
             .find_map(|p| std::fs::metadata(p).ok())
             .map(|m| m.ino()),
+        boot_id: read_sysctl("kernel.random.boot_id").filter(|id| !id.is_empty()),
         tcp_info_bytes: tcp_info_bytes.and_then(|n| u32::try_from(n).ok()),
         tcp_info_absent: tcp_info_bytes.map_or_else(Vec::new, FieldGroup::absent_from),
     }
@@ -68,6 +69,8 @@ mod tests {
         assert!(!h.kernel_release.is_empty());
         assert!(h.page_size_bytes >= 4096);
         assert!(h.netns_inode.is_some());
+        let boot_id = h.boot_id.as_deref().unwrap_or_default();
+        assert_eq!(boot_id.len(), 36, "{boot_id:?}");
         let wmem = &h.sysctls[Sysctl::TcpWmem.name()];
         assert_eq!(wmem.split(' ').count(), 3, "{wmem:?}");
         assert!(!wmem.contains('\t'));

@@ -138,6 +138,7 @@ mod tests {
             wall_clock_unix_ms: 1,
             clock: "CLOCK_MONOTONIC".into(),
             netns_inode: None,
+            boot_id: None,
             tcp_info_bytes: tcp_info_bytes.map(|n| n as u32),
             tcp_info_absent: tcp_info_bytes.map_or_else(Vec::new, FieldGroup::absent_from),
         }

@@ -23,6 +23,10 @@ pub struct HostFacts {
     pub clock: String,
     /// Inode of the caller's network namespace: tells namespaces on one host apart.
     pub netns_inode: Option<u64>,
+    /// `/proc/sys/kernel/random/boot_id`: tells one host (and boot) from another where
+    /// hostnames repeat; absent in runs recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
     /// Bytes of `struct tcp_info` this kernel returns (`tcp_info::kernel_bytes`); absent
     /// in runs recorded before it was, and where the kernel would not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]

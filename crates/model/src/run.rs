@@ -27,6 +27,11 @@ pub const MARKERS_CSV: &str = "markers.csv";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
     pub format_version: u32,
+    /// The run's identity (**contract** `run_id`): 128 random bits as 32 lowercase hex
+    /// characters, made by the reader when the run starts, so a copied directory is known
+    /// as the same run; absent in runs recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// A short name for the run, shown on charts; defaults to the directory name.
     pub label: Option<String>,
     pub reader_software: String,

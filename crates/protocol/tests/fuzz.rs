@@ -89,6 +89,7 @@ fn corpus() -> Vec<Vec<u8>> {
             wall_clock_unix_ms: 1_764_000_000_000,
             clock: "CLOCK_MONOTONIC".into(),
             netns_inode: Some(4026531840),
+            boot_id: None,
             tcp_info_bytes: Some(248),
             tcp_info_absent: Vec::new(),
         },

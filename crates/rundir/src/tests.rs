@@ -27,6 +27,7 @@ fn host() -> HostFacts {
         wall_clock_unix_ms: 1,
         clock: "CLOCK_MONOTONIC".into(),
         netns_inode: None,
+        boot_id: None,
         tcp_info_bytes: None,
         tcp_info_absent: Vec::new(),
     }
@@ -35,6 +36,7 @@ fn host() -> HostFacts {
 fn meta() -> RunMeta {
     RunMeta {
         format_version: FORMAT_VERSION,
+        run_id: None,
         label: Some("lowat-default".into()),
         reader_software: "oscil-reader test".into(),
         daemon_software: None,
