@@ -17,7 +17,7 @@ use oscil_cli::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, whole,
     UnitError,
 };
-use oscil_model::pattern::{PatternConfig, SlowRule};
+use oscil_model::pattern::{Fraction, PatternConfig, SlowRule};
 use oscil_model::run::RunStatus;
 use oscil_model::socket::{SocketOptions, WriteMode};
 use oscil_protocol::auth::AuthError;
@@ -63,7 +63,7 @@ struct Args {
     /// Share of the peak that each slow second reads (0.05 or 5%): the most bytes TCP
     /// delivered to a flow in one second of a fast phase so far.
     #[arg(long, default_value_t = cloudflare::FRACTION, value_parser = parse_fraction)]
-    fraction: f64,
+    fraction: Fraction,
     /// Read the slow phases at this absolute rate, all flows together (5mbit, 1gbit): the
     /// same workload whatever the setting under test, as oscil-lab does. `auto-per-run`
     /// (the default) reads --fraction of this run's own peak, which on a long path depends
@@ -557,7 +557,7 @@ mod tests {
                     Some(PatternConfig {
                         fast_ms: 2500,
                         slow_ms: 0,
-                        fraction: 0.0123,
+                        fraction: Fraction::new(0.0123).unwrap(),
                         cycles: 7,
                         full_speed: true,
                     }),
