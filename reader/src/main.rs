@@ -87,7 +87,9 @@ struct Args {
     #[arg(long, default_value_t = cloudflare::INTERVAL, value_parser = parse_interval, value_name = "DUR")]
     interval: TypedDuration,
 
-    /// TCP_NOTSENT_LOWAT for the daemon's sockets (bytes; 128k works).
+    /// The socket option TCP_NOTSENT_LOWAT on each of the daemon's data sockets (not the
+    /// sysctl net.ipv4.tcp_notsent_lowat, which oscil-lab --tcp-notsent-lowat sets) (bytes;
+    /// 128k works).
     #[arg(long, visible_alias = "lowat", value_parser = parse_bytes_u32, value_name = "BYTES")]
     notsent_lowat: Option<u32>,
     /// SO_SNDBUF for the daemon's sockets (the kernel doubles it; disables autotuning).

@@ -166,9 +166,9 @@ impl Pacer {
             let span = self.schedule[window.span];
             if span.phase == Phase::Slow && self.budget_span != Some(window.span) {
                 self.budget_span = Some(window.span);
-                self.budget_bytes = self.absolute_bytes.unwrap_or_else(|| {
-                    self.fraction.of(self.peak_second_bytes)
-                });
+                self.budget_bytes = self
+                    .absolute_bytes
+                    .unwrap_or_else(|| self.fraction.of(self.peak_second_bytes));
                 self.slow_rates.push(CycleSlowRate {
                     cycle: span.cycle,
                     bytes_per_s: self.budget_bytes,

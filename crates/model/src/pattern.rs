@@ -294,8 +294,14 @@ mod tests {
             assert!(Fraction::new(bad).is_err(), "{bad}");
         }
         assert!(serde_json::from_str::<Fraction>("0").is_err());
-        assert_eq!(serde_json::from_str::<Fraction>("0.05").unwrap(), Fraction::CLOUDFLARE);
-        assert_eq!(serde_json::to_string(&Fraction::CLOUDFLARE).unwrap(), "0.05");
+        assert_eq!(
+            serde_json::from_str::<Fraction>("0.05").unwrap(),
+            Fraction::CLOUDFLARE
+        );
+        assert_eq!(
+            serde_json::to_string(&Fraction::CLOUDFLARE).unwrap(),
+            "0.05"
+        );
     }
 
     #[test]
