@@ -99,9 +99,9 @@ pub fn take(host: &Host, who: &str) -> Result<HostLock, LockError> {
         why,
     };
     match host {
-        Host::Local => match take_local(who).map_err(failed)? {
-            Ok(lock) => Ok(lock),
-            Err(holder) => Err(LockError::Held {
+        Host::Local => match take_local(who).map_err(|e| failed(e.to_string()))? {
+            LocalLock::Taken(lock) => Ok(lock),
+            LocalLock::Held(holder) => Err(LockError::Held {
                 host: host.name(),
                 holder,
             }),
@@ -143,18 +143,39 @@ pub fn take(host: &Host, who: &str) -> Result<HostLock, LockError> {
     }
 }
 
-/// This machine's lock; inside, `Err` names who holds it.
-fn take_local(who: &str) -> Result<Result<HostLock, String>, String> {
+/// This machine's lock, taken or held by another campaign.
+enum LocalLock {
+    Taken(HostLock),
+    /// Who holds it, as its file says (escaped).
+    Held(String),
+}
+
+/// Why this machine's lock could not be tried.
+#[derive(Debug, thiserror::Error)]
+enum LocalLockError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{LOCK_DIR} is not root's alone; refused")]
+    NotRoots,
+    #[error("{}: {source}", .path.display())]
+    Open {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// This machine's lock for `who`, or who holds it.
+fn take_local(who: &str) -> Result<LocalLock, LocalLockError> {
     let dir = Path::new(LOCK_DIR);
     match DirBuilder::new().mode(0o755).create(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.to_string()),
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.into()),
         _ => {}
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    let meta = std::fs::symlink_metadata(dir)?;
     if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
-        return Err(format!("{LOCK_DIR} is not root's alone; refused"));
+        return Err(LocalLockError::NotRoots);
     }
-    let net = std::fs::metadata("/proc/self/ns/net").map_err(|e| e.to_string())?;
+    let net = std::fs::metadata("/proc/self/ns/net")?;
     let path = dir.join(format!("net-{}.lock", net.ino()));
     let mut file = OpenOptions::new()
         .read(true)
@@ -164,20 +185,19 @@ fn take_local(who: &str) -> Result<Result<HostLock, String>, String> {
         .mode(0o644)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|source| LocalLockError::Open { path, source })?;
     match file.try_lock() {
         Ok(()) => {
-            file.set_len(0).map_err(|e| e.to_string())?;
-            file.write_all(format!("{who}\n").as_bytes())
-                .map_err(|e| e.to_string())?;
-            Ok(Ok(HostLock::Local(file)))
+            file.set_len(0)?;
+            file.write_all(format!("{who}\n").as_bytes())?;
+            Ok(LocalLock::Taken(HostLock::Local(file)))
         }
         Err(TryLockError::WouldBlock) => {
             let mut holder = String::new();
             let _ = (&file).take(HOLDER_BYTES).read_to_string(&mut holder);
-            Ok(Err(escape_peer(holder.trim())))
+            Ok(LocalLock::Held(escape_peer(holder.trim())))
         }
-        Err(TryLockError::Error(e)) => Err(e.to_string()),
+        Err(TryLockError::Error(e)) => Err(e.into()),
     }
 }
 
