@@ -38,7 +38,7 @@ fn settings(lowat: Option<u32>) -> RunSettings {
         pattern: PatternConfig {
             fast_ms: 1000,
             slow_ms: 1000,
-            fraction: 0.05,
+            fraction: oscil_model::pattern::Fraction::CLOUDFLARE,
             cycles: 2,
             full_speed: false,
         },

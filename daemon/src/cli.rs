@@ -39,7 +39,8 @@ pub struct Cli {
     pub port_file: Option<PathBuf>,
     #[command(flatten)]
     address: oscil_cli::AddressFlags,
-    /// TCP_NOTSENT_LOWAT for sessions that do not ask (e.g. 128k); unset: the sysctl applies.
+    /// The socket option TCP_NOTSENT_LOWAT for sessions that do not ask (e.g. 128k); unset:
+    /// the sysctl net.ipv4.tcp_notsent_lowat applies.
     #[arg(long, visible_alias = "lowat", value_parser = parse_bytes_u32, value_name = placeholder::BYTES)]
     pub notsent_lowat: Option<u32>,
     /// SO_SNDBUF for sessions that do not ask (the kernel doubles it; disables autotuning).

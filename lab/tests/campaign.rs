@@ -51,10 +51,16 @@ fn bad_input_is_one_line_and_changes_nothing() {
     let out_arg = out.to_str().unwrap();
     let (code, line) = refused(&["--cycles", "0", "--out", out_arg]);
     assert_eq!(code, Some(2));
-    assert!(line.starts_with("oscil-lab: --cycles: "), "{line}");
+    assert!(
+        line.starts_with("oscil-lab: invalid value '0' for '--cycles <N>': "),
+        "{line}"
+    );
     let (code, line) = refused(&["--fast", "2", "--out", out_arg]);
     assert_eq!(
-        (code, line.starts_with("oscil-lab: --fast: ")),
+        (
+            code,
+            line.starts_with("oscil-lab: invalid value '2' for '--fast <DUR>': ")
+        ),
         (Some(2), true),
         "{line}"
     );

@@ -18,7 +18,7 @@ use oscil_cli::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, whole,
     UnitError,
 };
-use oscil_model::pattern::{PatternConfig, SlowRule};
+use oscil_model::pattern::{Fraction, PatternConfig, SlowRule};
 use oscil_model::socket::{SocketOptions, WriteMode};
 use oscil_protocol::auth::AuthError;
 use oscil_protocol::key::{load_key, KeySource};
@@ -65,7 +65,7 @@ pub struct Args {
     /// Share of the peak that each slow second reads (0.05 or 5%): the most bytes TCP
     /// delivered to a flow in one second of a fast phase so far.
     #[arg(long, default_value_t = cloudflare::FRACTION, value_parser = parse_fraction)]
-    fraction: f64,
+    fraction: Fraction,
     /// Read the slow phases at this absolute rate, all flows together (5mbit, 1gbit): the
     /// same workload whatever the setting under test, as oscil-lab does. `auto-per-run`
     /// (the default) reads --fraction of this run's own peak, which on a long path depends
@@ -89,7 +89,9 @@ pub struct Args {
     #[arg(long, default_value_t = cloudflare::INTERVAL, value_parser = parse_interval, value_name = "DUR")]
     interval: TypedDuration,
 
-    /// TCP_NOTSENT_LOWAT for the daemon's sockets (bytes; 128k works).
+    /// The socket option TCP_NOTSENT_LOWAT on each of the daemon's data sockets (not the
+    /// sysctl net.ipv4.tcp_notsent_lowat, which oscil-lab --tcp-notsent-lowat sets) (bytes;
+    /// 128k works).
     #[arg(long, visible_alias = "lowat", value_parser = parse_bytes_u32, value_name = "BYTES")]
     pub notsent_lowat: Option<u32>,
     /// SO_SNDBUF for the daemon's sockets (the kernel doubles it; disables autotuning).
@@ -412,7 +414,7 @@ mod tests {
                     Some(PatternConfig {
                         fast_ms: 2500,
                         slow_ms: 0,
-                        fraction: 0.0123,
+                        fraction: Fraction::new(0.0123).unwrap(),
                         cycles: 7,
                         full_speed: true,
                     }),

@@ -13,7 +13,7 @@
 //! (issue 19: 608 Mbit in one second on a 100 Mbit/s path). Each slow window reads exactly
 //! its budget (a shorter last window, its share of it), then waits for the window to end.
 
-use oscil_model::pattern::{CycleSlowRate, PatternConfig, PhaseSpan, SlowRule};
+use oscil_model::pattern::{CycleSlowRate, Fraction, PatternConfig, PhaseSpan, SlowRule};
 use oscil_model::rows::Phase;
 
 /// What the flow's reading loop does next.
@@ -48,7 +48,7 @@ impl Window {
 #[derive(Debug, Clone)]
 pub struct Pacer {
     schedule: Vec<PhaseSpan>,
-    fraction: f64,
+    fraction: Fraction,
     /// The absolute slow budget of this flow per second, when the rule gives one.
     absolute_bytes: Option<u64>,
     window: Option<Window>,
@@ -166,9 +166,9 @@ impl Pacer {
             let span = self.schedule[window.span];
             if span.phase == Phase::Slow && self.budget_span != Some(window.span) {
                 self.budget_span = Some(window.span);
-                self.budget_bytes = self.absolute_bytes.unwrap_or_else(|| {
-                    (self.fraction * self.peak_second_bytes as f64).round() as u64
-                });
+                self.budget_bytes = self
+                    .absolute_bytes
+                    .unwrap_or_else(|| self.fraction.of(self.peak_second_bytes));
                 self.slow_rates.push(CycleSlowRate {
                     cycle: span.cycle,
                     bytes_per_s: self.budget_bytes,
@@ -214,7 +214,7 @@ mod tests {
         PatternConfig {
             fast_ms: 2000,
             slow_ms: 3000,
-            fraction: 0.05,
+            fraction: Fraction::CLOUDFLARE,
             cycles: 2,
             full_speed: false,
         }

@@ -4,6 +4,7 @@
 pub mod address;
 mod habits;
 pub mod invocation;
+pub mod list;
 pub mod path_args;
 pub mod request_args;
 pub mod rlimit;

@@ -102,7 +102,7 @@ pub mod cloudflare {
 
     pub const FAST: TypedDuration = TypedDuration::from_millis(PatternConfig::CLOUDFLARE.fast_ms);
     pub const SLOW: TypedDuration = TypedDuration::from_millis(PatternConfig::CLOUDFLARE.slow_ms);
-    pub const FRACTION: f64 = PatternConfig::CLOUDFLARE.fraction;
+    pub const FRACTION: oscil_model::pattern::Fraction = PatternConfig::CLOUDFLARE.fraction;
     pub const CYCLES: u32 = PatternConfig::CLOUDFLARE.cycles;
     pub const INTERVAL: TypedDuration = TypedDuration(oscil_model::sampling::DEFAULT_INTERVAL);
 }

@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use oscil_model::pattern::Fraction;
+
 /// Bytes in a mebibyte, the unit of buffer sizes in every table and chart.
 pub const MIB: f64 = 1024.0 * 1024.0;
 
@@ -265,7 +267,7 @@ where
 }
 
 /// Parses a fraction in (0, 1]: `0.05`, or a percentage `5%`.
-pub fn parse_fraction(input: &str) -> Result<f64, UnitError> {
+pub fn parse_fraction(input: &str) -> Result<Fraction, UnitError> {
     refuse_negative("fraction", input)?;
     let err = || {
         UnitError::new(
@@ -279,11 +281,7 @@ pub fn parse_fraction(input: &str) -> Result<f64, UnitError> {
         Some(percent) => percent.trim().parse::<f64>().map_err(|_| err())? / 100.0,
         None => trimmed.parse::<f64>().map_err(|_| err())?,
     };
-    if value > 0.0 && value <= 1.0 {
-        Ok(value)
-    } else {
-        Err(err())
-    }
+    Fraction::new(value).map_err(|_| err())
 }
 
 #[cfg(test)]
@@ -376,8 +374,8 @@ mod tests {
         assert_eq!(parse_whole_ms_duration("0"), Ok(Duration::ZERO));
         assert!(parse_whole_ms_duration("500us").is_err());
         assert!(parse_whole_ms_duration("1ms 500us").is_err());
-        assert_eq!(parse_fraction("0.05"), Ok(0.05));
-        assert_eq!(parse_fraction("5%"), Ok(0.05));
+        assert_eq!(parse_fraction("0.05"), Ok(Fraction::CLOUDFLARE));
+        assert_eq!(parse_fraction("5%"), Ok(Fraction::CLOUDFLARE));
         assert!(parse_fraction("1.5").is_err());
         assert!(parse_fraction("0").is_err());
     }

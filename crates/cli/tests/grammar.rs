@@ -753,14 +753,14 @@ fn lab_takes_the_same_values() {
         (&["--rtt", "40", "--dry-run"], "40s? 40ms?"),
         (
             &["--rate", "0", "--dry-run"],
-            "oscil-lab: --rate: rate \"0\" is not valid: expected a rate above zero",
+            "oscil-lab: invalid value '0' for '--rate <LIST>': rate \"0\" is not valid: expected a rate above zero (see oscil-lab --help)",
         ),
         (&["--lowat", "-5", "--dry-run"], "-5"),
         (&["--fats"], "unexpected argument '--fats'"),
         // The reader's rules, before any run: write sizes, phases against the interval.
         (
             &["--write-size", "5G", "--dry-run"],
-            "oscil-lab: --write-size: write size of 5368709120 bytes: 1 to 16777216 bytes at a time",
+            "oscil-lab: invalid value '5G' for '--write-size <BYTES>': write size of 5368709120 bytes: 1 to 16777216 bytes at a time",
         ),
         (
             &["--fast", "1s", "--slow", "1s", "--interval", "5s", "--dry-run"],
@@ -768,13 +768,13 @@ fn lab_takes_the_same_values() {
         ),
         (
             &["--pacing-rate", "4bit", "--dry-run"],
-            "oscil-lab: --pacing-rate: pacing rate of 4 bit/s is below 8 bit/s",
+            "oscil-lab: invalid value '4bit' for '--pacing-rate <LIST>': pacing rate of 4 bit/s is below 8 bit/s",
         ),
         // The lab sets the sysctl, whose 0 is a limit no socket meets (the reader's
         // --notsent-lowat 0 leaves the socket to the sysctl, and is warned about).
         (
             &["--lowat", "default,0", "--dry-run"],
-            "oscil-lab: --lowat: 0 would stall every write: a socket without its own TCP_NOTSENT_LOWAT may write only while its unsent bytes are below net.ipv4.tcp_notsent_lowat, and none are below 0 (`default` leaves the kernel's)",
+            "oscil-lab: invalid value 'default,0' for '--tcp-notsent-lowat <LIST>': 0 would stall every write: a socket without its own TCP_NOTSENT_LOWAT may write only while its unsent bytes are below net.ipv4.tcp_notsent_lowat, and none are below 0 (`default` leaves the kernel's)",
         ),
     ];
     for (args, holds) in table {
@@ -1152,7 +1152,7 @@ fn numbers_say_what_they_take_not_the_parsers_words() {
         ("oscil-reader", &["-c", "h", "-o", "x", "-p", "abc"], "invalid value 'abc' for '--port <PORT>': port \"abc\" is not valid: expected a whole number from 1 to 65535"),
         ("oscil-daemon", &["-p", "70000"], "port \"70000\" is not valid: expected a whole number from 1 to 65535"),
         ("oscil-link", &["--rate", "1mbit", "--delay", "1ms", "--queue", "1e3"], "count \"1e3\" is not valid: expected a whole number from 1 to 4294967295"),
-        ("oscil-lab", &["--flows", "2k", "--dry-run"], "oscil-lab: --flows: count \"2k\" is not valid: expected a whole number from 1 to 10000"),
+        ("oscil-lab", &["--flows", "2k", "--dry-run"], "oscil-lab: invalid value '2k' for '--flows <N>': count \"2k\" is not valid: expected a whole number from 1 to 10000 (see oscil-lab --help)"),
         ("oscil-reader", &["-c", "h", "-o", "x", "--sndbuf", "99999999999999999999999"], "size \"99999999999999999999999\" is not valid: expected a size below 4 GiB (a socket option is 32 bits)"),
         ("oscil-lab", &["--wmem", "4096:16384:99999999999999999999999", "--dry-run"], "size \"99999999999999999999999\" is not valid: expected a size below 16 EiB (2^64 bytes)"),
     ];
@@ -1441,15 +1441,15 @@ fn lab_lists_hold_each_value_once() {
     let table: &[(&[&str], &str)] = &[
         (
             &["--lowat", "128k,128KiB,131072", "--dry-run"],
-            "oscil-lab: --lowat: \"128k\" and \"128KiB\" are one value: list it once",
+            "oscil-lab: invalid value '128k,128KiB,131072' for '--tcp-notsent-lowat <LIST>': \"128k\" and \"128KiB\" are one value: list it once",
         ),
         (
             &["--rtt", "100ms,0.1s", "--dry-run"],
-            "oscil-lab: --rtt: \"100ms\" and \"0.1s\" are one value: list it once",
+            "oscil-lab: invalid value '100ms,0.1s' for '--rtt <LIST>': \"100ms\" and \"0.1s\" are one value: list it once",
         ),
         (
             &["--rate", "1gbit,1000mbit", "--dry-run"],
-            "oscil-lab: --rate: \"1gbit\" and \"1000mbit\" are one value: list it once",
+            "oscil-lab: invalid value '1gbit,1000mbit' for '--rate <LIST>': \"1gbit\" and \"1000mbit\" are one value: list it once",
         ),
         (
             &["--wmem", "4096:16384:4M,4k:16k:4194304", "--dry-run"],
@@ -1457,10 +1457,51 @@ fn lab_lists_hold_each_value_once() {
         ),
         (
             &["--lowat", "8G", "--dry-run"],
-            "oscil-lab: --lowat: \"8G\" is not a whole number from 1 to 4294967295",
+            "oscil-lab: invalid value '8G' for '--tcp-notsent-lowat <LIST>': \"8G\" is not a whole number from 1 to 4294967295",
         ),
     ];
     for (args, holds) in table {
         expect("oscil-lab", args, 2, holds);
+    }
+}
+
+/// The lab's `--tcp-notsent-lowat` is the namespace's sysctl, the reader's and the daemon's
+/// `--notsent-lowat` the socket option: each help says which in its first line, and the
+/// lab's old spellings still work as aliases of the sysctl's own name.
+#[test]
+fn the_sysctl_and_the_socket_option_say_which_they_are() {
+    let help_of = |binary: &str, flag: &str| -> String {
+        let help = String::from_utf8_lossy(&run(binary, &["--help"]).stdout).into_owned();
+        let at = help
+            .find(&format!("--{flag} <"))
+            .unwrap_or_else(|| panic!("{binary} --help has no --{flag}: {help}"));
+        let from_flag = help[at..].lines().skip_while(|l| l.starts_with("--"));
+        let after = help[at..].lines().next().unwrap_or("").to_owned();
+        // Clap puts the help beside the flag, or on the next line when it is long.
+        match after.split_once("> ").map(|(_, h)| h.trim().to_owned()) {
+            Some(h) if !h.is_empty() => h,
+            _ => from_flag.map(str::trim).next().unwrap_or("").to_owned(),
+        }
+    };
+    let lab = help_of("oscil-lab", "tcp-notsent-lowat");
+    assert!(
+        lab.starts_with("The sysctl net.ipv4.tcp_notsent_lowat "),
+        "{lab}"
+    );
+    for binary in ["oscil-reader", "oscil-daemon"] {
+        let line = help_of(binary, "notsent-lowat");
+        assert!(
+            line.starts_with("The socket option TCP_NOTSENT_LOWAT "),
+            "{binary}: {line}"
+        );
+    }
+    for spelling in ["--tcp-notsent-lowat", "--lowat", "--notsent-lowat"] {
+        let dry = run("oscil-lab", &[spelling, "default,64k", "--dry-run"]);
+        let stdout = String::from_utf8_lossy(&dry.stdout);
+        assert_eq!(dry.status.code(), Some(0), "{spelling}: {stdout}");
+        assert!(
+            stdout.contains("1gbit_466ms_cubic_lowat-64k"),
+            "{spelling}: {stdout}"
+        );
     }
 }

@@ -729,7 +729,7 @@ mod tests {
         let pattern = PatternConfig {
             fast_ms: 1000,
             slow_ms: 2000,
-            fraction: 0.05,
+            fraction: oscil_model::pattern::Fraction::CLOUDFLARE,
             cycles: 2,
             full_speed: false,
         };
@@ -936,7 +936,7 @@ mod tests {
         let pattern = PatternConfig {
             fast_ms: 1000,
             slow_ms: 1000,
-            fraction: 0.05,
+            fraction: oscil_model::pattern::Fraction::CLOUDFLARE,
             cycles: 1,
             full_speed: false,
         };

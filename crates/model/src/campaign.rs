@@ -190,8 +190,8 @@ pub struct Calibration {
 
 impl SlowRateBasis {
     /// The rule in words, after "slow phases at": `5% of the emulated path's rate`.
-    pub fn describe(&self, fraction: f64) -> String {
-        let share = format!("{}%", (fraction * 1e4).round() / 1e2);
+    pub fn describe(&self, fraction: crate::pattern::Fraction) -> String {
+        let share = format!("{}%", fraction.percent());
         match self {
             SlowRateBasis::Given => "the rate given (--slow-rate)".into(),
             SlowRateBasis::PathRate => format!("{share} of the emulated path's rate"),

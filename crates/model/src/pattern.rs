@@ -13,7 +13,7 @@ pub struct PatternConfig {
     pub fast_ms: u64,
     pub slow_ms: u64,
     /// Share of the peak one-second read that each slow second reads.
-    pub fraction: f64,
+    pub fraction: Fraction,
     pub cycles: u32,
     /// The control pattern: read at full speed for the whole run, as iperf3 does.
     pub full_speed: bool,
@@ -24,7 +24,7 @@ impl PatternConfig {
     pub const CLOUDFLARE: PatternConfig = PatternConfig {
         fast_ms: 5000,
         slow_ms: 15000,
-        fraction: 0.05,
+        fraction: Fraction::CLOUDFLARE,
         cycles: 3,
         full_speed: false,
     };
@@ -61,6 +61,70 @@ impl PatternConfig {
             }
         }
         spans
+    }
+}
+
+/// The share of a peak that the slow phases read: above 0 and at most 1. The one place of
+/// the slow-rate rule, "fraction x peak", and of its inverse (a calibration's peak from the
+/// slow rate it chose), whatever the unit (bit/s or bytes/s) of the peak.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Fraction(f64);
+
+/// A share that is no fraction of a peak: at most 0, above 1, or not a number.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("fraction {0} is not above 0 and at most 1")]
+pub struct FractionError(pub f64);
+
+impl Fraction {
+    /// The Cloudflare test's 5%.
+    pub const CLOUDFLARE: Fraction = Fraction(0.05);
+
+    pub fn new(share: f64) -> Result<Fraction, FractionError> {
+        match share > 0.0 && share <= 1.0 {
+            true => Ok(Fraction(share)),
+            false => Err(FractionError(share)),
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+
+    /// The slow rate from a `peak` (rounded to the unit's whole number).
+    pub fn of(self, peak: u64) -> u64 {
+        (self.0 * peak as f64).round() as u64
+    }
+
+    /// The inverse: the peak a slow rate of `slow` was taken from.
+    pub fn peak_of(self, slow: u64) -> u64 {
+        (slow as f64 / self.0).round() as u64
+    }
+
+    /// As a percentage for people, to two decimals: `5` for 0.05.
+    pub fn percent(self) -> f64 {
+        (self.0 * 1e4).round() / 1e2
+    }
+}
+
+impl TryFrom<f64> for Fraction {
+    type Error = FractionError;
+
+    fn try_from(share: f64) -> Result<Fraction, FractionError> {
+        Fraction::new(share)
+    }
+}
+
+impl From<Fraction> for f64 {
+    fn from(fraction: Fraction) -> f64 {
+        fraction.0
+    }
+}
+
+/// As typed on a command line (`0.05`), so a plan's argv reads back the same share.
+impl std::fmt::Display for Fraction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
     }
 }
 
@@ -221,6 +285,36 @@ mod tests {
         assert_eq!(phase_of_sample(&spans, 5.1, 0.1), Some(Phase::Slow));
         assert_eq!(phase_of_sample(&spans, 0.0, 0.1), None);
         assert_eq!(phase_of_sample(&spans, 60.5, 0.1), None);
+    }
+
+    #[test]
+    fn a_fraction_is_above_zero_and_at_most_one() {
+        assert_eq!(Fraction::new(1.0).map(Fraction::get), Ok(1.0));
+        for bad in [0.0, -0.1, 1.01, f64::NAN] {
+            assert!(Fraction::new(bad).is_err(), "{bad}");
+        }
+        assert!(serde_json::from_str::<Fraction>("0").is_err());
+        assert_eq!(
+            serde_json::from_str::<Fraction>("0.05").unwrap(),
+            Fraction::CLOUDFLARE
+        );
+        assert_eq!(
+            serde_json::to_string(&Fraction::CLOUDFLARE).unwrap(),
+            "0.05"
+        );
+    }
+
+    #[test]
+    fn the_slow_rate_is_the_fraction_of_the_peak_and_back() {
+        let five = Fraction::CLOUDFLARE;
+        // 5% of a 1 Gbit/s path; of a peak of 1,234,567 bytes/s, rounded to the byte.
+        assert_eq!(five.of(1_000_000_000), 50_000_000);
+        assert_eq!(five.of(1_234_567), 61_728);
+        assert_eq!(five.peak_of(50_000_000), 1_000_000_000);
+        let third = Fraction::new(1.0 / 3.0).unwrap();
+        assert_eq!(third.peak_of(third.of(3_000_000)), 3_000_000);
+        assert_eq!((five.percent(), third.percent()), (5.0, 33.33));
+        assert_eq!(five.to_string(), "0.05");
     }
 
     #[test]

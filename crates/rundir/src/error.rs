@@ -73,8 +73,6 @@ pub enum DeclarationError {
     /// The name as given, escaped for showing.
     #[error("congestion \"{0}\" is not a congestion control's name")]
     Congestion(String),
-    #[error("pattern fraction {0} is not within 0..=1")]
-    Fraction(f64),
     /// A time of the schedule or the ending not finite or outside a week.
     #[error("{name} {t_s:?} is not within 0..={MAX_RUN_S} s")]
     Time { name: &'static str, t_s: f64 },

@@ -146,9 +146,6 @@ impl Limits {
             }
         }
         let pattern = &config.pattern;
-        if !(0.0..=1.0).contains(&pattern.fraction) {
-            return Err(DeclarationError::Fraction(pattern.fraction));
-        }
         let planned_ms = pattern
             .fast_ms
             .saturating_add(pattern.slow_ms)

@@ -471,7 +471,7 @@ fn rows_beyond_what_run_json_declares_are_refused_without_reading_them_all() {
     short.config.pattern = PatternConfig {
         fast_ms: 1000,
         slow_ms: 2000,
-        fraction: 0.05,
+        fraction: oscil_model::pattern::Fraction::CLOUDFLARE,
         cycles: 1,
         full_speed: false,
     };

@@ -236,6 +236,17 @@ pub fn set_aside(run_dir: &Path) -> Result<(), LabError> {
         .map_err(|source| LabError::io("cannot move aside", run_dir.to_owned(), source))
 }
 
+/// Why a pair's calibration gave no slow rate, so its runs cannot go.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("no slow rate: the calibration run failed ({0})")]
+    Setup(Box<LabError>),
+    #[error("no slow rate: the calibration run failed ({} holds no slow rate)", .0.display())]
+    NoSlowRate(PathBuf),
+    #[error("no slow rate: the calibration run failed ({status}: {reason})")]
+    Ended { status: String, reason: String },
+}
+
 /// Before `run`: when it waits for its pair's calibration (`crate::plan::calibrate`), runs
 /// that on `backend` and fixes `run`'s slow rate by it, telling `say` what it does. Returns
 /// the calibration, for `campaign.json`, or why `run` cannot go.
@@ -244,7 +255,7 @@ pub fn calibrate_before(
     campaign_dir: &Path,
     run: &mut CampaignRun,
     say: &mut dyn FnMut(&str),
-) -> Result<Option<Calibration>, String> {
+) -> Result<Option<Calibration>, CalibrationError> {
     if !calibrate::awaits(run) {
         return Ok(None);
     }
@@ -257,8 +268,7 @@ pub fn calibrate_before(
         "oscil-lab: calibrating the path{pair}: {} at full speed, to fix every run's slow rate",
         human_duration(full_speed)
     ));
-    let calibration = run_calibration(backend, campaign_dir, run)
-        .map_err(|why| format!("no slow rate: the calibration run failed ({why})"))?;
+    let calibration = run_calibration(backend, campaign_dir, run)?;
     say(&calibrate::describe(
         &calibration,
         run.settings.pattern.fraction,
@@ -273,7 +283,7 @@ fn run_calibration(
     backend: &mut dyn Backend,
     campaign_dir: &Path,
     like: &CampaignRun,
-) -> Result<Calibration, String> {
+) -> Result<Calibration, CalibrationError> {
     let run = calibrate::plan(like);
     let run_dir = campaign_dir.join(&run.dir);
     let logs = campaign_dir.join("logs").join(match &run.pair {
@@ -287,21 +297,19 @@ fn run_calibration(
         }
         Ok(())
     });
-    prepared.map_err(|e| e.to_string())?;
+    prepared.map_err(|e| CalibrationError::Setup(Box::new(e)))?;
     let result = backend.run(&run, &run_dir, &logs, &mut |_: Duration| {});
     match outcome(&run_dir, &result, &logs.join("reader.log")) {
         (CampaignRunStatus::Complete, _) => {
             let now_ms = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
-            calibrate::measured(&run, &run_dir, now_ms)
-                .ok_or_else(|| format!("{} holds no slow rate", run_dir.display()))
+            calibrate::measured(&run, &run_dir, now_ms).ok_or(CalibrationError::NoSlowRate(run_dir))
         }
-        (status, reason) => Err(format!(
-            "{}: {}",
-            format!("{status:?}").to_lowercase(),
-            reason.unwrap_or_else(|| "no reason given".into())
-        )),
+        (status, reason) => Err(CalibrationError::Ended {
+            status: format!("{status:?}").to_lowercase(),
+            reason: reason.unwrap_or_else(|| "no reason given".into()),
+        }),
     }
 }
 
@@ -353,7 +361,8 @@ pub fn execute(
                 cdir.save()?;
             }
             Ok(None) => {}
-            Err(reason) => {
+            Err(why) => {
+                let reason = why.to_string();
                 let run_dir = cdir.dir.join(&run.dir);
                 ui.finish_run(&run, CampaignRunStatus::Failed, Some(&reason), &run_dir);
                 cdir.set(index, CampaignRunStatus::Failed, Some(reason))?;

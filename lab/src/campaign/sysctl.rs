@@ -31,25 +31,37 @@ pub fn read(host: &Host, keys: &[Sysctl]) -> Result<SysctlValues, HostError> {
     by_name(&text, keys).map_err(|detail| HostError::Failed {
         host: host.name(),
         command: argv.join(" "),
-        detail,
+        detail: detail.to_string(),
     })
 }
 
+/// A line of `sysctl`'s answer the lab cannot take; every text from the host is escaped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SysctlAnswerError {
+    #[error("{0} is not NAME = VALUE")]
+    NotNameValue(String),
+    #[error("it named {0}, not asked")]
+    NotAsked(String),
+    /// The value's own parser's words.
+    #[error("{0}")]
+    Value(String),
+}
+
 /// `sysctl`'s `NAME = VALUE` lines, each value typed by its name among `keys`.
-fn by_name(text: &str, keys: &[Sysctl]) -> Result<SysctlValues, String> {
+fn by_name(text: &str, keys: &[Sysctl]) -> Result<SysctlValues, SysctlAnswerError> {
     text.lines()
         .map(|line| {
             let (name, value) = line
                 .split_once(" = ")
-                .ok_or_else(|| format!("{} is not NAME = VALUE", escape_peer(line)))?;
+                .ok_or_else(|| SysctlAnswerError::NotNameValue(escape_peer(line)))?;
             let sysctl = keys
                 .iter()
                 .copied()
                 .find(|k| k.name() == name.trim())
-                .ok_or_else(|| format!("it named {}, not asked", escape_peer(name)))?;
+                .ok_or_else(|| SysctlAnswerError::NotAsked(escape_peer(name)))?;
             let value = sysctl
                 .parse(value)
-                .map_err(|e| escape_peer(&e.to_string()))?;
+                .map_err(|e| SysctlAnswerError::Value(escape_peer(&e.to_string())))?;
             Ok((sysctl, value))
         })
         .collect()
@@ -356,12 +368,14 @@ mod tests {
         );
         let one_missing = by_name("net.ipv4.tcp_wmem = 1 2 3", &keys).unwrap();
         assert_eq!(one_missing.0.len(), 1);
-        assert!(by_name("net.ipv4.tcp_rmem = 1 2 3", &keys)
-            .unwrap_err()
-            .contains("not asked"));
-        assert!(by_name("131072", &keys)
-            .unwrap_err()
-            .contains("NAME = VALUE"));
+        assert_eq!(
+            by_name("net.ipv4.tcp_rmem = 1 2 3", &keys).unwrap_err(),
+            SysctlAnswerError::NotAsked("net.ipv4.tcp_rmem".into())
+        );
+        assert_eq!(
+            by_name("131072", &keys).unwrap_err().to_string(),
+            "131072 is not NAME = VALUE"
+        );
     }
 
     #[test]

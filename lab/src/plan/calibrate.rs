@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use oscil_model::campaign::{
     Calibration, Campaign, CampaignRun, CampaignRunStatus, RunSettings, SlowRateBasis,
 };
-use oscil_model::pattern::PatternConfig;
+use oscil_model::pattern::{Fraction, PatternConfig};
 
 /// The calibration's directory under the campaign's, and its label in logs.
 pub const CALIBRATION: &str = "calibration";
@@ -78,7 +78,7 @@ pub fn measured(run: &CampaignRun, run_dir: &Path, measured_unix_ms: u64) -> Opt
         pair: run.pair.clone(),
         dir: run.dir.clone(),
         full_speed_ms: pattern.fast_ms,
-        peak_bps: (chosen as f64 * 8.0 / pattern.fraction).round() as u64,
+        peak_bps: pattern.fraction.peak_of(chosen * 8),
         measured_unix_ms,
     })
 }
@@ -89,7 +89,7 @@ pub fn apply_to(run: &mut CampaignRun, calibration: &Calibration) {
         return;
     }
     let s = &mut run.settings;
-    let bps = (s.pattern.fraction * calibration.peak_bps as f64).round() as u64;
+    let bps = s.pattern.fraction.of(calibration.peak_bps);
     s.slow_rate_bps = Some(bps);
     s.slow_rate_basis = Some(SlowRateBasis::Calibration {
         peak_bps: Some(calibration.peak_bps),
@@ -107,7 +107,7 @@ pub fn apply(campaign: &mut Campaign, calibration: Calibration) {
 }
 
 /// A line for the terminal: what the calibration found and what it fixed.
-pub fn describe(calibration: &Calibration, fraction: f64) -> String {
+pub fn describe(calibration: &Calibration, fraction: Fraction) -> String {
     let pair = calibration
         .pair
         .as_deref()
@@ -115,8 +115,8 @@ pub fn describe(calibration: &Calibration, fraction: f64) -> String {
     format!(
         "oscil-lab: calibration{pair}: at most {:.1} Mbit/s delivered in one second at full speed; every run's slow phases read {:.2} Mbit/s ({}% of it)",
         calibration.peak_bps as f64 / 1e6,
-        fraction * calibration.peak_bps as f64 / 1e6,
-        (fraction * 1e4).round() / 1e2
+        fraction.of(calibration.peak_bps) as f64 / 1e6,
+        fraction.percent()
     )
 }
 

@@ -112,10 +112,9 @@ impl SlowRateChoice {
         }
         let (bps, basis) = match (self, &settings.path) {
             (SlowRateChoice::Given(bps), _) => (Some(bps), SlowRateBasis::Given),
-            (SlowRateChoice::PerPath, Some(path)) => (
-                Some((p.fraction * path.rate_bps as f64).round() as u64),
-                SlowRateBasis::PathRate,
-            ),
+            (SlowRateChoice::PerPath, Some(path)) => {
+                (Some(p.fraction.of(path.rate_bps)), SlowRateBasis::PathRate)
+            }
             (SlowRateChoice::PerPath, None) => {
                 (None, SlowRateBasis::Calibration { peak_bps: None })
             }

@@ -8,9 +8,9 @@
 
 use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,8 @@ const HOLDER_BYTES: u64 = 512;
 /// The remote side, run as `sh -c REMOTE sh WHO DIR`: the lock file of this host's network
 /// namespace, taken without waiting; `locked` once held (then held until standard input
 /// ends), else `held` and who holds it. The directory and the file must be root's alone
-/// (owner, mode, no link), as in [`take_local`]; a file is made with `noclobber`, which
-/// refuses a planted link.
+/// (owner, mode, no link), as in [`take_local`], an older oscil's directory tightened as
+/// [`tighten_older`] does; a file is made with `noclobber`, which refuses a planted link.
 const REMOTE: &str = r#"set -e
 umask 077
 d=$2
@@ -37,6 +37,11 @@ refuse() { echo "$1; refused (remove it while no campaign runs)" >&2; exit 3; }
 [ -L "$d" ] && refuse "$d is a symbolic link"
 [ -e "$d" ] || mkdir -m 0700 "$d"
 [ ! -L "$d" ] && [ -d "$d" ] || refuse "$d is not a directory"
+m=$(stat -c %a "$d")
+if [ "$(stat -c %u "$d")" = 0 ] && [ "$m" != 700 ] && [ $((0$m & 022)) = 0 ]; then
+    chmod 0700 "$d" && rm -f "$d"/*.lock
+    echo "$d: made root's alone (mode $m -> 700, an older oscil's), its lock files removed" >&2
+fi
 [ "$(stat -c %u:%a "$d")" = 0:700 ] || refuse "$d is not root's alone (owner:mode $(stat -c %u:%a "$d"), not 0:700)"
 f="$d/net-$(stat -L -c %i /proc/self/ns/net).lock"
 [ -L "$f" ] && refuse "$f is a symbolic link"
@@ -111,13 +116,15 @@ pub fn take(host: &Host, who: &str) -> Result<HostLock, LockError> {
         why,
     };
     match host {
-        Host::Local => match take_local(Path::new(LOCK_DIR), who).map_err(failed)? {
-            Ok(lock) => Ok(lock),
-            Err(holder) => Err(LockError::Held {
-                host: host.name(),
-                holder,
-            }),
-        },
+        Host::Local => {
+            match take_local(Path::new(LOCK_DIR), who).map_err(|e| failed(e.to_string()))? {
+                LocalLock::Taken(lock) => Ok(lock),
+                LocalLock::Held(holder) => Err(LockError::Held {
+                    host: host.name(),
+                    holder,
+                }),
+            }
+        }
         Host::Netns(_) => Err(failed("a namespace the lab made is never shared".into())),
         Host::Ssh(ssh) => {
             // A connection of its own: the shared one may outlive a killed lab.
@@ -155,17 +162,52 @@ pub fn take(host: &Host, who: &str) -> Result<HostLock, LockError> {
     }
 }
 
-/// This machine's lock in `dir`; inside, `Err` names who holds it. The directory must be
-/// root's with mode 0700 and the file root's with mode 0600, neither a link: nobody else can
-/// open it, so nobody else can hold it.
-fn take_local(dir: &Path, who: &str) -> Result<Result<HostLock, String>, String> {
+/// This machine's lock, taken or held by another campaign.
+#[derive(Debug)]
+enum LocalLock {
+    Taken(HostLock),
+    /// Who holds it, as its file says (escaped).
+    Held(String),
+}
+
+/// Why this machine's lock could not be tried.
+#[derive(Debug, thiserror::Error)]
+enum LocalLockError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error(
+        "{}: a {kind} of uid {uid} mode {found:o}, not root's alone (mode {mode:o}); refused (remove it while no campaign runs)",
+        .path.display()
+    )]
+    NotRoots {
+        path: PathBuf,
+        kind: &'static str,
+        uid: u32,
+        found: u32,
+        mode: u32,
+    },
+    #[error("{}: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// This machine's lock in `dir` for `who`, or who holds it. The directory must be root's
+/// with mode 0700 and the file root's with mode 0600, neither a link: nobody else can open
+/// it, so nobody else can hold it. A directory an older oscil made (root's, 0755) is
+/// tightened first ([`tighten_older`]).
+fn take_local(dir: &Path, who: &str) -> Result<LocalLock, LocalLockError> {
     match DirBuilder::new().mode(0o700).create(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.to_string()),
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.into()),
         _ => {}
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    let mut meta = std::fs::symlink_metadata(dir)?;
+    if tighten_older(dir, &meta)? {
+        meta = std::fs::symlink_metadata(dir)?;
+    }
     root_alone(dir, &meta, meta.is_dir(), 0o700)?;
-    let net = std::fs::metadata("/proc/self/ns/net").map_err(|e| e.to_string())?;
+    let net = std::fs::metadata("/proc/self/ns/net")?;
     let path = dir.join(format!("net-{}.lock", net.ino()));
     let mut file = OpenOptions::new()
         .read(true)
@@ -175,22 +217,24 @@ fn take_local(dir: &Path, who: &str) -> Result<Result<HostLock, String>, String>
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+        .map_err(|source| LocalLockError::Open {
+            path: path.clone(),
+            source,
+        })?;
+    let meta = file.metadata()?;
     root_alone(&path, &meta, meta.is_file() && meta.nlink() == 1, 0o600)?;
     match file.try_lock() {
         Ok(()) => {
-            file.set_len(0).map_err(|e| e.to_string())?;
-            file.write_all(format!("{who}\n").as_bytes())
-                .map_err(|e| e.to_string())?;
-            Ok(Ok(HostLock::Local(file)))
+            file.set_len(0)?;
+            file.write_all(format!("{who}\n").as_bytes())?;
+            Ok(LocalLock::Taken(HostLock::Local(file)))
         }
         Err(TryLockError::WouldBlock) => {
             let mut holder = String::new();
             let _ = (&file).take(HOLDER_BYTES).read_to_string(&mut holder);
-            Ok(Err(escape_peer(holder.trim())))
+            Ok(LocalLock::Held(escape_peer(holder.trim())))
         }
-        Err(TryLockError::Error(e)) => Err(e.to_string()),
+        Err(TryLockError::Error(e)) => Err(e.into()),
     }
 }
 
@@ -201,17 +245,42 @@ fn root_alone(
     meta: &std::fs::Metadata,
     kind_ok: bool,
     mode: u32,
-) -> Result<(), String> {
+) -> Result<(), LocalLockError> {
     let found = meta.mode() & 0o7777;
     if kind_ok && meta.uid() == 0 && found == mode {
         return Ok(());
     }
-    let kind = oscil_model::error_text::file_kind(meta);
-    Err(format!(
-        "{}: a {kind} of uid {} mode {found:o}, not root's alone (mode {mode:o}); refused (remove it while no campaign runs)",
-        path.display(),
-        meta.uid()
-    ))
+    Err(LocalLockError::NotRoots {
+        path: path.to_owned(),
+        kind: oscil_model::error_text::file_kind(meta),
+        uid: meta.uid(),
+        found,
+        mode,
+    })
+}
+
+/// Makes a lock directory an older oscil made (root's, a directory, writable by root
+/// alone, but readable by all: 0755) root's alone: mode 0700 and every lock file in it
+/// removed, so a descriptor anyone opened before is on a file no campaign uses again (an
+/// older lab still running loses its lock). True when it did; anything else is left for
+/// [`root_alone`] to refuse.
+fn tighten_older(dir: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool> {
+    let found = meta.mode() & 0o7777;
+    if !meta.is_dir() || meta.uid() != 0 || found == 0o700 || found & 0o022 != 0 {
+        return Ok(false);
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "lock") {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    eprintln!(
+        "oscil-lab: {}: made root's alone (mode {found:o} -> 700, an older oscil's), its lock files removed",
+        dir.display()
+    );
+    Ok(true)
 }
 
 /// Takes every host's lock at once (in parallel); each host's outcome in order. A caller
@@ -311,13 +380,13 @@ mod tests {
             return;
         }
         let (_scratch, dir) = lock_dir();
-        let first = take_local(&dir, "campaign /tmp/first").unwrap().unwrap();
-        let holder = take_local(&dir, "campaign /tmp/second")
-            .unwrap()
-            .unwrap_err();
-        assert_eq!(holder, "campaign /tmp/first");
+        let first = taken(&dir, "campaign /tmp/first");
+        match take_local(&dir, "campaign /tmp/second").unwrap() {
+            LocalLock::Held(holder) => assert_eq!(holder, "campaign /tmp/first"),
+            LocalLock::Taken(_) => panic!("taken twice"),
+        }
         drop(first);
-        take_local(&dir, "campaign /tmp/second").unwrap().unwrap();
+        taken(&dir, "campaign /tmp/second");
     }
 
     /// Hole 3 of issue 38: with the directory 0755 and the file 0644, `nobody` could open
@@ -329,7 +398,7 @@ mod tests {
             return;
         }
         let (_scratch, dir) = lock_dir();
-        drop(take_local(&dir, "campaign /tmp/local").unwrap().unwrap());
+        drop(taken(&dir, "campaign /tmp/local"));
         assert_eq!((mode(&dir), mode(&lock_file(&dir))), (0o700, 0o600));
         assert!(!nobody_can_lock(&lock_file(&dir)));
         let (_scratch, dir) = lock_dir();
@@ -354,17 +423,17 @@ mod tests {
         let victim = scratch.path().join("victim");
         fs::write(&victim, "theirs").unwrap();
         fs::create_dir(&dir).unwrap();
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
         symlink(&victim, lock_file(&dir)).unwrap();
-        let refused = take_local(&dir, "campaign /tmp/x").unwrap_err();
+        let refused = take_local(&dir, "campaign /tmp/x").unwrap_err().to_string();
         assert!(
-            refused.contains("mode 755, not root's alone (mode 700)"),
+            refused.contains("mode 777, not root's alone (mode 700)"),
             "{refused}"
         );
         let (stdout, stderr, code) = remote(&dir);
         assert_eq!((stdout.as_str(), code), ("", Some(3)), "{stderr}");
         assert!(
-            stderr.contains("not root's alone (owner:mode 0:755"),
+            stderr.contains("not root's alone (owner:mode 0:777"),
             "{stderr}"
         );
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
@@ -376,7 +445,7 @@ mod tests {
         fs::remove_file(lock_file(&dir)).unwrap();
         fs::write(lock_file(&dir), "").unwrap();
         fs::set_permissions(lock_file(&dir), fs::Permissions::from_mode(0o644)).unwrap();
-        let refused = take_local(&dir, "campaign /tmp/x").unwrap_err();
+        let refused = take_local(&dir, "campaign /tmp/x").unwrap_err().to_string();
         assert!(
             refused.contains("mode 644, not root's alone (mode 600)"),
             "{refused}"
@@ -390,5 +459,39 @@ mod tests {
             stderr.contains("is a symbolic link; refused"),
             "{code:?} {stderr}"
         );
+    }
+
+    fn taken(dir: &Path, who: &str) -> HostLock {
+        match take_local(dir, who).unwrap() {
+            LocalLock::Taken(lock) => lock,
+            LocalLock::Held(holder) => panic!("held by {holder}"),
+        }
+    }
+
+    /// A directory an older oscil made (0755, its files 0644, perhaps opened by anyone
+    /// then) is made root's alone and its lock files new, here and remotely; a held
+    /// descriptor on the old file no longer blocks.
+    #[test]
+    fn an_older_oscils_lock_directory_is_made_roots_alone() {
+        if oscil_testkit::lacks_root("a lock directory of root's") {
+            return;
+        }
+        for remotely in [false, true] {
+            let (_scratch, dir) = lock_dir();
+            fs::create_dir(&dir).unwrap();
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+            fs::write(lock_file(&dir), "an older campaign\n").unwrap();
+            fs::set_permissions(lock_file(&dir), fs::Permissions::from_mode(0o644)).unwrap();
+            let before = File::open(lock_file(&dir)).unwrap();
+            before.lock_shared().unwrap();
+            if remotely {
+                let (stdout, stderr, code) = remote(&dir);
+                assert_eq!((stdout.as_str(), code), ("locked", Some(0)), "{stderr}");
+                assert!(stderr.contains("made root's alone"), "{stderr}");
+            } else {
+                drop(taken(&dir, "campaign /tmp/new"));
+            }
+            assert_eq!((mode(&dir), mode(&lock_file(&dir))), (0o700, 0o600));
+        }
     }
 }

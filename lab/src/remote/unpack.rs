@@ -145,25 +145,35 @@ fn extension(kind: EntryType) -> Option<&'static str> {
     }
 }
 
+/// An extension header that says what the lab does not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum ExtensionRefused {
+    #[error("a PAX header that is not records")]
+    NotRecords,
+    #[error("a PAX header overriding an entry's size")]
+    Size,
+    #[error("a PAX header of a sparse file")]
+    Sparse,
+}
+
 impl Pending {
     /// Takes in the extension header `kind` holding `data`; the reason when it says what
     /// the lab does not take: a PAX `size` (which would override the header's, the size
     /// counted against the limit) or a sparse file's map.
-    fn add(&mut self, kind: EntryType, data: &[u8]) -> Result<(), String> {
+    fn add(&mut self, kind: EntryType, data: &[u8]) -> Result<(), ExtensionRefused> {
         let name = || data.split(|&b| b == 0).next().unwrap_or_default().to_vec();
         match kind {
             EntryType::GNULongName => self.path = Some(name()),
             EntryType::GNULongLink => self.link = Some(name()),
             EntryType::XHeader => {
                 for record in tar::PaxExtensions::new(data) {
-                    let record =
-                        record.map_err(|_| "a PAX header that is not records".to_string())?;
+                    let record = record.map_err(|_| ExtensionRefused::NotRecords)?;
                     match record.key_bytes() {
                         b"path" => self.path = Some(record.value_bytes().to_vec()),
                         b"linkpath" => self.link = Some(record.value_bytes().to_vec()),
-                        b"size" => return Err("a PAX header overriding an entry's size".into()),
+                        b"size" => return Err(ExtensionRefused::Size),
                         key if key.starts_with(b"GNU.sparse") => {
-                            return Err("a PAX header of a sparse file".into())
+                            return Err(ExtensionRefused::Sparse)
                         }
                         _ => {}
                     }
@@ -301,7 +311,7 @@ fn unpack_into(
             let mut data = Vec::with_capacity(size as usize);
             entry.read_to_end(&mut data).map_err(stream_error)?;
             if let Err(why) = pending.add(kind, &data) {
-                refused.push(why);
+                refused.push(why.to_string());
             }
             continue;
         }

@@ -587,7 +587,7 @@ fn one_run(
 ) -> (CampaignRunStatus, Option<String>, Option<Calibration>) {
     let calibration = match calibrate_before(backend, dir, run, &mut |line| say(line)) {
         Ok(calibration) => calibration,
-        Err(reason) => return (CampaignRunStatus::Failed, Some(reason), None),
+        Err(why) => return (CampaignRunStatus::Failed, Some(why.to_string()), None),
     };
     let run_dir = dir.join(&run.dir);
     let logs = dir.join("logs").join(format!(

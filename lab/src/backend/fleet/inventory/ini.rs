@@ -78,7 +78,7 @@ fn plain_group(name: &str, line: usize) -> Result<&str, InventoryError> {
 
 /// `NAME[:PORT] key=value ...` (values may be quoted; `#` after white space ends the line).
 fn host_line(model: &mut Model, group: usize, l: &str, line: usize) -> Result<(), InventoryError> {
-    let words = split_words(l).map_err(|why| at(line, why))?;
+    let words = split_words(l).map_err(|why| at(line, why.to_string()))?;
     let (pattern, rest) = words.split_first().expect("a line that says something");
     let mut vars = Vars::default();
     for word in rest {
@@ -87,7 +87,7 @@ fn host_line(model: &mut Model, group: usize, l: &str, line: usize) -> Result<()
             .ok_or_else(|| at(line, format!("{word:?} is not key=value")))?;
         vars.set(k, unquote(v));
     }
-    let names = host_pattern(pattern, &mut vars).map_err(|why| at(line, why))?;
+    let names = host_pattern(pattern, &mut vars).map_err(|why| at(line, why.to_string()))?;
     for name in names {
         model
             .host(group, &name, &vars)
@@ -96,8 +96,13 @@ fn host_line(model: &mut Model, group: usize, l: &str, line: usize) -> Result<()
     Ok(())
 }
 
+/// A line whose quote is not closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a quote is not closed")]
+pub struct QuoteNotClosed;
+
 /// Splits on white space outside quotes, up to a `#` that starts a comment.
-fn split_words(text: &str) -> Result<Vec<String>, String> {
+fn split_words(text: &str) -> Result<Vec<String>, QuoteNotClosed> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut quote = None;
@@ -121,7 +126,7 @@ fn split_words(text: &str) -> Result<Vec<String>, String> {
         }
     }
     if quote.is_some() {
-        return Err("a quote is not closed".into());
+        return Err(QuoteNotClosed);
     }
     if !word.is_empty() {
         words.push(word);

@@ -431,16 +431,31 @@ fn host_from_vars(name: &str, vars: &Vars) -> Result<InventoryHost, InventoryErr
     })
 }
 
+/// Why a host pattern's range cannot be expanded; each names the pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    #[error("{0:?}: a range [a:b] is not closed")]
+    NotClosed(String),
+    #[error("{0:?}: a range is [a:b] or [a:b:step]")]
+    NotRange(String),
+    #[error("{pattern:?}: the step {step:?} is not a positive number")]
+    Step { pattern: String, step: String },
+    #[error("{0:?}: more than {MAX_HOSTS} hosts")]
+    TooMany(String),
+    #[error("{0:?}: a range runs from a number to a larger one, or a letter to a later one")]
+    Backwards(String),
+}
+
 /// The host names a pattern stands for: each `[a:b]` or `[a:b:step]` range (numbers, with
 /// their leading zeros kept, or single letters) expanded, left to right, as Ansible does.
-pub fn expand_range(pattern: &str) -> Result<Vec<String>, String> {
+pub fn expand_range(pattern: &str) -> Result<Vec<String>, RangeError> {
     let Some(open) = pattern.find('[') else {
         return Ok(vec![pattern.to_owned()]);
     };
     let close = pattern[open..]
         .find(']')
         .map(|i| open + i)
-        .ok_or_else(|| format!("{pattern:?}: a range [a:b] is not closed"))?;
+        .ok_or_else(|| RangeError::NotClosed(pattern.to_owned()))?;
     let (head, range, tail) = (
         &pattern[..open],
         &pattern[open + 1..close],
@@ -450,17 +465,20 @@ pub fn expand_range(pattern: &str) -> Result<Vec<String>, String> {
     let (from, to, step) = match parts[..] {
         [a, b] => (a, b, "1"),
         [a, b, s] => (a, b, s),
-        _ => return Err(format!("{pattern:?}: a range is [a:b] or [a:b:step]")),
+        _ => return Err(RangeError::NotRange(pattern.to_owned())),
     };
     let step: usize = step
         .parse()
         .ok()
         .filter(|&s| s > 0)
-        .ok_or_else(|| format!("{pattern:?}: the step {step:?} is not a positive number"))?;
+        .ok_or_else(|| RangeError::Step {
+            pattern: pattern.to_owned(),
+            step: step.to_owned(),
+        })?;
     let items: Vec<String> = match (from.parse::<u64>(), to.parse::<u64>()) {
         (Ok(a), Ok(b)) if a <= b => {
             if (b - a) / step as u64 >= MAX_HOSTS as u64 {
-                return Err(format!("{pattern:?}: more than {MAX_HOSTS} hosts"));
+                return Err(RangeError::TooMany(pattern.to_owned()));
             }
             let width = if from.len() > 1 && from.starts_with('0') {
                 from.len()
@@ -482,17 +500,13 @@ pub fn expand_range(pattern: &str) -> Result<Vec<String>, String> {
             };
             match (letter(from), letter(to)) {
                 (Some(a), Some(b)) if a <= b => (a..=b).step_by(step).map(String::from).collect(),
-                _ => {
-                    return Err(format!(
-                        "{pattern:?}: a range runs from a number to a larger one, or a letter to a later one"
-                    ))
-                }
+                _ => return Err(RangeError::Backwards(pattern.to_owned())),
             }
         }
     };
     let rest = expand_range(tail)?;
     if items.len().saturating_mul(rest.len()) > MAX_HOSTS {
-        return Err(format!("{pattern:?}: more than {MAX_HOSTS} hosts"));
+        return Err(RangeError::TooMany(pattern.to_owned()));
     }
     Ok(items
         .iter()
@@ -502,7 +516,7 @@ pub fn expand_range(pattern: &str) -> Result<Vec<String>, String> {
 
 /// `NAME` or `NAME:PORT` (Ansible's short form for `ansible_port`), ranges expanded, each
 /// with the port among its variables.
-pub fn host_pattern(pattern: &str, vars: &mut Vars) -> Result<Vec<String>, String> {
+pub fn host_pattern(pattern: &str, vars: &mut Vars) -> Result<Vec<String>, RangeError> {
     // The port follows the last range, if any: `web[01:03]:2222`.
     let after = pattern.rfind(']').map_or(0, |i| i + 1);
     let name = match pattern[after..].rfind(':') {
@@ -541,6 +555,13 @@ mod tests {
             "h[0:99999999]",
         ] {
             assert!(expand_range(bad).is_err(), "{bad}");
+        }
+        for (bad, error) in [
+            ("h[1:", RangeError::NotClosed("h[1:".into())),
+            ("h[1]", RangeError::NotRange("h[1]".into())),
+            ("h[3:1]", RangeError::Backwards("h[3:1]".into())),
+        ] {
+            assert_eq!(expand_range(bad), Err(error));
         }
         let mut vars = Vars::default();
         assert_eq!(

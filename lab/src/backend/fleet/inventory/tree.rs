@@ -114,17 +114,18 @@ fn yaml_group(
         match (yaml_key(key, "a group's entry")?.as_str(), value) {
             (_, Yaml::Null) => {}
             ("vars", vars) => {
-                *model.group_vars(g) = yaml_vars(vars).map_err(|why| group_error(name, why))?;
+                *model.group_vars(g) =
+                    yaml_vars(vars).map_err(|why| group_error(name, why.to_string()))?;
             }
             ("hosts", Yaml::Mapping(hosts)) => {
                 for (pattern, vars) in hosts {
                     let pattern = yaml_key(pattern, "a host")?;
                     let mut vars = yaml_vars(vars).map_err(|why| InventoryError::Host {
                         host: pattern.clone(),
-                        why,
+                        why: why.to_string(),
                     })?;
-                    let names =
-                        host_pattern(&pattern, &mut vars).map_err(|why| group_error(name, why))?;
+                    let names = host_pattern(&pattern, &mut vars)
+                        .map_err(|why| group_error(name, why.to_string()))?;
                     for host in names {
                         model.host(g, &host, &vars)?;
                     }
@@ -155,9 +156,21 @@ fn yaml_group(
     Ok(())
 }
 
+/// Variables the lab cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum VarsError {
+    /// The YAML value could not be read as JSON's: the converter's words.
+    #[error("variables: {0}")]
+    Yaml(String),
+    #[error("{0} is not a plain value")]
+    NotPlain(String),
+    #[error("variables are an object")]
+    NotObject,
+}
+
 /// A mapping of variables, read as the JSON reader reads them (YAML's values are JSON's).
-fn yaml_vars(vars: &Yaml) -> Result<Vars, String> {
-    let json = serde_json::to_value(vars).map_err(|e| format!("variables: {e}"))?;
+fn yaml_vars(vars: &Yaml) -> Result<Vars, VarsError> {
+    let json = serde_json::to_value(vars).map_err(|e| VarsError::Yaml(e.to_string()))?;
     json_vars(&json)
 }
 
@@ -172,13 +185,13 @@ enum Plain {
 
 /// The variables the lab reads among `entries`; one of them that is not a plain value is
 /// refused (a list where a port should be), the others are left alone.
-fn plain_vars<'a>(entries: impl Iterator<Item = (&'a str, Plain)>) -> Result<Vars, String> {
+fn plain_vars<'a>(entries: impl Iterator<Item = (&'a str, Plain)>) -> Result<Vars, VarsError> {
     let mut out = Vars::default();
     for (key, value) in entries {
         match value {
             Plain::Text(text) => out.set(key, text),
             Plain::Null => {}
-            Plain::Not if Vars::reads(key) => return Err(format!("{key} is not a plain value")),
+            Plain::Not if Vars::reads(key) => return Err(VarsError::NotPlain(key.to_owned())),
             Plain::Not => {}
         }
     }
@@ -217,7 +230,8 @@ pub fn json(text: &str) -> Result<Model, InventoryError> {
             }
         };
         if let Some(vars) = vars {
-            *model.group_vars(g) = json_vars(vars).map_err(|why| group_error(name, why))?;
+            *model.group_vars(g) =
+                json_vars(vars).map_err(|why| group_error(name, why.to_string()))?;
         }
         for host in hosts.into_iter().flatten() {
             let host =
@@ -238,7 +252,7 @@ pub fn json(text: &str) -> Result<Model, InventoryError> {
     for (host, vars) in hostvars.into_iter().flatten() {
         let vars = json_vars(vars).map_err(|why| InventoryError::Host {
             host: host.clone(),
-            why,
+            why: why.to_string(),
         })?;
         model.host(0, host, &vars)?;
     }
@@ -254,7 +268,7 @@ fn json_str(value: &Json) -> Option<&str> {
     }
 }
 
-fn json_vars(vars: &Json) -> Result<Vars, String> {
+fn json_vars(vars: &Json) -> Result<Vars, VarsError> {
     match vars {
         Json::Null => Ok(Vars::default()),
         Json::Object(m) => plain_vars(m.iter().map(|(k, v)| {
@@ -267,6 +281,6 @@ fn json_vars(vars: &Json) -> Result<Vars, String> {
             };
             (k.as_str(), text)
         })),
-        _ => Err("variables are an object".into()),
+        _ => Err(VarsError::NotObject),
     }
 }
