@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::Path;
 
-use oscil_rundir::safe_fs::{self, SafeFsError};
+use oscil_rundir::safe_fs;
 
 use crate::error::ReportError;
 
@@ -67,16 +67,7 @@ pub fn prepare(out: &Path, force: bool) -> Result<(), ReportError> {
 
 /// Replaces `path` atomically, never writing through a link left in `--out`.
 pub fn write(path: &Path, text: &str) -> Result<(), ReportError> {
-    Ok(write_bytes(path, text.as_bytes())?)
-}
-
-/// Replaces `path` with `bytes` through a fresh file renamed into place, once its
-/// directory (and every one above) is checked again.
-pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), SafeFsError> {
-    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        safe_fs::check_trusted_dir(dir)?;
-    }
-    safe_fs::write_atomic(path, bytes, 0o644)
+    Ok(safe_fs::write_trusted(path, text.as_bytes(), 0o644)?)
 }
 
 #[cfg(test)]

@@ -62,6 +62,7 @@ impl MarkerSchedule {
     }
 }
 
+pub const MARKERS_CSV: &str = "markers.csv";
 /// `markers.csv`: one marker with when it was sent and read on the reader's run timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MarkerRow {
@@ -257,7 +258,7 @@ pub fn row(resolved: &Resolved, span: RunSpan, offset_ns: i128) -> MarkerRow {
 }
 
 impl Row for MarkerRow {
-    const FILE: &'static str = crate::run::MARKERS_CSV;
+    const FILE: &'static str = MARKERS_CSV;
     /// All but `censored`, which came later.
     const FIRST_COLUMNS: usize = 6;
 }

@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 use crate::columns::Row;
 use crate::socket::Chrono;
 
+pub const READER_CSV: &str = "reader.csv";
+pub const SENDER_CSV: &str = "sender.csv";
+pub const HOST_CSV: &str = "host.csv";
+
 /// What the reader was doing when a sample was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -286,19 +290,19 @@ pub struct WakeupFigures {
 }
 
 impl Row for ReaderSample {
-    const FILE: &'static str = crate::run::READER_CSV;
+    const FILE: &'static str = READER_CSV;
     /// Up to `budget_bytes`; `span_s` and `delivered_bytes` came later.
     const FIRST_COLUMNS: usize = 12;
 }
 
 impl Row for SenderSample {
-    const FILE: &'static str = crate::run::SENDER_CSV;
+    const FILE: &'static str = SENDER_CSV;
     /// Up to `pacing_rate_bps`; from `span_s` on, later.
     const FIRST_COLUMNS: usize = 15;
 }
 
 impl Row for HostSample {
-    const FILE: &'static str = crate::run::HOST_CSV;
+    const FILE: &'static str = HOST_CSV;
     /// sockstat's; from `tcp_mem_ns_bytes` on, later.
     const FIRST_COLUMNS: usize = 7;
 }

@@ -18,10 +18,6 @@ use crate::socket::{OptionsInForce, SocketOptions, WriteMode};
 pub const FORMAT_VERSION: u32 = 1;
 
 pub const RUN_JSON: &str = "run.json";
-pub const READER_CSV: &str = "reader.csv";
-pub const SENDER_CSV: &str = "sender.csv";
-pub const HOST_CSV: &str = "host.csv";
-pub const MARKERS_CSV: &str = "markers.csv";
 
 /// `run.json`: everything needed to know what a run measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use oscil_model::run::FORMAT_VERSION;
 
-use crate::limits::{CLOCK_RESOLUTION_S, MAX_BYTES_PER_S, MAX_FLOWS, MAX_RUN_S};
+use crate::bounds::{CLOCK_RESOLUTION_S, MAX_BYTES_PER_S, MAX_FLOWS, MAX_RUN_S};
 use crate::safe_fs::SafeFsError;
 
 /// What went wrong reading or writing a run directory; every message names the file.

@@ -16,6 +16,7 @@
 //! `run.json` is written first, saying the run is partial, and rewritten (atomically) when
 //! the run ends, so a reader that is killed still leaves a directory that says so.
 
+mod bounds;
 pub mod campaign;
 mod error;
 pub mod lab;
@@ -26,11 +27,11 @@ mod sys;
 pub mod trace;
 mod write;
 
-pub use error::{Damage, DeclarationError, RowError, RunDirError};
-pub use limits::{
-    Columns, Limits, CLOCK_RESOLUTION_S, MAX_BYTES_PER_S, MAX_FLOWS, MAX_META_BYTES, MAX_ROW_BYTES,
-    MAX_RUN_S,
+pub use bounds::{
+    CLOCK_RESOLUTION_S, MAX_BYTES_PER_S, MAX_FLOWS, MAX_META_BYTES, MAX_ROW_BYTES, MAX_RUN_S,
 };
+pub use error::{Damage, DeclarationError, RowError, RunDirError};
+pub use limits::{Columns, Limits};
 pub use load::{load, load_csv, load_meta, load_rows, Cut, Run, Table};
 pub use write::RunWriter;
 

@@ -9,6 +9,10 @@ use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
 use oscil_model::run::RunMeta;
 use oscil_model::socket::is_congestion_name;
 
+use crate::bounds::{
+    CLOCK_RESOLUTION_S, MAX_BYTES_PER_S, MAX_FLOWS, MAX_META_BYTES, MAX_ROW_BYTES, MAX_RUN_S,
+    SLACK_S,
+};
 use crate::error::{DeclarationError, RowError};
 
 /// A row of a run directory's CSV (its file and columns from `oscil_model::columns::Row`)
@@ -87,26 +91,6 @@ impl Columns for MarkerRow {
         }
     }
 }
-
-/// The most bytes a `run.json` may hold.
-pub const MAX_META_BYTES: u64 = 16 << 20;
-/// The most bytes a row of any CSV here takes (the longest, sender.csv's, takes ~250).
-pub const MAX_ROW_BYTES: u64 = 1024;
-/// The most flows a run may declare.
-pub const MAX_FLOWS: u32 = 100_000;
-/// The longest run a `run.json` may declare: a week.
-pub const MAX_RUN_S: f64 = 7.0 * 86_400.0;
-/// The sampling clock's resolution: both ends record times to the nanosecond
-/// (`CLOCK_MONOTONIC`), so a shorter span was never measured.
-pub const CLOCK_RESOLUTION_S: f64 = 1e-9;
-/// The fastest one flow's bytes may come over a row's span: 80 Tbit/s, hundreds of times
-/// what a 100 Gbit/s path or a receive queue read at memory speed over a tenth of an
-/// interval (the shortest last sample) gives. Past it a rate is absurd, and the charts'
-/// scales with it.
-pub const MAX_BYTES_PER_S: f64 = 1e13;
-/// Seconds past the declared end that a row's time may still fall at (the session's
-/// teardown), and before zero that a marker's may (the clock offset).
-pub(crate) const SLACK_S: f64 = 60.0;
 
 /// What a run directory may hold, from what its `run.json` declares: rows per file (flows
 /// × intervals, doubled and a little more for a margin), bytes per row, and the span every

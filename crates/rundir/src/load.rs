@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 
 use oscil_model::lab::LabRecord;
 use oscil_model::markers::MarkerRow;
+use oscil_model::markers::MARKERS_CSV;
 use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
-use oscil_model::run::{RunMeta, FORMAT_VERSION, MARKERS_CSV, RUN_JSON};
+use oscil_model::run::{RunMeta, FORMAT_VERSION, RUN_JSON};
 
+use crate::bounds::{MAX_META_BYTES, MAX_ROW_BYTES};
 use crate::error::{io_error, Damage, RunDirError};
-use crate::limits::{Columns, Limits, MAX_META_BYTES, MAX_ROW_BYTES};
+use crate::limits::{Columns, Limits};
 use crate::safe_fs::{self, LineBound, SafeFsError};
 
 /// A run directory read back whole.

@@ -189,6 +189,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), SafeFsEr
         .map_err(|e| SafeFsError::io(path)(e.error))
 }
 
+/// [`write_atomic`] once `path`'s directory (and every one above it) is checked again
+/// ([`check_trusted_dir`]): a report or run directory root writes into, checked before the
+/// work, may have been swapped since.
+pub fn write_trusted(path: &Path, bytes: &[u8], mode: u32) -> Result<(), SafeFsError> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        check_trusted_dir(dir)?;
+    }
+    write_atomic(path, bytes, mode)
+}
+
 /// A fresh directory of a random name under the system's temporary directory, mode 0700,
 /// removed when dropped: no other user can have made it first or look inside.
 pub fn private_temp_dir(prefix: &str) -> Result<tempfile::TempDir, SafeFsError> {

@@ -10,12 +10,13 @@ use oscil_model::columns::Row;
 use oscil_model::host::HostFacts;
 use oscil_model::markers::MarkerRow;
 use oscil_model::pattern::{PatternConfig, SlowRate, SlowRule};
+use oscil_model::rows::READER_CSV;
 use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::run::*;
 use oscil_model::socket::SocketOptions;
 
 use super::*;
-use crate::limits::SLACK_S;
+use crate::bounds::SLACK_S;
 use crate::safe_fs::SafeFsError;
 
 fn host() -> HostFacts {
