@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use oscil_model::campaign::{PathSettings, RunSettings};
+use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::host::HostFacts;
 use oscil_model::lab::{LabRecord, Sides};
 use oscil_model::pattern::PatternConfig;
-use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::run::{Ending, RunConfig, RunMeta, RunStatus, FORMAT_VERSION};
 use oscil_model::socket::{OptionsInForce, SocketOptions};
 use oscil_model::sysctl::Sysctl;

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use oscil_model::files::trace::{ReaderTrace, TraceRow};
 use oscil_model::run::RunMeta;
-use oscil_model::trace::{ReaderTrace, TraceRow};
 use oscil_rundir::Run;
 use sha2::{Digest, Sha256};
 

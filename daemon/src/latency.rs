@@ -1,7 +1,7 @@
 //! The writer's view of latency on one flow: TX timestamps of one tagged write per sampling
 //! interval (how long that write waited in the send queue, and until it was acknowledged),
 //! the POLLOUT wake-ups (not-sent bytes when the kernel woke the writer), and the markers
-//! (`oscil_model::markers`). Called from the data loop and the sampler, so the loop
+//! (`oscil_model::files::markers`). Called from the data loop and the sampler, so the loop
 //! itself stays a loop.
 
 use std::collections::VecDeque;
@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use oscil_kernel::tcp_info;
 use oscil_kernel::timestamping::{self, TxPoint, TxStamp};
-use oscil_model::clock::realtime_unix_ns;
-use oscil_model::markers::{Marker, MarkerSchedule};
-use oscil_model::rows::WakeupFigures;
+use oscil_model::files::markers::{Marker, MarkerSchedule};
+use oscil_model::files::rows::WakeupFigures;
+use oscil_model::run::clock::realtime_unix_ns;
 use oscil_model::socket::WriteMode;
 use std::os::fd::{AsFd, OwnedFd};
 

@@ -1,4 +1,4 @@
-//! The daemon's end of the idle probe (`oscil_model::probe`): every byte the reader sends
+//! The daemon's end of the idle probe (`oscil_model::files::probe`): every byte the reader sends
 //! on the probe connection goes straight back. The connection is no flow: it is never
 //! sampled, never written to otherwise, and its echo ends with the session.
 

@@ -5,13 +5,13 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use oscil_kernel::{host, netstat, sockopt, timestamping, SockoptError};
-use oscil_model::clock::realtime_unix_ns;
-use oscil_model::markers::{Marker, MarkerSchedule};
-use oscil_model::probe::PROBE_FLOW;
-use oscil_model::rows::WakeupFigures;
+use oscil_model::files::markers::{Marker, MarkerSchedule};
+use oscil_model::files::probe::PROBE_FLOW;
+use oscil_model::files::rows::WakeupFigures;
+use oscil_model::files::trace::TraceSideFacts;
+use oscil_model::run::clock::realtime_unix_ns;
 use oscil_model::socket::{OptionsInForce, SocketOptions, Source};
 use oscil_model::text::escape_peer;
-use oscil_model::trace::TraceSideFacts;
 use oscil_protocol::auth::Authenticated;
 use oscil_protocol::control::{
     Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use oscil_kernel::tracefs::Owner;
 use oscil_kernel::tracer::{cookies, TraceRequest, Tracer, BUFFER_KB, SENDER_KINDS};
-use oscil_model::trace::{SenderTrace, TraceRow, TraceSideFacts};
+use oscil_model::files::trace::{SenderTrace, TraceRow, TraceSideFacts};
 use oscil_protocol::control::DaemonMessage;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 

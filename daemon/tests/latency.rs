@@ -6,7 +6,7 @@ mod util;
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_model::rows::SenderSample;
+use oscil_model::files::rows::SenderSample;
 use oscil_model::socket::{SocketOptions, WriteMode};
 use oscil_protocol::control::Ended;
 use util::{drain, hello, Client, Daemon};

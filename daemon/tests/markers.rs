@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_model::clock::realtime_unix_ns;
-use oscil_model::markers::{FlowMarkers, Marker};
+use oscil_model::files::markers::{FlowMarkers, Marker};
+use oscil_model::run::clock::realtime_unix_ns;
 use oscil_model::socket::SocketOptions;
 use oscil_protocol::control::{DaemonMessage, Hello, ReaderMessage};
 use tokio::io::AsyncReadExt;

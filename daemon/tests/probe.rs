@@ -7,7 +7,7 @@ mod util;
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_model::probe::PROBE_FLOW;
+use oscil_model::files::probe::PROBE_FLOW;
 use oscil_model::socket::SocketOptions;
 use oscil_protocol::control::{open_data_connection, DaemonMessage, ReaderMessage, Welcome};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

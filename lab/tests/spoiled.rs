@@ -2,7 +2,7 @@
 //! verdicts. The emulator runs starved of CPU: a wrapper puts `oscil-link` in a cpu cgroup
 //! of this test's own with a quota of 3 ms per 100 ms (and without its real-time priority,
 //! which a quota does not bound), so it stops for most of every period and delivers late
-//! by tens of milliseconds. The rule (`oscil_model::link_health`) is not restated here:
+//! by tens of milliseconds. The rule (`oscil_model::run::link_health`) is not restated here:
 //! the test reads the emulator's own `link.json` and expects the flag wherever more than
 //! 0.1% of the packets (both directions) were over 1 ms late. The lab runs a spoiled run
 //! once more (`execute::SPOILED_REDOS`), keeping the first attempt beside it; starved both

@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 use oscil_kernel::tracer::SENDER_KINDS;
+use oscil_model::files::rows::{HostSample, SenderSample, Side};
+use oscil_model::files::trace::{SenderTrace, TraceRow};
 use oscil_model::host::ProcessCost;
-use oscil_model::rows::{HostSample, SenderSample, Side};
-use oscil_model::trace::{SenderTrace, TraceRow};
 use oscil_protocol::control::{Ended, Welcome};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -434,7 +434,7 @@ mod tests {
             tcpext_delta: Default::default(),
             wakeups: Vec::new(),
             cost: None,
-            trace: Some(oscil_model::trace::TraceSideFacts {
+            trace: Some(oscil_model::files::trace::TraceSideFacts {
                 events: [("probe".to_string(), 3)].into(),
                 absent: vec!["why\n".into()],
                 ..Default::default()
@@ -478,7 +478,7 @@ mod tests {
     #[test]
     fn trace_rows_are_refused_unasked_for_another_flow_or_outside_the_session() {
         let row = |t_s, flow| {
-            TraceRow::<SenderTrace>::new(t_s, oscil_model::trace::TraceKind::Probe, flow)
+            TraceRow::<SenderTrace>::new(t_s, oscil_model::files::trace::TraceKind::Probe, flow)
         };
         assert!(check_trace_rows(&[row(1.0, 0)], true, 1, 2.0).is_ok());
         let unasked = check_trace_rows(&[row(1.0, 0)], false, 1, 2.0).unwrap_err();

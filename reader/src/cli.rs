@@ -363,7 +363,7 @@ pub fn start_failure_code(error: &anyhow::Error) -> u8 {
 mod tests {
     use super::*;
     use clap::CommandFactory;
-    use oscil_model::sampling::DEFAULT_INTERVAL;
+    use oscil_model::run::sampling::DEFAULT_INTERVAL;
     use oscil_model::socket::{DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES};
 
     #[test]

@@ -10,9 +10,9 @@ use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
 use oscil_kernel::tcp_info;
-use oscil_model::clock::realtime_unix_ns;
-use oscil_model::markers::Marker;
+use oscil_model::files::markers::Marker;
 use oscil_model::pattern::CycleSlowRate;
+use oscil_model::run::clock::realtime_unix_ns;
 
 use crate::markers::Book;
 use crate::pacer::{Pacer, Step};

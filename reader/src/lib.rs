@@ -30,12 +30,12 @@ use anyhow::Context;
 
 use oscil_kernel::ticker::intervals_by;
 use oscil_kernel::{cost, host, netstat};
-use oscil_model::absent;
-use oscil_model::clock::realtime_unix_ns;
+use oscil_model::files::markers::RunSpan;
+use oscil_model::files::rows::Side;
 use oscil_model::host::ProcessCost;
-use oscil_model::markers::RunSpan;
 use oscil_model::pattern::{CycleSlowRate, PhaseSpan, SlowRate};
-use oscil_model::rows::Side;
+use oscil_model::run::absent;
+use oscil_model::run::clock::realtime_unix_ns;
 use oscil_model::run::{Ending, RunConfig, RunCost, RunMeta, RunStatus, FORMAT_VERSION};
 use oscil_model::text::escape_peer;
 use oscil_protocol::control::{Connection, DaemonMessage, Ended, ReaderMessage};

@@ -1,11 +1,11 @@
-//! The reader's side of the markers (`oscil_model::markers`): one [`FlowMarkers`] per
+//! The reader's side of the markers (`oscil_model::files::markers`): one [`FlowMarkers`] per
 //! flow, fed by the flow's reads and the daemon's announcements, and turned into
 //! `markers.csv` rows at the end.
 
 use std::sync::{Mutex, PoisonError};
 
-use oscil_model::clock::ClockEstimate;
-use oscil_model::markers::{self, FlowMarkers, Marker, MarkerCounts, MarkerRow, RunSpan};
+use oscil_model::files::markers::{self, FlowMarkers, Marker, MarkerCounts, MarkerRow, RunSpan};
+use oscil_model::run::clock::ClockEstimate;
 
 /// Reads remembered across all flows (16 bytes each): enough for a marker announced up to
 /// half a second after the read that passed it on loopback at full speed (~45,000

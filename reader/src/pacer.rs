@@ -13,8 +13,8 @@
 //! (issue 19: 608 Mbit in one second on a 100 Mbit/s path). Each slow window reads exactly
 //! its budget (a shorter last window, its share of it), then waits for the window to end.
 
+use oscil_model::files::rows::Phase;
 use oscil_model::pattern::{CycleSlowRate, Fraction, PatternConfig, PhaseSpan, SlowRule};
-use oscil_model::rows::Phase;
 
 /// What the flow's reading loop does next.
 #[derive(Debug, Clone, Copy, PartialEq)]

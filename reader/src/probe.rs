@@ -1,9 +1,9 @@
-//! The reader's end of the idle probe (`oscil_model::probe`): an 8-byte sequence number
+//! The reader's end of the idle probe (`oscil_model::files::probe`): an 8-byte sequence number
 //! every 100 ms on a connection of its own, each echo's round trip noted, `probe.csv`
 //! written at the end. It runs beside the loaded flows from the start message to the
 //! pattern's end and is none of them: no reader row, no flow count.
 
-use oscil_model::probe::{ProbeBook, ProbeFacts, ProbeRow, PROBE_BYTES, PROBE_EVERY};
+use oscil_model::files::probe::{ProbeBook, ProbeFacts, ProbeRow, PROBE_BYTES, PROBE_EVERY};
 use oscil_rundir::RunDirError;
 
 use crate::recorder::Recorder;

@@ -3,11 +3,11 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use oscil_model::clock::ClockEstimate;
-use oscil_model::markers::{MarkerCounts, RunSpan};
-use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
-use oscil_model::sampling::{Sampling, Tally};
-use oscil_model::trace::{SenderTrace, TraceRow};
+use oscil_model::files::markers::{MarkerCounts, RunSpan};
+use oscil_model::files::rows::{HostSample, ReaderSample, SenderSample};
+use oscil_model::files::trace::{SenderTrace, TraceRow};
+use oscil_model::run::clock::ClockEstimate;
+use oscil_model::run::sampling::{Sampling, Tally};
 use oscil_rundir::trace::TraceCsv;
 use oscil_rundir::{RunDirError, RunWriter};
 

@@ -14,10 +14,10 @@ use oscil_kernel::netstat::QueueEventsSince;
 use oscil_kernel::rows::{host_sample, reader_sample};
 use oscil_kernel::ticker::{covered_s, Ticker};
 use oscil_kernel::{netstat, sockstat, ProcFile, TcpExt};
-use oscil_model::absent;
+use oscil_model::files::rows::{Phase, ReaderSample, Side};
 use oscil_model::host::Sockstat;
 use oscil_model::pattern::{phase_of_sample, PhaseSpan};
-use oscil_model::rows::{Phase, ReaderSample, Side};
+use oscil_model::run::absent;
 use oscil_rundir::RunDirError;
 
 use crate::flow::Flow;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use oscil_cli::address::IpFamily;
 use oscil_kernel::sockopt;
-use oscil_model::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
-use oscil_model::probe::PROBE_FLOW;
+use oscil_model::files::probe::PROBE_FLOW;
+use oscil_model::run::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
 use oscil_model::socket::{OptionsInForce, SocketOptions};
 use oscil_model::text::escape_peer;
 use oscil_protocol::auth::{AuthError, ReaderHandshake};
@@ -217,7 +217,7 @@ async fn open_flows(
     Ok((data, reader_options.unwrap_or_default()))
 }
 
-/// The clock exchanges of `oscil_model::clock`, one after another while nothing streams
+/// The clock exchanges of `oscil_model::run::clock`, one after another while nothing streams
 /// yet, so the quietest is near the path's bare round trip.
 async fn measure_clock(
     rx: &mut Connection<OwnedReadHalf>,

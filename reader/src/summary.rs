@@ -7,9 +7,9 @@ use std::path::Path;
 
 use oscil_cli::units::mib;
 use oscil_figures::{PhaseFigures, Totals, WakeSpread};
-use oscil_model::markers::MarkerRow;
+use oscil_model::files::markers::MarkerRow;
+use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample};
 use oscil_model::pattern::PhaseSpan;
-use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample};
 use oscil_model::run::{RunMeta, RunStatus};
 use serde::Serialize;
 
@@ -179,7 +179,7 @@ impl SummaryBuilder {
         self.figures.marker(row);
     }
 
-    pub fn probe(&mut self, row: &oscil_model::probe::ProbeRow) {
+    pub fn probe(&mut self, row: &oscil_model::files::probe::ProbeRow) {
         self.figures.probe(row);
     }
 

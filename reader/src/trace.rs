@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use oscil_kernel::tracefs::Owner;
 use oscil_kernel::tracer::{cookies, probe_group, TraceRequest, Tracer, BUFFER_KB, READER_KINDS};
-use oscil_model::pattern::PhaseSpan;
-use oscil_model::rows::Phase;
-use oscil_model::trace::{
+use oscil_model::files::rows::Phase;
+use oscil_model::files::trace::{
     CallFigures, ReaderTrace, TraceFacts, TraceKind, TraceRow, TraceSideFacts, TraceSource,
 };
+use oscil_model::pattern::PhaseSpan;
 use oscil_rundir::trace::TraceCsv;
 
 use crate::flow::Flow;

@@ -7,9 +7,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread::JoinHandle;
 
-use oscil_model::rows::{HostSample, SenderSample, Side};
+use oscil_model::files::rows::{HostSample, SenderSample, Side};
+use oscil_model::files::trace::{SenderTrace, TraceKind, TraceRow, TraceSideFacts};
 use oscil_model::socket::WriteMode;
-use oscil_model::trace::{SenderTrace, TraceKind, TraceRow, TraceSideFacts};
 use oscil_protocol::auth::DaemonHandshake;
 
 use oscil_protocol::control::{
@@ -210,7 +210,7 @@ fn welcome_as_and_start(
     loop {
         match fake.read() {
             Some(ReaderMessage::ClockProbe { t1_unix_ns }) => {
-                let now = oscil_model::clock::realtime_unix_ns();
+                let now = oscil_model::run::clock::realtime_unix_ns();
                 fake.send(&DaemonMessage::ClockEcho {
                     t1_unix_ns,
                     t2_unix_ns: now,
@@ -264,7 +264,7 @@ fn a_marker_for_a_flow_the_session_lacks_ends_the_run_partial() {
     let (addr, daemon) = stand_in(|listener, mut fake| {
         let _flows = welcome_and_start(listener, &mut fake);
         fake.send(&DaemonMessage::Markers {
-            markers: vec![oscil_model::markers::Marker {
+            markers: vec![oscil_model::files::markers::Marker {
                 flow: 7,
                 k: 1,
                 offset_bytes: 0,

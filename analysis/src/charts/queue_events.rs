@@ -3,8 +3,8 @@
 //! (host.csv's `TcpExt` columns, the receive side of Cloudflare's story); and, where the
 //! reader traced them with kprobes, how long each collapse or prune call took.
 
-use oscil_model::rows::{HostSample, Side};
-use oscil_model::trace::{ReaderTrace, TraceKind, TraceRow, TraceSource};
+use oscil_model::files::rows::{HostSample, Side};
+use oscil_model::files::trace::{ReaderTrace, TraceKind, TraceRow, TraceSource};
 
 use crate::charts::chart::{
     Axis, Line, Weight, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION,

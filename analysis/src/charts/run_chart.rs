@@ -1,7 +1,7 @@
 //! The picture of one run: panels over time sharing the time axis, slow phases shaded.
 
-use oscil_model::rows::{Phase, ReaderSample, SenderSample, Side};
-use oscil_model::trace::{ReaderTrace, TraceRow};
+use oscil_model::files::rows::{Phase, ReaderSample, SenderSample, Side};
+use oscil_model::files::trace::{ReaderTrace, TraceRow};
 use oscil_rundir::Run;
 
 use crate::charts::chart::*;

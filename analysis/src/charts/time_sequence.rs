@@ -7,12 +7,12 @@
 
 use std::path::Path;
 
-use oscil_model::pattern::PhaseSpan;
-use oscil_model::rows::Phase;
-use oscil_model::run::RunMeta;
-use oscil_model::trace::{
+use oscil_model::files::rows::Phase;
+use oscil_model::files::trace::{
     ReaderTrace, SenderTrace, TraceFacts, TraceKind, TraceRow, TraceSideFacts,
 };
+use oscil_model::pattern::PhaseSpan;
+use oscil_model::run::RunMeta;
 use oscil_rundir::{load_meta, trace, Limits};
 
 use crate::charts::chart::{

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use oscil_model::rows::SenderSample;
+use oscil_model::files::rows::SenderSample;
 
 use crate::load::series::tick_index;
 

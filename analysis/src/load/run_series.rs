@@ -2,7 +2,7 @@
 //! whatever the number of flows) so every run of a report can stay in memory after its
 //! rows are dropped: the answers to the questions over time, and where its cycles start.
 
-use oscil_model::rows::{Phase, ReaderSample, SenderSample, Side};
+use oscil_model::files::rows::{Phase, ReaderSample, SenderSample, Side};
 use oscil_rundir::Run;
 
 use crate::figures::limit_shares::TickShares;
@@ -91,7 +91,7 @@ pub fn pending_age_us(row: &SenderSample) -> Option<u64> {
 }
 
 /// A marker still unread when the run ended: its latency is a lower bound.
-pub fn marker_censored(row: &oscil_model::markers::MarkerRow) -> bool {
+pub fn marker_censored(row: &oscil_model::files::markers::MarkerRow) -> bool {
     row.censored
 }
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use oscil_figures::{PhaseFigures, RunPhases};
-use oscil_model::rows::Phase;
+use oscil_model::files::rows::Phase;
 use oscil_model::run::RunStatus;
 use oscil_rundir::Run;
 
@@ -146,7 +146,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
             .then(|| oscil_model::text::escape_stored(&meta.ending.reason)),
         // The lab's rule, the same two parts: a late link, or a starved reader or sender.
         link_spoiled: link.spoiled.clone().or_else(|| {
-            oscil_model::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
+            oscil_model::run::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
         }),
         duration_s: meta.ending.duration_s,
         phases: figures.finish(end_s),

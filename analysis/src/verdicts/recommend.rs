@@ -258,8 +258,8 @@ mod tests {
     use crate::load::settings::{LowatSource, Settings};
     use crate::verdicts::recommendation_text;
     use oscil_figures::{LimitedBy, RunPhases, SpanTotals, Totals};
+    use oscil_model::files::rows::Phase;
     use oscil_model::pattern::PhaseSpan;
-    use oscil_model::rows::Phase;
     use oscil_model::sysctl::SysctlValue;
 
     /// A one-cycle run: 1 s fast in which TCP delivered (and the reader read)

@@ -104,7 +104,7 @@ pub mod cloudflare {
     pub const SLOW: TypedDuration = TypedDuration::from_millis(PatternConfig::CLOUDFLARE.slow_ms);
     pub const FRACTION: oscil_model::pattern::Fraction = PatternConfig::CLOUDFLARE.fraction;
     pub const CYCLES: u32 = PatternConfig::CLOUDFLARE.cycles;
-    pub const INTERVAL: TypedDuration = TypedDuration(oscil_model::sampling::DEFAULT_INTERVAL);
+    pub const INTERVAL: TypedDuration = TypedDuration(oscil_model::run::sampling::DEFAULT_INTERVAL);
 }
 
 #[cfg(test)]

@@ -43,11 +43,11 @@ use hdrhistogram::Histogram;
 
 use oscil_model::pattern::{span_of_sample, PhaseSpan};
 
-use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
+use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 
 /// The histograms' top: an hour; a longer wait is counted there.
 const MAX_RESIDENCE_US: u64 = 3_600_000_000;
-use oscil_model::markers::MarkerRow;
+use oscil_model::files::markers::MarkerRow;
 
 /// Running totals of one span, or of several merged.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -591,7 +591,7 @@ impl PhaseFigures {
     }
 
     /// An idle probe, in the span in which it was sent; a lost one counts for nothing.
-    pub fn probe(&mut self, row: &oscil_model::probe::ProbeRow) {
+    pub fn probe(&mut self, row: &oscil_model::files::probe::ProbeRow) {
         let Some(rtt_us) = row.rtt_us else { return };
         if let Some(i) = self.schedule.iter().position(|s| s.contains(row.t_s)) {
             record_wait(&mut self.totals[i].probe_rtt_us, rtt_us);

@@ -1,7 +1,7 @@
 //! The rows of a run's CSVs from what the kernel said of a socket or a host at one tick.
 
+use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::host::{QueueEvents, Sockstat};
-use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 
 use crate::{SkMemInfo, TcpInfo};
 

@@ -20,8 +20,8 @@ use crate::tracefs::{
     Tracepoint,
 };
 
-use oscil_model::columns::Row;
-use oscil_model::trace::{TraceKind, TraceRow, TraceSide, TraceSideFacts, TraceSource};
+use oscil_model::files::columns::Row;
+use oscil_model::files::trace::{TraceKind, TraceRow, TraceSide, TraceSideFacts, TraceSource};
 
 /// Each CPU's ring buffer: 0.5 s of 1 Gbit/s ACKs (~45,000 a second of ~150 bytes) between
 /// drains 100 ms apart.
@@ -521,8 +521,9 @@ mod tests {
 
     #[test]
     fn every_column_after_the_first_three_is_set_from_its_field() {
-        let mut row = TraceRow::<oscil_model::trace::SenderTrace>::new(0.0, TraceKind::Probe, 0);
-        let columns = &TraceRow::<oscil_model::trace::SenderTrace>::columns()[3..];
+        let mut row =
+            TraceRow::<oscil_model::files::trace::SenderTrace>::new(0.0, TraceKind::Probe, 0);
+        let columns = &TraceRow::<oscil_model::files::trace::SenderTrace>::columns()[3..];
         for (i, column) in columns.iter().enumerate() {
             put(&mut row, column, i as u64 + 1);
         }
@@ -558,7 +559,7 @@ mod tests {
     fn rows_are_of_the_sessions_sockets_on_its_clock_and_cookieless_events_follow_skaddr() {
         let probe = Format::parse(PROBE).unwrap();
         let cong = Format::parse(CONG).unwrap();
-        let mut decoder = Decoder::<oscil_model::trace::SenderTrace> {
+        let mut decoder = Decoder::<oscil_model::files::trace::SenderTrace> {
             flows_by_cookie: [(100, 0), (101, 1)].into_iter().collect(),
             flows_by_key: HashMap::new(),
             start_mono_ns: 5_000_000_000,
@@ -625,7 +626,7 @@ mod tests {
     fn on_6_1_acks_without_skaddr_count_and_retransmits_follow_their_ports() {
         let probe = Format::parse(PROBE_6_1).unwrap();
         let retransmit = Format::parse(RETRANSMIT_6_1).unwrap();
-        let mut decoder = Decoder::<oscil_model::trace::SenderTrace> {
+        let mut decoder = Decoder::<oscil_model::files::trace::SenderTrace> {
             flows_by_cookie: [(100, 0), (101, 1)].into_iter().collect(),
             flows_by_key: HashMap::new(),
             start_mono_ns: 0,
@@ -683,7 +684,7 @@ mod tests {
             "ID: 4\n\tfield:unsigned long __probe_func;\toffset:8;\tsize:8;\tsigned:0;\n",
         )
         .unwrap();
-        let mut decoder = Decoder::<oscil_model::trace::ReaderTrace>::new(&request(1));
+        let mut decoder = Decoder::<oscil_model::files::trace::ReaderTrace>::new(&request(1));
         decoder.start_mono_ns = 1_000_000_000;
         let sk = 0xffff_8000_dead_0000u64;
         decoder.flows_by_key.insert(SocketKey::Address(sk), 0);
@@ -768,12 +769,13 @@ mod tests {
     #[test]
     fn an_empty_root_says_there_is_no_tracefs() {
         let empty = tempfile::tempdir().unwrap();
-        let facts =
-            Tracer::start::<oscil_model::trace::SenderTrace>(empty.path(), request(1), |_| {
-                ControlFlow::Continue(())
-            })
-            .err()
-            .expect("no tracefs");
+        let facts = Tracer::start::<oscil_model::files::trace::SenderTrace>(
+            empty.path(),
+            request(1),
+            |_| ControlFlow::Continue(()),
+        )
+        .err()
+        .expect("no tracefs");
         assert!(facts.absent[0].contains("no tracefs"), "{:?}", facts.absent);
         assert!(facts.tracepoints.is_empty());
     }

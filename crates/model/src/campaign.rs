@@ -223,7 +223,7 @@ pub struct PathSettings {
 /// One flow, the default sampling interval, the Cloudflare pattern, nothing set.
 impl Default for RunSettings {
     fn default() -> Self {
-        let interval_us = crate::sampling::DEFAULT_INTERVAL.as_micros() as u64;
+        let interval_us = crate::run::sampling::DEFAULT_INTERVAL.as_micros() as u64;
         RunSettings::unset(1, interval_us, PatternConfig::CLOUDFLARE)
     }
 }

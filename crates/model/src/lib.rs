@@ -4,22 +4,13 @@
 //! and pure rules, no OS code: the protocol, the run directory and the report all read
 //! these types, and the kernel crate fills them.
 
-pub mod absent;
 pub mod campaign;
-pub mod clock;
-pub mod columns;
 pub mod error_text;
+pub mod files;
 pub mod host;
 pub mod lab;
-pub mod link_health;
-pub mod markers;
 pub mod pattern;
-pub mod probe;
-pub mod rows;
 pub mod run;
-pub mod sampling;
 pub mod socket;
-pub mod starvation;
 pub mod sysctl;
 pub mod text;
-pub mod trace;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rows::Phase;
+use crate::files::rows::Phase;
 
 /// The reading pattern, as configured. Durations are whole milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

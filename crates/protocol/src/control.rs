@@ -4,7 +4,7 @@
 //! that many bytes. Decoding is pure (`decode_frame` tells "need more bytes" from
 //! "invalid"); `Connection` only moves bytes. A session opens with the handshake of
 //! [`crate::auth`] (hello, challenge, proof), then a welcome; a session with markers then
-//! makes its clock exchanges (`clock_probe`, `clock_echo`, see `oscil_model::clock`) before the
+//! makes its clock exchanges (`clock_probe`, `clock_echo`, see `oscil_model::run::clock`) before the
 //! reader's start, and the daemon sends `markers` as its writers set them. Data connections
 //! open with a fixed 60-byte `DataHello` that names the session and the flow and carries a
 //! tag made with the session's data key; the daemon answers a session's hello from the
@@ -25,10 +25,10 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::proof::{DataKey, HexBytes, Nonce, SessionId, Tag};
-use oscil_model::markers::Marker;
-use oscil_model::rows::{HostSample, SenderSample, WakeupFigures};
+use oscil_model::files::markers::Marker;
+use oscil_model::files::rows::{HostSample, SenderSample, WakeupFigures};
+use oscil_model::files::trace::{SenderTrace, TraceRow, TraceSideFacts};
 use oscil_model::text::escape_peer;
-use oscil_model::trace::{SenderTrace, TraceRow, TraceSideFacts};
 
 /// Bumped on any incompatible change; both ends refuse a mismatch. Version 2: the
 /// challenge-response handshake, 128-bit session ids and signed data hellos. Version 3: the
@@ -72,7 +72,7 @@ pub struct Hello {
     /// Mark every flow's stream this often (µs, at least `interval_us`); `None`: no markers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker_every_us: Option<u64>,
-    /// The reader will open the idle probe connection (`oscil_model::probe`) beside the flows.
+    /// The reader will open the idle probe connection (`oscil_model::files::probe`) beside the flows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe: bool,
     /// Trace the data sockets per ACK (`--trace`): the daemon then sends `trace` messages
@@ -95,7 +95,7 @@ pub struct Welcome {
     pub host: HostFacts,
     /// The options read back from a socket after applying the request.
     pub options_in_force: OptionsInForce,
-    /// The daemon awaits and echoes the idle probe's connection (`oscil_model::probe`); said only
+    /// The daemon awaits and echoes the idle probe's connection (`oscil_model::files::probe`); said only
     /// to a hello that asked, so a reader that finds it absent (an older daemon) opens none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe: bool,

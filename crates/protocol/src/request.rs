@@ -234,7 +234,7 @@ pub fn check_congestion_name(name: &str) -> Result<(), RequestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_model::sampling::DEFAULT_INTERVAL;
+    use oscil_model::run::sampling::DEFAULT_INTERVAL;
 
     fn request() -> SessionRequest {
         SessionRequest::new(1, DEFAULT_INTERVAL, Some(PatternConfig::CLOUDFLARE))

@@ -5,8 +5,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use oscil_model::files::rows::{HostSample, Side};
 use oscil_model::host::HostFacts;
-use oscil_model::rows::{HostSample, Side};
 use oscil_model::socket::SocketOptions;
 use oscil_protocol::auth::{DaemonHandshake, ReaderHandshake};
 use oscil_protocol::control::{
@@ -122,7 +122,7 @@ fn corpus() -> Vec<Vec<u8>> {
             t3_unix_ns: 3,
         }),
         encode_frame(&DaemonMessage::Markers {
-            markers: vec![oscil_model::markers::Marker {
+            markers: vec![oscil_model::files::markers::Marker {
                 flow: 0,
                 k: 1,
                 offset_bytes: 65536,

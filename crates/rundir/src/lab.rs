@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use oscil_model::lab::LabRecord;
-use oscil_model::link_health::{self, LinkHealth, LINK_JSON};
+use oscil_model::run::link_health::{self, LinkHealth, LINK_JSON};
 
 use crate::safe_fs;
 
@@ -52,11 +52,11 @@ pub fn link_health(dir: &Path) -> LinkHealth {
 
 /// Why the run in `dir` counts in no verdict, by the two rules the lab and the report share:
 /// its emulated link was late ([`link_health`]), or its reader or sender was starved of
-/// CPU (`oscil_model::starvation`, from `run.json`'s `sampling`). `None` when neither.
+/// CPU (`oscil_model::run::starvation`, from `run.json`'s `sampling`). `None` when neither.
 pub fn spoiled(dir: &Path) -> Option<String> {
     link_health(dir).spoiled.or_else(|| {
         let meta = crate::load::load_meta(dir).ok()?;
-        oscil_model::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
+        oscil_model::run::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
     })
 }
 

@@ -2,10 +2,10 @@
 //! bytes of each file, and every time, flow and rate of a row in range. A file beyond its
 //! bounds is refused, never read whole.
 
-use oscil_model::columns::Row;
-use oscil_model::markers::MarkerRow;
-use oscil_model::probe::{ProbeRow, PROBE_EVERY};
-use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
+use oscil_model::files::columns::Row;
+use oscil_model::files::markers::MarkerRow;
+use oscil_model::files::probe::{ProbeRow, PROBE_EVERY};
+use oscil_model::files::rows::{HostSample, ReaderSample, SenderSample};
 use oscil_model::run::RunMeta;
 use oscil_model::socket::is_congestion_name;
 
@@ -15,7 +15,7 @@ use crate::bounds::{
 };
 use crate::error::{DeclarationError, RowError};
 
-/// A row of a run directory's CSV (its file and columns from `oscil_model::columns::Row`)
+/// A row of a run directory's CSV (its file and columns from `oscil_model::files::columns::Row`)
 /// with the bounds the loader holds it to.
 pub trait Columns: Row {
     /// The most rows `run.json`'s declarations allow this file, before the margin.
@@ -192,7 +192,7 @@ impl Limits {
             self.bytes::<SenderSample>(),
             self.bytes::<HostSample>(),
             self.bytes::<MarkerRow>(),
-            self.bytes::<oscil_model::probe::ProbeRow>(),
+            self.bytes::<oscil_model::files::probe::ProbeRow>(),
             MAX_META_BYTES,
         ]
         .iter()

@@ -5,10 +5,10 @@ use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use oscil_model::files::markers::MarkerRow;
+use oscil_model::files::markers::MARKERS_CSV;
+use oscil_model::files::rows::{HostSample, ReaderSample, SenderSample};
 use oscil_model::lab::LabRecord;
-use oscil_model::markers::MarkerRow;
-use oscil_model::markers::MARKERS_CSV;
-use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
 use oscil_model::run::{RunMeta, FORMAT_VERSION, RUN_JSON};
 
 use crate::bounds::{MAX_META_BYTES, MAX_ROW_BYTES};
@@ -27,7 +27,7 @@ pub struct Run {
     /// Empty for a run without markers (and for runs recorded before them).
     pub markers: Vec<MarkerRow>,
     /// The idle probe's round trips; empty for a run without it.
-    pub probe: Vec<oscil_model::probe::ProbeRow>,
+    pub probe: Vec<oscil_model::files::probe::ProbeRow>,
     /// Files whose last row was cut short and dropped.
     pub cut: Vec<Cut>,
 }
@@ -241,7 +241,7 @@ pub fn load(dir: &Path) -> Result<Run, RunDirError> {
         Ok(_) => rows(&mut cut, load_csv(dir, &limits)?),
         Err(_) => Vec::new(),
     };
-    let probe = match fs::symlink_metadata(dir.join(oscil_model::probe::PROBE_CSV)) {
+    let probe = match fs::symlink_metadata(dir.join(oscil_model::files::probe::PROBE_CSV)) {
         Ok(_) => rows(&mut cut, load_csv(dir, &limits)?),
         Err(_) => Vec::new(),
     };

@@ -6,12 +6,12 @@ use std::fs::{self, File};
 use std::io::{Seek, SeekFrom};
 use std::path::Path;
 
-use oscil_model::columns::Row;
+use oscil_model::files::columns::Row;
+use oscil_model::files::markers::MarkerRow;
+use oscil_model::files::rows::READER_CSV;
+use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::host::HostFacts;
-use oscil_model::markers::MarkerRow;
 use oscil_model::pattern::{PatternConfig, SlowRate, SlowRule};
-use oscil_model::rows::READER_CSV;
-use oscil_model::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::run::*;
 use oscil_model::socket::SocketOptions;
 

@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 use std::path::Path;
 
-use oscil_model::trace::{TraceRow, TraceSide};
+use oscil_model::files::trace::{TraceRow, TraceSide};
 
 use crate::write::CsvFile;
 use crate::{load_csv, Columns, Limits, RowError, RunDirError};
@@ -77,8 +77,8 @@ pub fn load<S: TraceSide>(dir: &Path, limits: &Limits) -> Result<Vec<TraceRow<S>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oscil_model::columns::Row;
-    use oscil_model::trace::{
+    use oscil_model::files::columns::Row;
+    use oscil_model::files::trace::{
         ReaderTrace, SenderTrace, TraceKind, TRACE_READER_CSV, TRACE_SENDER_CSV,
     };
 

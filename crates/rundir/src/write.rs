@@ -6,8 +6,8 @@ use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use oscil_model::markers::MarkerRow;
-use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
+use oscil_model::files::markers::MarkerRow;
+use oscil_model::files::rows::{HostSample, ReaderSample, SenderSample};
 use oscil_model::run::{Ending, RunMeta, RunStatus, RUN_JSON};
 
 use crate::error::{io_error, RunDirError};

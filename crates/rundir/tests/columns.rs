@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use oscil_model::columns::Row;
-use oscil_model::markers::MarkerRow;
-use oscil_model::probe::ProbeRow;
-use oscil_model::rows::{HostSample, ReaderSample, SenderSample};
-use oscil_model::trace::{ReaderTrace, SenderTrace, TraceRow};
+use oscil_model::files::columns::Row;
+use oscil_model::files::markers::MarkerRow;
+use oscil_model::files::probe::ProbeRow;
+use oscil_model::files::rows::{HostSample, ReaderSample, SenderSample};
+use oscil_model::files::trace::{ReaderTrace, SenderTrace, TraceRow};
 
 /// The columns DESIGN.md promises, in its order.
 const READER_CONTRACT: &[&str] = &[

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use oscil_daemon::DaemonConfig;
-use oscil_model::rows::SenderSample;
+use oscil_model::files::rows::SenderSample;
 use oscil_model::socket::SocketOptions;
 use oscil_protocol::auth::ReaderHandshake;
 use oscil_protocol::control::{

@@ -9,9 +9,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use oscil_model::campaign::CampaignRun;
+use oscil_model::files::trace::{ReaderTrace, SenderTrace, TraceRow};
 use oscil_model::lab::{LabRecord, Sides};
 use oscil_model::sysctl::{Side, SysctlValues};
-use oscil_model::trace::{ReaderTrace, SenderTrace, TraceRow};
 use oscil_rundir::Limits;
 
 use crate::campaign::execute::{run_session, Backend, LabError};

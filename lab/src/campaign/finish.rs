@@ -24,7 +24,7 @@ pub fn finish_campaign(cdir: &mut CampaignDir, bin: &Path) -> Result<(), LabErro
     }
     if let Some(min_rtt_us) = dirs
         .iter()
-        .filter_map(|d| oscil_rundir::load_rows::<oscil_model::rows::SenderSample>(d).ok())
+        .filter_map(|d| oscil_rundir::load_rows::<oscil_model::files::rows::SenderSample>(d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use oscil_model::campaign::{CampaignRun, CampaignRunStatus};
-use oscil_model::rows::{Phase, ReaderSample};
+use oscil_model::files::rows::{Phase, ReaderSample};
 use oscil_model::text::escape_peer;
 
 /// A line on stderr. A terminal that went away (SIGHUP) must not stop the lab's cleanup,

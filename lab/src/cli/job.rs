@@ -12,7 +12,7 @@ use oscil_kernel::congestion::CongestionControls;
 use oscil_model::campaign::{Order, PathSettings};
 use oscil_model::lab::LinkKind;
 use oscil_model::pattern::PatternConfig;
-use oscil_model::sampling::DEFAULT_INTERVAL;
+use oscil_model::run::sampling::DEFAULT_INTERVAL;
 use oscil_model::socket::WriteMode;
 use oscil_protocol::request::{RequestError, SessionRequest};
 

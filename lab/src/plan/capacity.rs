@@ -1,6 +1,6 @@
 //! What this machine's link emulator was measured to hold on time, for `--dry-run`'s
 //! warnings: a run past it is likely to come back flagged as spoiled by the link (more than
-//! 0.1% of its packets over 1 ms late, `oscil_model::link_health`) and left out of the
+//! 0.1% of its packets over 1 ms late, `oscil_model::run::link_health`) and left out of the
 //! verdicts. Pure: the plan's paths and flows in, words out.
 
 use oscil_model::campaign::PathSettings;

@@ -78,7 +78,7 @@ impl Default for Matrix {
         Matrix {
             axes: Vec::new(),
             flows: 1,
-            interval_us: oscil_model::sampling::DEFAULT_INTERVAL.as_micros() as u64,
+            interval_us: oscil_model::run::sampling::DEFAULT_INTERVAL.as_micros() as u64,
             pattern: PatternConfig::CLOUDFLARE,
             write_size_bytes: None,
             marker_every_us: None,
@@ -258,7 +258,7 @@ fn setup_round_trips(run: &CampaignRun) -> Duration {
         return Duration::ZERO;
     };
     let clock = match run.settings.marker_every_us {
-        Some(_) => oscil_model::clock::EXCHANGES,
+        Some(_) => oscil_model::run::clock::EXCHANGES,
         None => 0,
     };
     Duration::from_micros(path.rtt_us) * (SESSION_ROUND_TRIPS + clock)

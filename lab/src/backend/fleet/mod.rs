@@ -647,7 +647,7 @@ fn record_path(cdir: &mut CampaignDir, pair: &Pair) -> Result<(), LabError> {
     let min_rtt_us = oscil_rundir::campaign::complete_runs(&cdir.campaign, &cdir.dir)
         .filter(|(run, _)| run.pair.as_deref() == Some(&name))
         .filter_map(|(_, dir)| dir.ok())
-        .filter_map(|d| oscil_rundir::load_rows::<oscil_model::rows::SenderSample>(&d).ok())
+        .filter_map(|d| oscil_rundir::load_rows::<oscil_model::files::rows::SenderSample>(&d).ok())
         .flatten()
         .map(|r| r.rtt_us)
         .filter(|&r| r > 0)

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::files::rows::Side;
 use crate::host::HostFacts;
-use crate::rows::Side;
 use crate::socket::{FieldGroup, Source};
 use crate::text::escape_peer;
 

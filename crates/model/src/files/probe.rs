@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::columns::Row;
+use crate::files::columns::Row;
 
 /// The flow number a probe connection's data hello names: never a loaded flow's (a session
 /// has at most `MAX_FLOWS`).

@@ -6,14 +6,14 @@
 //! would go right behind what the kernel holds. The stream carries no framing; both ends
 //! count bytes. The daemon sends each [`Marker`] over the control connection; the reader
 //! notes when its application read passes the offset ([`FlowMarkers`]), mapping the daemon's
-//! time through the clock offset (`crate::clock`). Everything here is pure: time is a
+//! time through the clock offset (`crate::run::clock`). Everything here is pure: time is a
 //! parameter.
 
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::columns::Row;
+use crate::files::columns::Row;
 
 /// One marker as the daemon announces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,16 +2,22 @@
 //! options in force), how it went (sampling, clock, markers, probe, trace, cost) and how it
 //! ended. The reader writes it first and last; the report and the lab read it.
 
+pub mod absent;
+pub mod clock;
+pub mod link_health;
+pub mod sampling;
+pub mod starvation;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::ClockEstimate;
+use crate::files::markers::MarkerCounts;
+use crate::files::rows::WakeupFigures;
 use crate::host::{HostFacts, ProcessCost};
-use crate::markers::MarkerCounts;
 use crate::pattern::{PatternConfig, PhaseSpan, SlowRate};
-use crate::rows::WakeupFigures;
-use crate::sampling::Sampling;
+use crate::run::clock::ClockEstimate;
+use crate::run::sampling::Sampling;
 use crate::socket::{OptionsInForce, SocketOptions, WriteMode};
 
 /// Bumped when a reader of an older directory would misread a newer one.
@@ -71,15 +77,15 @@ pub struct RunMeta {
     pub markers: Option<MarkerCounts>,
     /// Whether the idle probe ran (`probe.csv`) and what it counted; absent in runs before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe: Option<crate::probe::ProbeFacts>,
+    pub probe: Option<crate::files::probe::ProbeFacts>,
     /// What the per-ACK trace (`--trace`) recorded per side, or why it could not; only in
     /// runs that asked for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::TraceFacts>,
+    pub trace: Option<crate::files::trace::TraceFacts>,
     /// What either side's kernel or host could not give (`tcp_info` fields its length
     /// leaves out, sock_diag refused), each said once, in words; absent when nothing was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub absent: Vec<crate::absent::Absence>,
+    pub absent: Vec<crate::run::absent::Absence>,
 }
 
 impl RunMeta {

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use crate::columns::Row;
+use crate::files::columns::Row;
 
 pub const TRACE_SENDER_CSV: &str = "trace-sender.csv";
 pub const TRACE_READER_CSV: &str = "trace-reader.csv";
@@ -238,7 +238,7 @@ pub struct TraceSideFacts {
 pub struct CallFigures {
     /// `tcp_collapse`, `tcp_prune_queue`, ...
     pub function: String,
-    pub phase: crate::rows::Phase,
+    pub phase: crate::files::rows::Phase,
     pub calls: u64,
     pub p50_us: f64,
     pub p99_us: f64,

@@ -1,12 +1,12 @@
 //! Whether a run's reader and daemon ran when they should: the sibling of
-//! [`crate::link_health`]. A sampler that wakes late, or merges intervals into a late tick,
+//! [`crate::run::link_health`]. A sampler that wakes late, or merges intervals into a late tick,
 //! runs on a host that did not give the run's ends the CPU when due, and a reader starved
 //! of CPU stops reading: the run then measures the host, not TCP (issue 38: a 16 KiB
 //! send-buffer run 87% receive-window limited at 2.8 Mbit/s on a busy machine). Such a run
 //! is spoiled like one whose link was late: the lab redoes it once and the report counts
 //! it in no configuration. Judged from `run.json`'s `sampling`, which both ends' rows give.
 
-use crate::sampling::{Sampling, SideSampling};
+use crate::run::sampling::{Sampling, SideSampling};
 
 /// The latest a side's 99th-percentile tick may wake, as a share of the interval: half an
 /// interval late, every hundredth tick, is a process the scheduler kept waiting.

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::columns::Row;
+use crate::files::columns::Row;
 use crate::socket::Chrono;
 
 pub const READER_CSV: &str = "reader.csv";
