@@ -11,6 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::charts::chart::{Axis, Figure, Line, Panel, Scale, Weight};
+use crate::charts::shared_scale::natural_range;
 use crate::charts::text_layout::{self, fit, font, single, DrawnText, FONT};
 
 /// Width of every picture, in pixels.
@@ -21,6 +22,10 @@ pub(crate) const LINE_HEIGHT_PX: u32 = 30;
 const TITLE_LINE_PX: u32 = 24;
 /// Room beside a plot for the axis labels on either side.
 const Y_LABEL_AREA_PX: u32 = 90;
+/// Room under the time axis for its ticks and its name.
+const X_LABEL_AREA_PX: u32 = 46;
+/// Height of one legend entry: the legend sits under the plot, never on its data.
+const LEGEND_ROW_PX: u32 = 20;
 
 /// A picture that could not be written: which file, and what the drawing step said.
 #[derive(Debug, thiserror::Error)]
@@ -128,7 +133,9 @@ fn title_lines(panel: &Panel) -> Vec<DrawnText> {
 }
 
 fn panel_height(panel: &Panel) -> u32 {
-    PANEL_HEIGHT_PX + (title_lines(panel).len() as u32).saturating_sub(1) * TITLE_LINE_PX
+    PANEL_HEIGHT_PX
+        + legend_height(panel)
+        + (title_lines(panel).len() as u32).saturating_sub(1) * TITLE_LINE_PX
 }
 
 /// The size a figure is drawn at: full width, a header, then its panels stacked.
@@ -185,47 +192,6 @@ pub(crate) fn draw_header<DB: DrawingBackend>(
     Ok(())
 }
 
-/// The top of an axis: room above the highest value for the legend (which sits in the top
-/// left corner, one row per entry), never an empty range.
-fn axis_top(axis: &Axis, legend_rows: usize) -> f64 {
-    if let Some((_, top)) = axis.range {
-        return top;
-    }
-    let max = axis.max();
-    if max > 0.0 {
-        max * (1.1 + 0.085 * legend_rows as f64)
-    } else {
-        1.0
-    }
-}
-
-/// A log axis's range: from a little below the smallest value to the same share of room
-/// above the highest as `axis_top` leaves, in decades instead of units.
-fn log_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
-    if let Some(range) = axis.range {
-        return range;
-    }
-    let max = axis.max();
-    let Some(min) = axis.min_positive().filter(|_| max > 0.0) else {
-        return (0.1, 1.0);
-    };
-    let min = min.min(max);
-    let decades = (max / min).log10().max(1.0);
-    let bottom = min / 10f64.powf(0.05 * decades);
-    (
-        bottom,
-        max * 10f64.powf(decades * (0.1 + 0.085 * legend_rows as f64)),
-    )
-}
-
-/// The range an axis takes on its own: what `share_ranges` compares across pictures.
-pub fn natural_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
-    match axis.scale {
-        Scale::Linear => (0.0, axis_top(axis, legend_rows)),
-        Scale::Log => log_range(axis, legend_rows),
-    }
-}
-
 /// Tick labels with as many decimals as the axis needs.
 pub(crate) fn tick(value: f64, top: f64) -> String {
     if top >= 20.0 {
@@ -259,12 +225,20 @@ pub fn legend_rows(panel: &Panel) -> usize {
         + usize::from(!panel.shade.is_empty())
 }
 
+/// The room a panel's legend takes under its plot (none without entries).
+fn legend_height(panel: &Panel) -> u32 {
+    match legend_rows(panel) as u32 {
+        0 => 0,
+        rows => rows * LEGEND_ROW_PX + 16,
+    }
+}
+
 /// The texts a panel holds besides its title: its legend entries and axis names.
 fn panel_texts(panel: &Panel, height_px: u32) -> Vec<DrawnText> {
     let legend = font(14, false);
     let axis_name = font(16, false);
     let plot_width = WIDTH_PX - 2 * Y_LABEL_AREA_PX - 40;
-    let plot_height = height_px.saturating_sub(46 + 24);
+    let plot_height = height_px.saturating_sub(X_LABEL_AREA_PX + legend_height(panel) + 24);
     let mut texts = vec![single(&panel.x_label, &axis_name, plot_width)];
     for axis in [Some(&panel.left), panel.right.as_ref()]
         .into_iter()
@@ -309,23 +283,22 @@ fn draw_panel<DB: DrawingBackend>(
     let mut drawn = title;
     drawn.extend(panel_texts(panel, chart_area.dim_in_pixel().1));
     let (x0, x1) = panel.x_range;
-    let legend_rows = legend_rows(panel);
     let right_top = panel
         .right
         .as_ref()
-        .map_or(1.0, |axis| axis_top(axis, legend_rows));
+        .map_or(1.0, |axis| natural_range(axis).1);
     let mut builder = ChartBuilder::on(&chart_area);
     builder
         .margin(12)
         .margin_top(4)
         .margin_right(20)
-        .x_label_area_size(46)
+        .x_label_area_size(X_LABEL_AREA_PX + legend_height(panel))
         .y_label_area_size(Y_LABEL_AREA_PX)
         // Always, so stacked panels share the same time axis pixel for pixel.
         .right_y_label_area_size(Y_LABEL_AREA_PX);
     match panel.left.scale {
         Scale::Linear => {
-            let top = axis_top(&panel.left, legend_rows);
+            let top = natural_range(&panel.left).1;
             let chart = builder
                 .build_cartesian_2d(x0..x1, 0.0..top)
                 .map_err(PlotError::from)?
@@ -333,7 +306,7 @@ fn draw_panel<DB: DrawingBackend>(
             fill_panel(chart, panel, (0.0, top, right_top), &|y| tick(*y, top))?;
         }
         Scale::Log => {
-            let (bottom, top) = log_range(&panel.left, legend_rows);
+            let (bottom, top) = natural_range(&panel.left);
             let chart = builder
                 .build_cartesian_2d(x0..x1, (bottom..top).log_scale())
                 .map_err(PlotError::from)?
@@ -400,9 +373,14 @@ where
     if legend_rows(panel) == 0 {
         return Ok(());
     }
+    // Under the plot, below the time axis's name: outside the data, whatever its shape.
+    let plot_height_px = chart.plotting_area().dim_in_pixel().1 as i32;
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::Coordinate(
+            0,
+            plot_height_px + X_LABEL_AREA_PX as i32,
+        ))
         .margin(8)
         .label_font((FONT, 14))
         .background_style(WHITE.mix(0.85))
@@ -443,6 +421,7 @@ fn draw_axis_series<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     for line in &axis.lines {
         match line.weight {
             Weight::Points | Weight::Hollow => draw_points(chart, line, secondary)?,
+            Weight::Clipped => draw_clipped(chart, line, secondary)?,
             _ => draw_line(chart, line, secondary)?,
         }
         draw_marks(chart, line)?;
@@ -510,6 +489,28 @@ fn draw_points<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         anno.label(line.label.as_str())
             .legend(move |(x, y)| Circle::new((x + 9, y), radius, style));
     }
+    Ok(())
+}
+
+/// Values clipped to the axis's top, as triangles pointing up at the top.
+fn draw_clipped<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    chart: &mut Dual<'_, DB, Y>,
+    line: &Line,
+    secondary: bool,
+) -> Result<()> {
+    let style = rgb(line.color).filled();
+    let marks = line
+        .points
+        .iter()
+        .map(move |&p| TriangleMarker::new(p, 6, style));
+    let anno = if secondary {
+        chart.draw_secondary_series(marks)
+    } else {
+        chart.draw_series(marks)
+    }
+    .map_err(PlotError::from)?;
+    anno.label(line.label.as_str())
+        .legend(move |(x, y)| TriangleMarker::new((x + 9, y), 6, style));
     Ok(())
 }
 

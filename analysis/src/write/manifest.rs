@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::charts::chart::Figure;
 use crate::charts::comparison::IntervalFigure;
-use crate::charts::draw::{legend_rows, natural_range};
+use crate::charts::shared_scale::natural_range;
 use crate::charts::text_layout::DrawnText;
 
 /// What one picture shows.
@@ -55,10 +55,7 @@ impl FigureRecord {
                     })
                     .filter(|label| !label.is_empty())
                     .collect();
-                let range = p
-                    .left
-                    .range
-                    .unwrap_or_else(|| natural_range(&p.left, legend_rows(p)));
+                let range = natural_range(&p.left);
                 PanelRecord {
                     key: p.key.clone(),
                     title: p.title.clone(),
