@@ -29,6 +29,9 @@ pub struct PanelRecord {
     pub configurations: Vec<String>,
     /// The left axis's name and the range drawn, in its unit (none in the comparison).
     pub y_axis: Option<(String, (f64, f64))>,
+    /// The largest value drawn against the left axis, clipped ones at the top, so a check
+    /// can hold the range against what it shows.
+    pub largest: Option<f64>,
 }
 
 impl FigureRecord {
@@ -60,6 +63,7 @@ impl FigureRecord {
                     key: p.key.clone(),
                     title: p.title.clone(),
                     y_axis: Some((p.left.label.clone(), range)),
+                    largest: Some(p.left.max()),
                     keys,
                     configurations: if p.configurations.is_empty() {
                         configurations.to_vec()
@@ -90,6 +94,7 @@ impl FigureRecord {
                     keys: vec![p.key.clone()],
                     configurations: rows,
                     y_axis: None,
+                    largest: None,
                 }
             })
             .collect();
@@ -114,6 +119,7 @@ impl FigureRecord {
                     "label": label,
                     "from": lo,
                     "to": hi,
+                    "largest": p.largest,
                 })),
             })).collect::<Vec<_>>(),
             "texts": self.texts.iter().map(|t| json!({
