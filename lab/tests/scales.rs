@@ -9,7 +9,7 @@ mod util;
 
 use std::path::Path;
 
-use oscil_testkit::{Csv, number};
+use oscil_testkit::{number, Csv};
 
 /// The last sample of any run of the campaign, in ms: no wait can be longer.
 fn session_ms(campaign: &Path) -> f64 {

@@ -212,17 +212,88 @@ fn log_tick(value: f64) -> String {
 type Cartesian<Y = RangedCoordf64> = Cartesian2d<RangedCoordf64, Y>;
 type Dual<'a, DB, Y = RangedCoordf64> = DualCoordChartContext<'a, DB, Cartesian<Y>, Cartesian>;
 
-/// Entries in a panel's legend: every named line and band, and the shaded phases.
-pub fn legend_rows(panel: &Panel) -> usize {
-    [Some(&panel.left), panel.right.as_ref()]
+/// How a legend entry shows its series.
+#[derive(Debug, Clone, Copy)]
+enum Swatch {
+    /// A shaded range or phase.
+    Block(RGBAColor),
+    /// A line, dashed or not.
+    Stroke(RGBAColor, bool),
+    /// Dots: filled, or hollow for lower bounds.
+    Dot(RGBAColor, bool),
+    /// Triangles: values clipped to the axis's top.
+    Triangle(RGBAColor),
+}
+
+/// The panel's legend: the shaded phases, then every named band and line of both axes, each
+/// shown as it is drawn.
+fn legend_entries(panel: &Panel) -> Vec<(&str, Swatch)> {
+    let mut entries = Vec::new();
+    if !panel.shade.is_empty() {
+        entries.push((
+            "slow phase",
+            Swatch::Block(RGBColor(200, 215, 240).mix(0.45)),
+        ));
+    }
+    for axis in [Some(&panel.left), panel.right.as_ref()]
         .into_iter()
         .flatten()
-        .map(|a| {
-            a.lines.iter().filter(|l| !l.label.is_empty()).count()
-                + a.bands.iter().filter(|b| !b.label.is_empty()).count()
-        })
-        .sum::<usize>()
-        + usize::from(!panel.shade.is_empty())
+    {
+        for band in axis.bands.iter().filter(|b| !b.label.is_empty()) {
+            entries.push((
+                band.label.as_str(),
+                Swatch::Block(rgb(band.color).mix(0.22)),
+            ));
+        }
+        for line in axis.lines.iter().filter(|l| !l.label.is_empty()) {
+            let color = rgb(line.color).mix(1.0);
+            let swatch = match line.weight {
+                Weight::Points => Swatch::Dot(color, true),
+                Weight::Hollow => Swatch::Dot(color, false),
+                Weight::Clipped => Swatch::Triangle(color),
+                _ => Swatch::Stroke(color, line.dashed),
+            };
+            entries.push((line.label.as_str(), swatch));
+        }
+    }
+    entries
+}
+
+/// Entries in a panel's legend: every named line and band, and the shaded phases.
+pub fn legend_rows(panel: &Panel) -> usize {
+    legend_entries(panel).len()
+}
+
+/// The legend on `area`, under the plot: one entry a row, never on the data.
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<()> {
+    let style = font(14, false);
+    let x = Y_LABEL_AREA_PX as i32 + 12;
+    for (i, (label, swatch)) in legend_entries(panel).into_iter().enumerate() {
+        let y = 8 + i as i32 * LEGEND_ROW_PX as i32 + LEGEND_ROW_PX as i32 / 2;
+        match swatch {
+            Swatch::Block(c) => {
+                area.draw(&Rectangle::new([(x, y - 6), (x + 18, y + 6)], c.filled()))
+            }
+            Swatch::Stroke(c, false) => {
+                area.draw(&PathElement::new([(x, y), (x + 18, y)], c.stroke_width(3)))
+            }
+            Swatch::Stroke(c, true) => area
+                .draw(&PathElement::new([(x, y), (x + 7, y)], c.stroke_width(3)))
+                .and_then(|_| {
+                    area.draw(&PathElement::new(
+                        [(x + 11, y), (x + 18, y)],
+                        c.stroke_width(3),
+                    ))
+                }),
+            Swatch::Dot(c, true) => area.draw(&Circle::new((x + 9, y), 3, c.filled())),
+            Swatch::Dot(c, false) => area.draw(&Circle::new((x + 9, y), 4, c.stroke_width(2))),
+            Swatch::Triangle(c) => area.draw(&TriangleMarker::new((x + 9, y), 6, c.filled())),
+        }
+        .map_err(PlotError::from)?;
+        area.draw_text(label, &style, (x + 28, y - 8))
+            .map_err(PlotError::from)?;
+    }
+    Ok(())
 }
 
 /// The room a panel's legend takes under its plot (none without entries).
@@ -287,12 +358,15 @@ fn draw_panel<DB: DrawingBackend>(
         .right
         .as_ref()
         .map_or(1.0, |axis| natural_range(axis).1);
-    let mut builder = ChartBuilder::on(&chart_area);
+    let (plot_area, legend_area) =
+        chart_area.split_vertically(chart_area.dim_in_pixel().1 - legend_height(panel));
+    draw_legend(&legend_area, panel)?;
+    let mut builder = ChartBuilder::on(&plot_area);
     builder
         .margin(12)
         .margin_top(4)
         .margin_right(20)
-        .x_label_area_size(X_LABEL_AREA_PX + legend_height(panel))
+        .x_label_area_size(X_LABEL_AREA_PX)
         .y_label_area_size(Y_LABEL_AREA_PX)
         // Always, so stacked panels share the same time axis pixel for pixel.
         .right_y_label_area_size(Y_LABEL_AREA_PX);
@@ -361,32 +435,14 @@ where
                     .iter()
                     .map(|&(a, b)| Rectangle::new([(a, bottom), (b, top)], shade.filled())),
             )
-            .map_err(PlotError::from)?
-            .label("slow phase")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], shade.filled()));
+            .map_err(PlotError::from)?;
     }
     for (axis, secondary) in [(Some(&panel.left), false), (panel.right.as_ref(), true)] {
         if let Some(axis) = axis {
             draw_axis_series(&mut chart, axis, secondary)?;
         }
     }
-    if legend_rows(panel) == 0 {
-        return Ok(());
-    }
-    // Under the plot, below the time axis's name: outside the data, whatever its shape.
-    let plot_height_px = chart.plotting_area().dim_in_pixel().1 as i32;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::Coordinate(
-            0,
-            plot_height_px + X_LABEL_AREA_PX as i32,
-        ))
-        .margin(8)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(160, 160, 160))
-        .draw()
-        .map_err(PlotError::from)
+    Ok(())
 }
 
 /// An axis's bands, then its lines (with their markers and intervals), on the primary or
@@ -406,17 +462,12 @@ fn draw_axis_series<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
                 .collect();
             Polygon::new(outline, color.filled())
         });
-        let anno = if secondary {
+        if secondary {
             chart.draw_secondary_series(polygons)
         } else {
             chart.draw_series(polygons)
         }
         .map_err(PlotError::from)?;
-        if !band.label.is_empty() {
-            anno.label(band.label.as_str()).legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled())
-            });
-        }
     }
     for line in &axis.lines {
         match line.weight {
@@ -441,9 +492,9 @@ fn draw_line<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         _ => (rgb(line.color).mix(1.0), 2),
     };
     let style = color.stroke_width(width);
-    for (i, part) in unbroken(&line.points, |p| p.1.is_nan()).enumerate() {
+    for part in unbroken(&line.points, |p| p.1.is_nan()) {
         let points = || part.iter().copied();
-        let anno = match (line.dashed, secondary) {
+        match (line.dashed, secondary) {
             (true, false) => chart.draw_series(DashedLineSeries::new(points(), 8, 5, style)),
             (true, true) => {
                 chart.draw_secondary_series(DashedLineSeries::new(points(), 8, 5, style))
@@ -452,11 +503,6 @@ fn draw_line<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
             (false, true) => chart.draw_secondary_series(LineSeries::new(points(), style)),
         }
         .map_err(PlotError::from)?;
-        if i == 0 && !line.label.is_empty() {
-            anno.label(line.label.as_str()).legend(move |(x, y)| {
-                PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
-            });
-        }
     }
     Ok(())
 }
@@ -479,16 +525,12 @@ fn draw_points<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         .iter()
         .filter(|p| p.1.is_finite())
         .map(move |&p| Circle::new(p, radius, style));
-    let anno = if secondary {
+    if secondary {
         chart.draw_secondary_series(dots)
     } else {
         chart.draw_series(dots)
     }
     .map_err(PlotError::from)?;
-    if !line.label.is_empty() {
-        anno.label(line.label.as_str())
-            .legend(move |(x, y)| Circle::new((x + 9, y), radius, style));
-    }
     Ok(())
 }
 
@@ -503,14 +545,12 @@ fn draw_clipped<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         .points
         .iter()
         .map(move |&p| TriangleMarker::new(p, 6, style));
-    let anno = if secondary {
+    if secondary {
         chart.draw_secondary_series(marks)
     } else {
         chart.draw_series(marks)
     }
     .map_err(PlotError::from)?;
-    anno.label(line.label.as_str())
-        .legend(move |(x, y)| TriangleMarker::new((x + 9, y), 6, style));
     Ok(())
 }
 

@@ -5,8 +5,7 @@
 //! phase's start, so cycles read against each other.
 
 use crate::charts::chart::{
-    byte_unit, rate_unit, Axis, Bound, Family, Figure, Line, Panel, Unit, Weight, GREY, MS,
-    PALETTE,
+    byte_unit, rate_unit, Axis, Bound, Family, Figure, Line, Panel, Unit, Weight, GREY, MS, PALETTE,
 };
 use crate::charts::shared_scale;
 use crate::load::configs::Configuration;
