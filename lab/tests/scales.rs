@@ -46,7 +46,7 @@ fn check_axes(campaign: &Path, rate_mbps: f64) {
             let at = format!("{} {}: {axis}", figure["file"], panel["key"]);
             let label = axis["label"].as_str().unwrap();
             let (from, to) = (axis["from"].as_f64().unwrap(), axis["to"].as_f64().unwrap());
-            let largest = axis["largest"].as_f64().unwrap();
+            let largest = panel["largest_drawn"].as_f64().unwrap();
             assert!(from < to, "{at}");
             if label.contains("Mbit/s") {
                 assert!((0.8 * rate_mbps..=1.25 * rate_mbps).contains(&to), "{at}");

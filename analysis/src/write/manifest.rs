@@ -31,7 +31,7 @@ pub struct PanelRecord {
     pub y_axis: Option<(String, (f64, f64))>,
     /// The largest value drawn against the left axis, clipped ones at the top, so a check
     /// can hold the range against what it shows.
-    pub largest: Option<f64>,
+    pub largest_drawn: Option<f64>,
 }
 
 impl FigureRecord {
@@ -63,7 +63,7 @@ impl FigureRecord {
                     key: p.key.clone(),
                     title: p.title.clone(),
                     y_axis: Some((p.left.label.clone(), range)),
-                    largest: Some(p.left.max()),
+                    largest_drawn: Some(p.left.max()),
                     keys,
                     configurations: if p.configurations.is_empty() {
                         configurations.to_vec()
@@ -94,7 +94,7 @@ impl FigureRecord {
                     keys: vec![p.key.clone()],
                     configurations: rows,
                     y_axis: None,
-                    largest: None,
+                    largest_drawn: None,
                 }
             })
             .collect();
@@ -119,8 +119,8 @@ impl FigureRecord {
                     "label": label,
                     "from": lo,
                     "to": hi,
-                    "largest": p.largest,
                 })),
+                "largest_drawn": p.largest_drawn,
             })).collect::<Vec<_>>(),
             "texts": self.texts.iter().map(|t| json!({
                 "text": t.text,
