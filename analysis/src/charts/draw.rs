@@ -25,7 +25,7 @@ const Y_LABEL_AREA_PX: u32 = 90;
 /// Room under the time axis for its ticks and its name.
 const X_LABEL_AREA_PX: u32 = 46;
 /// Height of one legend entry: the legend sits under the plot, never on its data.
-const LEGEND_ROW_PX: u32 = 20;
+const LEGEND_ROW_PX: u32 = 18;
 
 /// A picture that could not be written: which file, and what the drawing step said.
 #[derive(Debug, thiserror::Error)]
@@ -300,7 +300,8 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel)
 fn legend_height(panel: &Panel) -> u32 {
     match legend_rows(panel) as u32 {
         0 => 0,
-        rows => rows * LEGEND_ROW_PX + 16,
+        // A multiple of 6 like every height of a picture, with a row of room below.
+        rows => (rows + 1) * LEGEND_ROW_PX,
     }
 }
 
