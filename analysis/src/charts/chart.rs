@@ -42,6 +42,8 @@ pub enum Weight {
     Points,
     /// Hollow dots only: lower bounds ("at least this long"), a wait still running.
     Hollow,
+    /// Triangles at the axis's top: values above it, clipped (`shared_scale::clip`).
+    Clipped,
 }
 
 impl Line {
@@ -93,14 +95,28 @@ pub struct Axis {
     pub label: String,
     pub lines: Vec<Line>,
     pub bands: Vec<Band>,
-    /// Values above this run off the top, so one wild series does not flatten the rest.
-    pub cap: Option<f64>,
     pub scale: Scale,
     /// A range fixed from outside (the same across the runs of a report), instead of the
     /// one this axis's own values need: (bottom, top) in display units.
     pub range: Option<(f64, f64)>,
     /// The display unit of its values, so a shared range can bring axes to one unit.
     pub unit: Option<(Unit, Family)>,
+    /// What the values are, which decides where the axis may end (`shared_scale::top`).
+    pub bound: Bound,
+}
+
+/// What an axis's values are, for the rule that ends it (all in the axis's display unit).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Bound {
+    /// Anything else: a little above the largest value.
+    #[default]
+    Free,
+    /// A rate: near the path's rate when it is known, else a high quantile of what is drawn.
+    Rate { path: Option<f64> },
+    /// A share of time in percent: never above 100.
+    Share,
+    /// A wait: never beyond the session's length.
+    Wait { session: f64 },
 }
 
 /// Which units an axis may take.
@@ -122,7 +138,7 @@ impl Family {
 
 impl Axis {
     /// Every value drawn against this axis (NaN gaps included).
-    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+    pub(crate) fn values(&self) -> impl Iterator<Item = f64> + '_ {
         let lines = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
         let bands = self
             .bands
@@ -192,7 +208,9 @@ impl Axis {
         for p in self.bands.iter_mut().flat_map(|b| b.points.iter_mut()) {
             (p.1, p.2) = (p.1 * factor, p.2 * factor);
         }
-        self.cap = self.cap.map(|c| c * factor);
+        if let Bound::Rate { path: Some(rate) } = &mut self.bound {
+            *rate *= factor;
+        }
         self.label = self
             .label
             .replace(&format!("({})", from.name), &format!("({})", to.name));
@@ -203,8 +221,7 @@ impl Axis {
     pub fn max(&self) -> f64 {
         let lines = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
         let bands = self.bands.iter().flat_map(|b| b.points.iter().map(|p| p.2));
-        let max = lines.chain(bands).fold(0.0, f64::max);
-        self.cap.map_or(max, |cap| max.min(cap))
+        lines.chain(bands).fold(0.0, f64::max)
     }
 }
 

@@ -14,6 +14,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::charts::chart::{Axis, Figure, Line, Panel, Scale, Weight};
+use crate::charts::shared_scale::natural_range;
 use crate::charts::text_layout::{self, fit, font, single, DrawnText, FONT};
 
 /// Width of every picture, in pixels.
@@ -24,6 +25,10 @@ pub(crate) const LINE_HEIGHT_PX: u32 = 30;
 const TITLE_LINE_PX: u32 = 24;
 /// Room beside a plot for the axis labels on either side.
 const Y_LABEL_AREA_PX: u32 = 90;
+/// Room under the time axis for its ticks and its name.
+const X_LABEL_AREA_PX: u32 = 46;
+/// Height of one legend entry: the legend sits under the plot, never on its data.
+const LEGEND_ROW_PX: u32 = 18;
 
 /// A picture that could not be drawn (which file, and what the drawing step said) or
 /// written.
@@ -133,7 +138,9 @@ fn title_lines(panel: &Panel) -> Vec<DrawnText> {
 }
 
 fn panel_height(panel: &Panel) -> u32 {
-    PANEL_HEIGHT_PX + (title_lines(panel).len() as u32).saturating_sub(1) * TITLE_LINE_PX
+    PANEL_HEIGHT_PX
+        + legend_height(panel)
+        + (title_lines(panel).len() as u32).saturating_sub(1) * TITLE_LINE_PX
 }
 
 /// The size a figure is drawn at: full width, a header, then its panels stacked.
@@ -200,47 +207,6 @@ pub(crate) fn draw_header<DB: DrawingBackend>(
     Ok(())
 }
 
-/// The top of an axis: room above the highest value for the legend (which sits in the top
-/// left corner, one row per entry), never an empty range.
-fn axis_top(axis: &Axis, legend_rows: usize) -> f64 {
-    if let Some((_, top)) = axis.range {
-        return top;
-    }
-    let max = axis.max();
-    if max > 0.0 {
-        max * (1.1 + 0.085 * legend_rows as f64)
-    } else {
-        1.0
-    }
-}
-
-/// A log axis's range: from a little below the smallest value to the same share of room
-/// above the highest as `axis_top` leaves, in decades instead of units.
-fn log_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
-    if let Some(range) = axis.range {
-        return range;
-    }
-    let max = axis.max();
-    let Some(min) = axis.min_positive().filter(|_| max > 0.0) else {
-        return (0.1, 1.0);
-    };
-    let min = min.min(max);
-    let decades = (max / min).log10().max(1.0);
-    let bottom = min / 10f64.powf(0.05 * decades);
-    (
-        bottom,
-        max * 10f64.powf(decades * (0.1 + 0.085 * legend_rows as f64)),
-    )
-}
-
-/// The range an axis takes on its own: what `share_ranges` compares across pictures.
-pub fn natural_range(axis: &Axis, legend_rows: usize) -> (f64, f64) {
-    match axis.scale {
-        Scale::Linear => (0.0, axis_top(axis, legend_rows)),
-        Scale::Log => log_range(axis, legend_rows),
-    }
-}
-
 /// Tick labels with as many decimals as the axis needs.
 pub(crate) fn tick(value: f64, top: f64) -> String {
     if top >= 20.0 {
@@ -261,17 +227,97 @@ fn log_tick(value: f64) -> String {
 type Cartesian<Y = RangedCoordf64> = Cartesian2d<RangedCoordf64, Y>;
 type Dual<'a, DB, Y = RangedCoordf64> = DualCoordChartContext<'a, DB, Cartesian<Y>, Cartesian>;
 
-/// Entries in a panel's legend: every named line and band, and the shaded phases.
-pub fn legend_rows(panel: &Panel) -> usize {
-    [Some(&panel.left), panel.right.as_ref()]
+/// How a legend entry shows its series.
+#[derive(Debug, Clone, Copy)]
+enum Swatch {
+    /// A shaded range or phase.
+    Block(RGBAColor),
+    /// A line, dashed or not.
+    Stroke(RGBAColor, bool),
+    /// Dots: filled, or hollow for lower bounds.
+    Dot(RGBAColor, bool),
+    /// Triangles: values clipped to the axis's top.
+    Triangle(RGBAColor),
+}
+
+/// The panel's legend: the shaded phases, then every named band and line of both axes, each
+/// shown as it is drawn.
+fn legend_entries(panel: &Panel) -> Vec<(&str, Swatch)> {
+    let mut entries = Vec::new();
+    if !panel.shade.is_empty() {
+        entries.push((
+            "slow phase",
+            Swatch::Block(RGBColor(200, 215, 240).mix(0.45)),
+        ));
+    }
+    for axis in [Some(&panel.left), panel.right.as_ref()]
         .into_iter()
         .flatten()
-        .map(|a| {
-            a.lines.iter().filter(|l| !l.label.is_empty()).count()
-                + a.bands.iter().filter(|b| !b.label.is_empty()).count()
-        })
-        .sum::<usize>()
-        + usize::from(!panel.shade.is_empty())
+    {
+        for band in axis.bands.iter().filter(|b| !b.label.is_empty()) {
+            entries.push((
+                band.label.as_str(),
+                Swatch::Block(rgb(band.color).mix(0.22)),
+            ));
+        }
+        for line in axis.lines.iter().filter(|l| !l.label.is_empty()) {
+            let color = rgb(line.color).mix(1.0);
+            let swatch = match line.weight {
+                Weight::Points => Swatch::Dot(color, true),
+                Weight::Hollow => Swatch::Dot(color, false),
+                Weight::Clipped => Swatch::Triangle(color),
+                _ => Swatch::Stroke(color, line.dashed),
+            };
+            entries.push((line.label.as_str(), swatch));
+        }
+    }
+    entries
+}
+
+/// Entries in a panel's legend: every named line and band, and the shaded phases.
+pub fn legend_rows(panel: &Panel) -> usize {
+    legend_entries(panel).len()
+}
+
+/// The legend on `area`, under the plot: one entry a row, never on the data.
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> Result<()> {
+    let style = font(14, false);
+    let x = Y_LABEL_AREA_PX as i32 + 12;
+    for (i, (label, swatch)) in legend_entries(panel).into_iter().enumerate() {
+        let y = 8 + i as i32 * LEGEND_ROW_PX as i32 + LEGEND_ROW_PX as i32 / 2;
+        match swatch {
+            Swatch::Block(c) => {
+                area.draw(&Rectangle::new([(x, y - 6), (x + 18, y + 6)], c.filled()))
+            }
+            Swatch::Stroke(c, false) => {
+                area.draw(&PathElement::new([(x, y), (x + 18, y)], c.stroke_width(3)))
+            }
+            Swatch::Stroke(c, true) => area
+                .draw(&PathElement::new([(x, y), (x + 7, y)], c.stroke_width(3)))
+                .and_then(|_| {
+                    area.draw(&PathElement::new(
+                        [(x + 11, y), (x + 18, y)],
+                        c.stroke_width(3),
+                    ))
+                }),
+            Swatch::Dot(c, true) => area.draw(&Circle::new((x + 9, y), 3, c.filled())),
+            Swatch::Dot(c, false) => area.draw(&Circle::new((x + 9, y), 4, c.stroke_width(2))),
+            Swatch::Triangle(c) => area.draw(&TriangleMarker::new((x + 9, y), 6, c.filled())),
+        }
+        .map_err(PlotError::from)?;
+        area.draw_text(label, &style, (x + 28, y - 8))
+            .map_err(PlotError::from)?;
+    }
+    Ok(())
+}
+
+/// The room a panel's legend takes under its plot (none without entries).
+fn legend_height(panel: &Panel) -> u32 {
+    match legend_rows(panel) as u32 {
+        0 => 0,
+        // A multiple of 6 like every height of a picture, with a row of room below.
+        rows => (rows + 1) * LEGEND_ROW_PX,
+    }
 }
 
 /// The texts a panel holds besides its title: its legend entries and axis names.
@@ -279,7 +325,7 @@ fn panel_texts(panel: &Panel, height_px: u32) -> Vec<DrawnText> {
     let legend = font(14, false);
     let axis_name = font(16, false);
     let plot_width = WIDTH_PX - 2 * Y_LABEL_AREA_PX - 40;
-    let plot_height = height_px.saturating_sub(46 + 24);
+    let plot_height = height_px.saturating_sub(X_LABEL_AREA_PX + legend_height(panel) + 24);
     let mut texts = vec![single(&panel.x_label, &axis_name, plot_width)];
     for axis in [Some(&panel.left), panel.right.as_ref()]
         .into_iter()
@@ -324,23 +370,25 @@ fn draw_panel<DB: DrawingBackend>(
     let mut drawn = title;
     drawn.extend(panel_texts(panel, chart_area.dim_in_pixel().1));
     let (x0, x1) = panel.x_range;
-    let legend_rows = legend_rows(panel);
     let right_top = panel
         .right
         .as_ref()
-        .map_or(1.0, |axis| axis_top(axis, legend_rows));
-    let mut builder = ChartBuilder::on(&chart_area);
+        .map_or(1.0, |axis| natural_range(axis).1);
+    let (plot_area, legend_area) =
+        chart_area.split_vertically(chart_area.dim_in_pixel().1 - legend_height(panel));
+    draw_legend(&legend_area, panel)?;
+    let mut builder = ChartBuilder::on(&plot_area);
     builder
         .margin(12)
         .margin_top(4)
         .margin_right(20)
-        .x_label_area_size(46)
+        .x_label_area_size(X_LABEL_AREA_PX)
         .y_label_area_size(Y_LABEL_AREA_PX)
         // Always, so stacked panels share the same time axis pixel for pixel.
         .right_y_label_area_size(Y_LABEL_AREA_PX);
     match panel.left.scale {
         Scale::Linear => {
-            let top = axis_top(&panel.left, legend_rows);
+            let top = natural_range(&panel.left).1;
             let chart = builder
                 .build_cartesian_2d(x0..x1, 0.0..top)
                 .map_err(PlotError::from)?
@@ -348,7 +396,7 @@ fn draw_panel<DB: DrawingBackend>(
             fill_panel(chart, panel, (0.0, top, right_top), &|y| tick(*y, top))?;
         }
         Scale::Log => {
-            let (bottom, top) = log_range(&panel.left, legend_rows);
+            let (bottom, top) = natural_range(&panel.left);
             let chart = builder
                 .build_cartesian_2d(x0..x1, (bottom..top).log_scale())
                 .map_err(PlotError::from)?
@@ -403,27 +451,14 @@ where
                     .iter()
                     .map(|&(a, b)| Rectangle::new([(a, bottom), (b, top)], shade.filled())),
             )
-            .map_err(PlotError::from)?
-            .label("slow phase")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], shade.filled()));
+            .map_err(PlotError::from)?;
     }
     for (axis, secondary) in [(Some(&panel.left), false), (panel.right.as_ref(), true)] {
         if let Some(axis) = axis {
             draw_axis_series(&mut chart, axis, secondary)?;
         }
     }
-    if legend_rows(panel) == 0 {
-        return Ok(());
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .margin(8)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(160, 160, 160))
-        .draw()
-        .map_err(PlotError::from)
+    Ok(())
 }
 
 /// An axis's bands, then its lines (with their markers and intervals), on the primary or
@@ -443,21 +478,17 @@ fn draw_axis_series<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
                 .collect();
             Polygon::new(outline, color.filled())
         });
-        let anno = if secondary {
+        if secondary {
             chart.draw_secondary_series(polygons)
         } else {
             chart.draw_series(polygons)
         }
         .map_err(PlotError::from)?;
-        if !band.label.is_empty() {
-            anno.label(band.label.as_str()).legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled())
-            });
-        }
     }
     for line in &axis.lines {
         match line.weight {
             Weight::Points | Weight::Hollow => draw_points(chart, line, secondary)?,
+            Weight::Clipped => draw_clipped(chart, line, secondary)?,
             _ => draw_line(chart, line, secondary)?,
         }
         draw_marks(chart, line)?;
@@ -477,9 +508,9 @@ fn draw_line<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         _ => (rgb(line.color).mix(1.0), 2),
     };
     let style = color.stroke_width(width);
-    for (i, part) in unbroken(&line.points, |p| p.1.is_nan()).enumerate() {
+    for part in unbroken(&line.points, |p| p.1.is_nan()) {
         let points = || part.iter().copied();
-        let anno = match (line.dashed, secondary) {
+        match (line.dashed, secondary) {
             (true, false) => chart.draw_series(DashedLineSeries::new(points(), 8, 5, style)),
             (true, true) => {
                 chart.draw_secondary_series(DashedLineSeries::new(points(), 8, 5, style))
@@ -488,11 +519,6 @@ fn draw_line<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
             (false, true) => chart.draw_secondary_series(LineSeries::new(points(), style)),
         }
         .map_err(PlotError::from)?;
-        if i == 0 && !line.label.is_empty() {
-            anno.label(line.label.as_str()).legend(move |(x, y)| {
-                PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
-            });
-        }
     }
     Ok(())
 }
@@ -515,16 +541,32 @@ fn draw_points<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         .iter()
         .filter(|p| p.1.is_finite())
         .map(move |&p| Circle::new(p, radius, style));
-    let anno = if secondary {
+    if secondary {
         chart.draw_secondary_series(dots)
     } else {
         chart.draw_series(dots)
     }
     .map_err(PlotError::from)?;
-    if !line.label.is_empty() {
-        anno.label(line.label.as_str())
-            .legend(move |(x, y)| Circle::new((x + 9, y), radius, style));
+    Ok(())
+}
+
+/// Values clipped to the axis's top, as triangles pointing up at the top.
+fn draw_clipped<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    chart: &mut Dual<'_, DB, Y>,
+    line: &Line,
+    secondary: bool,
+) -> Result<()> {
+    let style = rgb(line.color).filled();
+    let marks = line
+        .points
+        .iter()
+        .map(move |&p| TriangleMarker::new(p, 6, style));
+    if secondary {
+        chart.draw_secondary_series(marks)
+    } else {
+        chart.draw_series(marks)
     }
+    .map_err(PlotError::from)?;
     Ok(())
 }
 

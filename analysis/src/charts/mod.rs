@@ -13,6 +13,6 @@ pub(crate) mod overlay_chart;
 pub(crate) mod path_chart;
 pub(crate) mod queue_events;
 pub mod run_chart;
-pub(crate) mod shared_scale;
+pub mod shared_scale;
 pub(crate) mod text_layout;
 pub mod time_sequence;

@@ -5,8 +5,9 @@
 //! phase's start, so cycles read against each other.
 
 use crate::charts::chart::{
-    byte_unit, rate_unit, Axis, Family, Figure, Line, Panel, Unit, Weight, GREY, MS, PALETTE,
+    byte_unit, rate_unit, Axis, Bound, Family, Figure, Line, Panel, Unit, Weight, GREY, MS, PALETTE,
 };
+use crate::charts::shared_scale;
 use crate::human;
 use crate::load::configs::Configuration;
 use crate::load::run_series::{Question, RunSeries, QUESTIONS};
@@ -216,11 +217,13 @@ fn question_panel(path: &PathRuns, q: Question, align: Alignment, frame: &Frame)
         label: format!("{quantity} ({})", unit.name),
         lines,
         unit: family.map(|f| (unit, f)),
+        bound: bound(path, quantity, unit),
         ..Axis::default()
     };
     if q == Question::WriteWait {
         left.fit_scale();
     }
+    shared_scale::clip(&mut left);
     Panel {
         key: format!("{q:?}"),
         configurations: path.configs.iter().map(|c| c.name.clone()).collect(),
@@ -233,10 +236,37 @@ fn question_panel(path: &PathRuns, q: Question, align: Alignment, frame: &Frame)
     }
 }
 
+/// What ends the axis of a quantity (`rate`, `wait`, `share`, bytes), in `unit`.
+fn bound(path: &PathRuns, quantity: &str, unit: Unit) -> Bound {
+    match quantity {
+        "rate" => Bound::Rate {
+            path: path_rate_bps(path).map(|bps| bps / unit.scale),
+        },
+        // Waits are drawn in ms.
+        "wait" => Bound::Wait {
+            session: session_s(path) * 1000.0,
+        },
+        "share" => Bound::Share,
+        _ => Bound::Free,
+    }
+}
+
+/// The path's rate as the lab set it, if it did.
+fn path_rate_bps(path: &PathRuns) -> Option<f64> {
+    let config = path.configs.first()?;
+    path.summaries[config.runs[0]].settings.path_rate_bps
+}
+
+/// The longest session on the path: no wait drawn can be longer.
+fn session_s(path: &PathRuns) -> f64 {
+    path.all()
+        .flat_map(|s| s.cycles.last().map(|c| c.0 + c.1))
+        .fold(0.0, f64::max)
+}
+
 /// The path's rate as the lab set it, a dashed level line: goodput reads against it.
 fn rate_line(path: &PathRuns, x_end: f64, unit: Unit) -> Option<Line> {
-    let config = path.configs.first()?;
-    let rate = path.summaries[config.runs[0]].settings.path_rate_bps?;
+    let rate = path_rate_bps(path)?;
     let y = rate / unit.scale;
     let label = format!("the path's rate, {}", human::rate(rate));
     Some(Line::new(label, GREY, vec![(0.0, y), (x_end, y)]).dashed())
@@ -255,10 +285,7 @@ impl Frame {
         match align {
             Alignment::Session => Frame {
                 x_label: "time since session start (s)",
-                x_end: path
-                    .all()
-                    .flat_map(|s| s.cycles.last().map(|c| c.0 + c.1))
-                    .fold(1.0, f64::max),
+                x_end: session_s(path).max(1.0),
                 shade: first.map_or(Vec::new(), |s| s.slow.clone()),
             },
             Alignment::Cycle => {

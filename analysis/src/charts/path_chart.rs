@@ -73,7 +73,7 @@ pub fn path_figure(summaries: &[RunSummary], configs: &[Configuration], scope: S
                 configs.len(),
                 scope.text(cycles)
             ),
-            "Each point is a configuration's mean with its 95% interval; the dashed grey line is the path's bandwidth-delay product".into(),
+            bdp_words(&bdp).into(),
         ],
         warning: None,
         panels: vec![
@@ -134,6 +134,15 @@ fn setting_line(
         .filter_map(|p| p.ci.map(|(l, h)| (p.rtt_ms, l, h)))
         .collect();
     line
+}
+
+/// What the picture's lines are; the dashed grey line is promised only where one is drawn.
+fn bdp_words(bdp: &[Line]) -> &'static str {
+    if bdp.is_empty() {
+        "Each point is a configuration's mean with its 95% interval; no path rate is known, so no bandwidth-delay product is drawn"
+    } else {
+        "Each point is a configuration's mean with its 95% interval; the dashed grey line is the path's bandwidth-delay product"
+    }
 }
 
 /// One bandwidth-delay product line per path rate the lab recorded: rate x RTT / 8 bytes.

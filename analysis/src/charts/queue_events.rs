@@ -58,7 +58,7 @@ pub fn axis(host: &[HostSample]) -> Option<Axis> {
         })
         .collect();
     (!lines.is_empty()).then(|| Axis {
-        label: "events in the interval".into(),
+        label: "events in the interval (count)".into(),
         lines,
         ..Axis::default()
     })

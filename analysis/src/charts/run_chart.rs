@@ -5,6 +5,7 @@ use oscil_model::files::trace::{ReaderTrace, TraceRow};
 use oscil_rundir::Run;
 
 use crate::charts::chart::*;
+use crate::charts::shared_scale;
 use crate::figures::limit_shares::TickShares;
 use crate::figures::metrics::metric;
 use crate::human;
@@ -88,14 +89,6 @@ impl Quantity {
 
     fn max_sum(&self) -> f64 {
         self.ticks.iter().map(|t| t.sum).fold(0.0, f64::max)
-    }
-
-    /// The `q` quantile of the per-tick sums.
-    fn quantile_sum(&self, q: f64) -> f64 {
-        let mut sums: Vec<f64> = self.ticks.iter().map(|t| t.sum).collect();
-        sums.sort_by(f64::total_cmp);
-        let index = ((sums.len() as f64 - 1.0) * q).round() as usize;
-        sums.get(index).copied().unwrap_or(0.0)
     }
 
     fn max_p90(&self) -> f64 {
@@ -210,7 +203,7 @@ pub fn run_figure(run: &Run, summary: &RunSummary, calls: &[TraceRow<ReaderTrace
             (None, None) => None,
         },
         panels: [
-            Some(throughput_panel(run, &frame)),
+            Some(throughput_panel(run, summary, &frame)),
             Some(window_panel(run, &frame)),
             Some(queue_panel(run, summary, &frame)),
             Some(Panel {
@@ -243,7 +236,7 @@ fn queue_events_panel(run: &Run, calls: &[TraceRow<ReaderTrace>], frame: &Frame)
     Some(frame.panel("queue_events", title, left, right))
 }
 
-fn throughput_panel(run: &Run, frame: &Frame) -> Panel {
+fn throughput_panel(run: &Run, summary: &RunSummary, frame: &Frame) -> Panel {
     // Each row's bytes over the seconds it really covers: a late sample holds several
     // intervals' bytes.
     let interval_s = frame.interval_s;
@@ -275,19 +268,13 @@ fn throughput_panel(run: &Run, frame: &Frame) -> Panel {
     }
     shown.push(&delivery);
     let (mut left, unit) = sum_axis("rate", Family::Rate, &shown, 0.0);
-    // One interval can run tens of times above the path's rate: the reader draining a full
-    // receive queue at memory speed when a fast phase starts, or the kernel's delivery-rate
-    // estimate on loopback. Past 1.5 x the 98th percentile of goodput such spikes run off
-    // the top instead of flattening everything else.
-    let cap = 1.5 * goodput.quantile_sum(0.98) / unit.scale;
-    if cap > 0.0 {
-        for line in &mut left.lines {
-            if line.points.iter().any(|p| p.1 > cap) {
-                line.label.push_str(" (runs off the top in places)");
-                left.cap = Some(cap);
-            }
-        }
-    }
+    // One interval can run tens of times above the path's rate (the reader draining a full
+    // receive queue at memory speed, the kernel's delivery-rate estimate on loopback): the
+    // axis ends near the path's rate, or at a high quantile, and such spikes are clipped.
+    left.bound = Bound::Rate {
+        path: summary.settings.path_rate_bps.map(|bps| bps / unit.scale),
+    };
+    shared_scale::clip(&mut left);
     let right = frame
         .several()
         .then(|| spread_axis("rate", Family::Rate, &[&goodput], 0.0).0);
@@ -469,6 +456,10 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
             .map(|q| q.line(MS, |t| t.median).weighted(Weight::Hollow));
         panel.left.lines.extend(lower_bounds);
         panel.left.fit_scale();
+        panel.left.bound = Bound::Wait {
+            session: frame.x_end * 1000.0,
+        };
+        shared_scale::clip(&mut panel.left);
         panel
     })
 }
@@ -504,14 +495,16 @@ fn limits_panel(run: &Run, frame: &Frame) -> Option<Panel> {
         ),
         ("nothing to send (not busy)", GREY, share(|s| s.app_pct)),
     ];
-    let axis = Axis {
+    let mut axis = Axis {
         label: "share of the flows' time (%)".into(),
         lines: lines
             .into_iter()
             .map(|(label, color, points)| Line::new(label, color, points))
             .collect(),
+        bound: Bound::Share,
         ..Axis::default()
     };
+    shared_scale::clip(&mut axis);
     Some(frame.panel(
         "limits",
         "What limits the sender: the kernel's count of the time each flow was held by the receive window, the send buffer, the network, or had nothing to send",

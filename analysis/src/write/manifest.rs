@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::charts::chart::Figure;
 use crate::charts::comparison::IntervalFigure;
-use crate::charts::draw::{legend_rows, natural_range};
+use crate::charts::shared_scale::natural_range;
 use crate::charts::text_layout::DrawnText;
 
 /// What one picture shows.
@@ -29,6 +29,9 @@ pub struct PanelRecord {
     pub configurations: Vec<String>,
     /// The left axis's name and the range drawn, in its unit (none in the comparison).
     pub y_axis: Option<(String, (f64, f64))>,
+    /// The largest value drawn against the left axis, clipped ones at the top, so a check
+    /// can hold the range against what it shows.
+    pub largest_drawn: Option<f64>,
 }
 
 impl FigureRecord {
@@ -55,14 +58,12 @@ impl FigureRecord {
                     })
                     .filter(|label| !label.is_empty())
                     .collect();
-                let range = p
-                    .left
-                    .range
-                    .unwrap_or_else(|| natural_range(&p.left, legend_rows(p)));
+                let range = natural_range(&p.left);
                 PanelRecord {
                     key: p.key.clone(),
                     title: p.title.clone(),
                     y_axis: Some((p.left.label.clone(), range)),
+                    largest_drawn: Some(p.left.max()),
                     keys,
                     configurations: if p.configurations.is_empty() {
                         configurations.to_vec()
@@ -93,6 +94,7 @@ impl FigureRecord {
                     keys: vec![p.key.clone()],
                     configurations: rows,
                     y_axis: None,
+                    largest_drawn: None,
                 }
             })
             .collect();
@@ -118,6 +120,7 @@ impl FigureRecord {
                     "from": lo,
                     "to": hi,
                 })),
+                "largest_drawn": p.largest_drawn,
             })).collect::<Vec<_>>(),
             "texts": self.texts.iter().map(|t| json!({
                 "text": t.text,
