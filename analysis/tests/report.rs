@@ -169,6 +169,16 @@ fn reports_real_runs_with_figures_matching_the_csvs() {
     let md = fs::read_to_string(out.path().join("summary.md")).unwrap();
     assert!(md.contains("| default | complete |"), "{md}");
     assert!(md.contains("| lowat16k | complete | lowat 16 KiB"), "{md}");
+    // Issue 37 item 6: the answer comes before any table.
+    let answer_at = md
+        .find("## The answer")
+        .unwrap_or_else(|| panic!("no answer:\n{md}"));
+    let table_at = md.find("\n|").unwrap_or_else(|| panic!("no table:\n{md}"));
+    assert!(
+        answer_at < table_at,
+        "the table comes before the answer:\n{md}"
+    );
+    assert!(md[answer_at..table_at].contains("### Path: "), "{md}");
 }
 
 #[test]

@@ -70,7 +70,7 @@ impl Across<'_> {
             charts.push("mesh.png".into());
         }
         charts.extend(self.time_sequences.iter().cloned());
-        let mut texts = self.tables(&cells)?;
+        let mut texts = self.tables(&cells, &headlines)?;
         if !mesh.is_empty() {
             texts.push(("mesh.csv".into(), mesh::mesh_csv(&mesh)));
         }
@@ -183,16 +183,21 @@ impl Across<'_> {
         Ok(names)
     }
 
-    fn tables(&self, cells: &[Vec<Cell>]) -> Result<Vec<(String, String)>, ReportError> {
+    fn tables(
+        &self,
+        cells: &[Vec<Cell>],
+        headlines: &[headline::PathHeadline],
+    ) -> Result<Vec<(String, String)>, ReportError> {
         let (summaries, configs) = (self.summaries, self.configs);
         let run_baselines = run_baselines(summaries, configs);
         Ok(vec![
             ("summary.csv".into(), table::csv(summaries, &run_baselines)?),
             (
                 "summary.md".into(),
-                with_warnings(
+                answer_first(
                     table::markdown(summaries, &run_baselines),
                     &verdict::workload_warnings(configs, cells),
+                    headlines,
                 ),
             ),
             (
@@ -227,16 +232,30 @@ impl Across<'_> {
 
 /// The summary with the comparisons of different workloads flagged under its title, where
 /// nobody reads past them.
-fn with_warnings(md: String, warnings: &[String]) -> String {
-    if warnings.is_empty() {
-        return md;
-    }
+/// `summary.md` answers first, as `index.html` does: the warnings, then each path's
+/// answer, and only then the per-run table.
+fn answer_first(md: String, warnings: &[String], headlines: &[headline::PathHeadline]) -> String {
+    use crate::write::html::escape_markdown;
     let (title, rest) = md.split_once("\n\n").unwrap_or((&md, ""));
-    let lines: String = warnings
+    let mut head: String = warnings
         .iter()
-        .map(|w| format!("- **{}**\n", crate::write::html::escape_markdown(w)))
+        .map(|w| format!("- **{}**\n", escape_markdown(w)))
         .collect();
-    format!("{title}\n\n{lines}\n{rest}")
+    if !head.is_empty() {
+        head.push('\n');
+    }
+    head.push_str("## The answer\n\n");
+    for h in headlines {
+        head.push_str(&format!("### Path: {}\n\n", escape_markdown(&h.path)));
+        if let Some(warning) = &h.warning {
+            head.push_str(&format!("**{}**\n\n", escape_markdown(warning)));
+        }
+        for sentence in &h.sentences {
+            head.push_str(&format!("{}\n\n", escape_markdown(sentence)));
+        }
+        head.push_str(&format!("**{}**\n\n", escape_markdown(&h.recommendation)));
+    }
+    format!("{title}\n\n{head}## Runs\n\n{rest}")
 }
 
 /// For each run, the run `summary.csv` compares it with: the first run of its
