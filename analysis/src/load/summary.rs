@@ -144,8 +144,10 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         partial: partial_reason(run),
         holes: (meta.ending.status == RunStatus::Holes)
             .then(|| oscil_model::text::escape_stored(&meta.ending.reason)),
-        // The lab's rule, the same two parts: a late link, or a starved reader or sender.
+        // The lab's rule, the same two parts: a late link, or a starved reader or sender
+        // (judged on the lab's runs, which the lab redoes; a run made by hand is counted).
         link_spoiled: link.spoiled.clone().or_else(|| {
+            meta.lab.as_ref()?;
             oscil_model::run::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
         }),
         duration_s: meta.ending.duration_s,

@@ -12,8 +12,14 @@ use crate::run::sampling::{Sampling, SideSampling};
 /// interval late, every hundredth tick, is a process the scheduler kept waiting.
 pub const LATENESS_P99_INTERVAL_SHARE_MAX: f64 = 0.5;
 
-/// The most intervals a side may merge into late ticks, as a share of its ticks: 1%.
+/// ...but never less than this: a few milliseconds late on a 10 ms interval is a busy host,
+/// not a reader that stopped reading (a short run's p99 is its single worst tick).
+pub const LATENESS_P99_FLOOR_MS: f64 = 50.0;
+
+/// The most intervals a side may merge into late ticks, as a share of its ticks: 1%, and
+/// never fewer than [`MERGED_FLOOR`] (one late tick on a 40-tick run is not starvation).
 pub const MERGED_SHARE_MAX: f64 = 0.01;
+pub const MERGED_FLOOR: f64 = 2.0;
 
 /// Why the run's reader or sender was starved, in words; `None` when both ran on time.
 pub fn starved(sampling: &Sampling, interval_us: u64) -> Option<String> {
@@ -31,13 +37,13 @@ pub fn starved(sampling: &Sampling, interval_us: u64) -> Option<String> {
 
 fn side_starved(side: &SideSampling, interval_us: u64) -> Option<String> {
     let interval_ms = interval_us as f64 / 1000.0;
-    let late_max_ms = interval_ms * LATENESS_P99_INTERVAL_SHARE_MAX;
-    let merged_max = side.ticks as f64 * MERGED_SHARE_MAX;
+    let late_max_ms = (interval_ms * LATENESS_P99_INTERVAL_SHARE_MAX).max(LATENESS_P99_FLOOR_MS);
+    let merged_max = (side.ticks as f64 * MERGED_SHARE_MAX).max(MERGED_FLOOR);
     let late = side.lateness_p99_ms > late_max_ms;
     let merged = side.merged_intervals as f64 > merged_max;
     (late || merged).then(|| {
         format!(
-            "woke {:.1} ms late at the 99th percentile (at most {late_max_ms:.1} ms, half the {interval_ms:.0} ms interval) and merged {} of {} intervals (at most 1%)",
+            "woke {:.1} ms late at the 99th percentile (at most {late_max_ms:.1} ms for a {interval_ms:.0} ms interval) and merged {} of {} intervals (at most 1%, and never fewer than 2)",
             side.lateness_p99_ms, side.merged_intervals, side.ticks
         )
     })
@@ -75,7 +81,11 @@ mod tests {
             merged.starts_with("the sender ") && merged.contains("merged 7 of 600"),
             "{merged}"
         );
-        // A 10 ms interval: 6 ms at p99 is past its 5 ms.
-        assert!(starved(&both(side(6000, 0, 6.0), on_time), 10_000).is_some());
+        // A 10 ms interval: the floor, 50 ms, holds; 6 ms at p99 is a busy host.
+        assert!(starved(&both(side(6000, 0, 6.0), on_time.clone()), 10_000).is_none());
+        assert!(starved(&both(side(6000, 0, 50.1), on_time.clone()), 10_000).is_some());
+        // A 40-tick run: one merged interval is not starvation, three are.
+        assert!(starved(&both(side(40, 1, 1.0), on_time.clone()), 100_000).is_none());
+        assert!(starved(&both(side(40, 3, 1.0), on_time), 100_000).is_some());
     }
 }
