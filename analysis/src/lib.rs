@@ -78,26 +78,13 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         .map(|name| format!("{name}.png"))
         .collect();
     let loaded = load_all(&runs, pngs, &mut damaged)?;
-    for why in &damaged {
-        eprintln!("oscil-report: warning: a damaged run is left out: {why}");
-    }
-    inputs.skipped.extend(
-        damaged
-            .iter()
-            .map(|why| format!("damaged, left out: {why}")),
-    );
     let Loaded {
         summaries,
         mut figures,
         series,
         pngs,
     } = loaded;
-    // What a kernel could not give, said once however many runs it ran.
-    for note in summaries.iter().flat_map(|s| &s.not_given) {
-        if !inputs.warnings.contains(note) {
-            inputs.warnings.push(note.clone());
-        }
-    }
+    say_what_is_missing(&damaged, &summaries, &mut inputs);
     shared_scale::share_ranges(&mut figures);
     let configs =
         configs::group(&summaries, config.baseline.as_deref()).map_err(ReportError::Baseline)?;
@@ -141,6 +128,24 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         configs,
         warnings: inputs.warnings,
     })
+}
+
+/// The runs left out as damaged (on stderr and in the skipped list), and what a kernel
+/// could not give, said once however many runs it ran.
+fn say_what_is_missing(damaged: &[String], summaries: &[RunSummary], inputs: &mut input::Inputs) {
+    for why in damaged {
+        eprintln!("oscil-report: warning: a damaged run is left out: {why}");
+    }
+    inputs.skipped.extend(
+        damaged
+            .iter()
+            .map(|why| format!("damaged, left out: {why}")),
+    );
+    for note in summaries.iter().flat_map(|s| &s.not_given) {
+        if !inputs.warnings.contains(note) {
+            inputs.warnings.push(note.clone());
+        }
+    }
 }
 
 /// Every run's `run.json` first, so a directory that is not a run fails before any work;

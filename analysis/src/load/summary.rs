@@ -144,12 +144,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         partial: partial_reason(run),
         holes: (meta.ending.status == RunStatus::Holes)
             .then(|| oscil_model::text::escape_stored(&meta.ending.reason)),
-        // The lab's rule, the same two parts: a late link, or a starved reader or sender
-        // (judged on the lab's runs, which the lab redoes; a run made by hand is counted).
-        link_spoiled: link.spoiled.clone().or_else(|| {
-            meta.lab.as_ref()?;
-            oscil_model::run::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
-        }),
+        link_spoiled: spoiled(meta, link.spoiled.clone()),
         duration_s: meta.ending.duration_s,
         phases: figures.finish(end_s),
         sender_page_bytes: meta
@@ -191,6 +186,16 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
             .or_else(|| Some(meta.lab.as_ref()?.repetition)),
         not_given: meta.not_given(),
     }
+}
+
+/// The lab's rule, the same two parts: a late link (`link_late`, from `link.json`), or a
+/// starved reader or sender, judged on the lab's runs only (which the lab redoes; a run
+/// made by hand is counted).
+fn spoiled(meta: &oscil_model::run::RunMeta, link_late: Option<String>) -> Option<String> {
+    link_late.or_else(|| {
+        meta.lab.as_ref()?;
+        oscil_model::run::starvation::starved(meta.sampling.as_ref()?, meta.config.interval_us)
+    })
 }
 
 /// Why the run is not whole, escaped: `run.json`'s reason when it ended partial, and each

@@ -49,6 +49,11 @@ const HOST_CONTRACT: &[&str] = &[
     "tcp_mem_pages",
 ];
 
+/// A row's file, its columns and how many it has had since the first format.
+fn shape<R: Row>() -> (&'static str, &'static [&'static str], usize) {
+    (R::FILE, R::columns(), R::FIRST_COLUMNS)
+}
+
 #[test]
 fn the_contracts_columns_lead_each_file_in_order() {
     assert_eq!(
@@ -64,38 +69,14 @@ fn the_contracts_columns_lead_each_file_in_order() {
 
 #[test]
 fn every_row_has_columns_and_the_first_ones_are_within_them() {
-    let all: [(&str, &[&str], usize); 7] = [
-        (
-            ReaderSample::FILE,
-            ReaderSample::columns(),
-            ReaderSample::FIRST_COLUMNS,
-        ),
-        (
-            SenderSample::FILE,
-            SenderSample::columns(),
-            SenderSample::FIRST_COLUMNS,
-        ),
-        (
-            HostSample::FILE,
-            HostSample::columns(),
-            HostSample::FIRST_COLUMNS,
-        ),
-        (
-            MarkerRow::FILE,
-            MarkerRow::columns(),
-            MarkerRow::FIRST_COLUMNS,
-        ),
-        (ProbeRow::FILE, ProbeRow::columns(), ProbeRow::FIRST_COLUMNS),
-        (
-            TraceRow::<SenderTrace>::FILE,
-            TraceRow::<SenderTrace>::columns(),
-            TraceRow::<SenderTrace>::FIRST_COLUMNS,
-        ),
-        (
-            TraceRow::<ReaderTrace>::FILE,
-            TraceRow::<ReaderTrace>::columns(),
-            TraceRow::<ReaderTrace>::FIRST_COLUMNS,
-        ),
+    let all = [
+        shape::<ReaderSample>(),
+        shape::<SenderSample>(),
+        shape::<HostSample>(),
+        shape::<MarkerRow>(),
+        shape::<ProbeRow>(),
+        shape::<TraceRow<SenderTrace>>(),
+        shape::<TraceRow<ReaderTrace>>(),
     ];
     for (file, columns, first) in all {
         assert!(columns.len() >= first && first > 0, "{file}: {columns:?}");
@@ -116,21 +97,9 @@ fn each_fixtures_header_names_known_columns_and_every_first_one() {
     for dir in std::fs::read_dir(&fixtures).unwrap() {
         let dir = dir.unwrap().path();
         for (file, columns, first) in [
-            (
-                ReaderSample::FILE,
-                ReaderSample::columns(),
-                ReaderSample::FIRST_COLUMNS,
-            ),
-            (
-                SenderSample::FILE,
-                SenderSample::columns(),
-                SenderSample::FIRST_COLUMNS,
-            ),
-            (
-                HostSample::FILE,
-                HostSample::columns(),
-                HostSample::FIRST_COLUMNS,
-            ),
+            shape::<ReaderSample>(),
+            shape::<SenderSample>(),
+            shape::<HostSample>(),
         ] {
             let text = std::fs::read_to_string(dir.join(file)).unwrap();
             let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
