@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub const ADDR_A: &str = "10.77.0.1";
@@ -20,6 +21,10 @@ macro_rules! require_root {
     };
 }
 
+/// One emulator at a time per test binary: the tests judge its timing, and on two cores
+/// eight emulators with their senders and readers in parallel judge the scheduler instead.
+static ONE_LINK_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 /// Two namespaces, A (10.77.0.1) and B (10.77.0.2), with a persistent TUN `osl0` each,
 /// joined by a running oscil-link. Stopped and removed on drop.
 pub struct LinkedPair {
@@ -27,11 +32,16 @@ pub struct LinkedPair {
     pub b: Netns,
     link: Option<Child>,
     pub stats_path: PathBuf,
+    _alone: MutexGuard<'static, ()>,
 }
 
 impl LinkedPair {
     /// Starts oscil-link with `args` (e.g. `["--rate", "20mbit", "--delay", "25ms"]`).
     pub fn start(args: &[&str]) -> LinkedPair {
+        // A test that failed while holding the lock leaves nothing behind to protect.
+        let alone = ONE_LINK_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let a = Netns::new("olA");
         let b = Netns::new("olB");
         for (ns, addr) in [(&a, ADDR_A), (&b, ADDR_B)] {
@@ -72,6 +82,7 @@ impl LinkedPair {
             b,
             link: Some(link),
             stats_path,
+            _alone: alone,
         };
         pair.wait_for_carrier();
         pair
