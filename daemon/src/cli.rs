@@ -14,9 +14,9 @@ use oscil_cli::units::{parse_bytes, parse_bytes_u32, parse_positive_duration, wh
 use oscil_model::socket::SocketOptions;
 use oscil_protocol::key::{load_key, KeySource};
 
-use crate::admission::StartupLimits;
 use crate::budget;
 use crate::config::{DaemonConfig, TracePolicy};
+use crate::gate::admission::StartupLimits;
 use crate::session::{self, ScratchError};
 
 /// Serve oscil test sessions: stream at full speed on every data connection, with the socket

@@ -6,7 +6,7 @@ use oscil_model::socket::SocketOptions;
 use oscil_model::socket::DEFAULT_WRITE_BYTES;
 use oscil_protocol::key::Key;
 
-use crate::admission::StartupLimits;
+use crate::gate::admission::StartupLimits;
 
 /// How the daemon serves sessions. `Default` gives the CLI's defaults.
 #[derive(Debug, Clone)]

@@ -5,21 +5,16 @@
 //! connection.
 //!
 //! Every connection first passes the [`gate`]: capped in number before it authenticates
-//! ([`admission`]), one deadline, a small first frame, one generic refusal ([`refusals`]
-//! counts them). Only then does a [`session`] take a slot, flows and buffers.
+//! ([`gate::admission`]), one deadline, a small first frame, one generic refusal
+//! ([`gate::refusals`] counts them). Only then does a [`session`] take a slot, and each of
+//! its data connections is a [`flow`].
 
-mod admission;
 pub mod budget;
 pub mod cli;
 mod config;
 mod flow;
 mod gate;
-mod latency;
 mod listen;
-mod payload;
-mod probe;
-mod refusals;
-mod sampler;
 mod session;
 mod shared;
 #[allow(unsafe_code)]
@@ -38,9 +33,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
 
-pub use admission::{StartupLimits, StartupLimitsError};
 pub use cli::{check_default_options, print_new_key, DefaultOptionsError};
 pub use config::{DaemonConfig, TracePolicy};
+pub use gate::admission::{StartupLimits, StartupLimitsError};
 pub use gate::GENERIC_REFUSAL;
 pub use session::ScratchError;
 

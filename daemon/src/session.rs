@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use oscil_kernel::{host, netstat, sockopt, timestamping, SockoptError};
+use oscil_kernel::host::{self, netstat};
+use oscil_kernel::socket::{sockopt, timestamping};
+use oscil_kernel::SockoptError;
 use oscil_model::files::markers::{Marker, MarkerSchedule};
 use oscil_model::files::probe::PROBE_FLOW;
 use oscil_model::files::rows::WakeupFigures;
@@ -25,9 +27,9 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout, Instant};
 
 use crate::config::DaemonConfig;
+use crate::flow::latency::MarkerTap;
+use crate::flow::payload::Payload;
 use crate::flow::{write_forever, Flow};
-use crate::latency::MarkerTap;
-use crate::payload::Payload;
 use crate::shared::{DataConn, ProcFiles, Route, Shared};
 use crate::trace::SessionTrace;
 
@@ -149,7 +151,7 @@ pub(crate) async fn serve(
         trace: &shared.trace,
     };
     let started = Instant::now();
-    let cost_before = oscil_kernel::cost::of_self();
+    let cost_before = oscil_kernel::host::cost::of_self();
     let expected = shared.admission.expect(peer.ip(), connections(&hello));
     let connected = session.connect_flows(data_rx).await;
     drop(expected);
@@ -168,7 +170,7 @@ pub(crate) async fn serve(
         eprintln!("oscil-daemon: session {session_id}: sampled by getsockopt: {why}");
     }
     let cost = cost_before
-        .zip(oscil_kernel::cost::of_self())
+        .zip(oscil_kernel::host::cost::of_self())
         .map(|(b, a)| a.since(&b));
     // Free the slot before saying so, so a reader that starts its next session at once is
     // not refused as busy.
@@ -450,7 +452,7 @@ struct Session<'a> {
     options: &'a SocketOptions,
     stop: watch::Receiver<bool>,
     /// The idle probe's echo, when the hello asked for one; stops with the session.
-    echo: crate::probe::Echo,
+    echo: crate::flow::probe::Echo,
     trace: &'a crate::trace::TraceBudget,
 }
 
@@ -471,7 +473,7 @@ enum SetupEvent {
 enum RunEvent {
     Control(Result<Option<ReaderMessage>, FrameError>),
     /// The sampler thread's latest samples, or why it could not take them.
-    Sample(crate::sampler::Batch),
+    Sample(crate::flow::sampler::Batch),
     /// A writer set a marker (others may have too).
     Markers(Marker),
     /// Ends the session for the reason given.
@@ -591,7 +593,10 @@ impl Session<'_> {
 
     /// Sends what the sampler still queues, each batch within the handshake timeout; stops
     /// at the first failure.
-    async fn send_last_samples(&mut self, samples: &mut mpsc::Receiver<crate::sampler::Batch>) {
+    async fn send_last_samples(
+        &mut self,
+        samples: &mut mpsc::Receiver<crate::flow::sampler::Batch>,
+    ) {
         while let Ok(Some(sampled)) = timeout(self.config.handshake_timeout, samples.recv()).await {
             let Ok(batch) = sampled else { break };
             if send_batch(self.conn, self.config, &batch).await.is_err() {
@@ -626,11 +631,11 @@ impl Session<'_> {
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)
             .min(self.config.max_session);
         let end_at = start + length;
-        let crate::sampler::Spawned {
+        let crate::flow::sampler::Spawned {
             stop: stop_sampling,
             mut samples,
             source: mut sampled_by,
-        } = crate::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
+        } = crate::flow::sampler::spawn(flows.clone(), proc.clone(), start.into_std(), interval);
         let mut trace = SessionTrace::start(self.hello.trace, self.trace, &flows, start.into_std());
         let mut reader_intervals = None;
         let reason = loop {

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::config::DaemonConfig;
-use crate::payload::Payload;
+use crate::flow::payload::Payload;
 
 /// A data connection handed to the session it names.
 pub(crate) struct DataConn {
@@ -50,8 +50,8 @@ pub(crate) struct Shared {
     pub(crate) config: DaemonConfig,
     pub(crate) sessions: Arc<Semaphore>,
     pub(crate) flows: Arc<Semaphore>,
-    pub(crate) admission: Arc<crate::admission::Admission>,
-    pub(crate) refusals: crate::refusals::Refusals,
+    pub(crate) admission: Arc<crate::gate::admission::Admission>,
+    pub(crate) refusals: crate::gate::refusals::Refusals,
     /// Sessions waiting for data connections, by session id.
     pub(crate) routes: Mutex<HashMap<SessionId, Route>>,
     pub(crate) proc: Arc<ProcFiles>,
@@ -83,16 +83,16 @@ impl Shared {
         Ok(Shared {
             sessions: Arc::new(Semaphore::new(config.max_sessions)),
             flows: Arc::new(Semaphore::new(config.max_total_flows as usize)),
-            admission: crate::admission::Admission::new(
+            admission: crate::gate::admission::Admission::new(
                 config.max_startups,
                 config.max_startups_per_source,
-                crate::admission::Graces::of(config.preauth_timeout),
+                crate::gate::admission::Graces::of(config.preauth_timeout),
             ),
-            refusals: crate::refusals::Refusals::default(),
+            refusals: crate::gate::refusals::Refusals::default(),
             routes: Mutex::new(HashMap::new()),
             proc: Arc::new(ProcFiles {
-                sockstat: Mutex::new(oscil_kernel::sockstat::open().map_err(proc_error)?),
-                netstat: Mutex::new(oscil_kernel::netstat::open().map_err(proc_error)?),
+                sockstat: Mutex::new(oscil_kernel::host::sockstat::open().map_err(proc_error)?),
+                netstat: Mutex::new(oscil_kernel::host::netstat::open().map_err(proc_error)?),
             }),
             payload,
             trace: crate::trace::TraceBudget::new(&config, oscil_kernel::online_cpus()),

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::sync::Arc;
 
-use oscil_kernel::tracefs::Owner;
-use oscil_kernel::tracer::{cookies, TraceRequest, Tracer, BUFFER_KB, SENDER_KINDS};
+use oscil_kernel::trace::tracefs::Owner;
+use oscil_kernel::trace::tracer::{cookies, TraceRequest, Tracer, BUFFER_KB, SENDER_KINDS};
 use oscil_model::files::trace::{SenderTrace, TraceRow, TraceSideFacts};
 use oscil_protocol::control::DaemonMessage;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -36,8 +36,8 @@ static INSTANCES: AtomicU64 = AtomicU64::new(0);
 /// Removes the tracefs instances a killed daemon left (the kernel freed their buffers
 /// when it died), and says so.
 pub(crate) fn remove_leftovers() {
-    let root = oscil_kernel::tracefs::root();
-    match oscil_kernel::tracefs::remove_leftovers(&root, PROGRAM) {
+    let root = oscil_kernel::trace::tracefs::root();
+    match oscil_kernel::trace::tracefs::remove_leftovers(&root, PROGRAM) {
         Ok(removed) if !removed.is_empty() => eprintln!(
             "oscil-daemon: removed {} trace instance(s) a killed oscil-daemon left in {}: {}",
             removed.len(),
@@ -224,7 +224,7 @@ impl SessionTrace {
             }
             ControlFlow::Continue(())
         };
-        match Tracer::start(&oscil_kernel::tracefs::root(), request, sink) {
+        match Tracer::start(&oscil_kernel::trace::tracefs::root(), request, sink) {
             Ok(tracer) => {
                 trace.tracer = Some(tracer);
                 trace.rows = Some(rx);
@@ -287,7 +287,7 @@ fn request(
         start,
         name: owner.instance_name(n),
         buffer_kb,
-        probe_group: oscil_kernel::tracer::probe_group("daemon", std::process::id()),
+        probe_group: oscil_kernel::trace::tracer::probe_group("daemon", std::process::id()),
     })
 }
 

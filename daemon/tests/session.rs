@@ -100,7 +100,7 @@ async fn samples_arrive_on_the_interval_until_stop() {
         "{}",
         ended.reason
     );
-    for name in oscil_kernel::netstat::WATCHED {
+    for name in oscil_kernel::host::netstat::WATCHED {
         assert!(ended.tcpext_delta.contains_key(*name), "{name} missing");
     }
     for r in readers {

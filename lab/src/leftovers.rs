@@ -1,14 +1,14 @@
 //! What a lab killed before it could clean up left behind: its namespaces, the processes
 //! in them (and the link joining them) and its private directory holding the campaign key.
 //! Each is named after its owner (`oscil_lab_<pidns>_<pid>_<start>_...`, the tag tracefs
-//! instances carry, `oscil_kernel::tracefs::Owner`), so a starting lab removes those whose
+//! instances carry, `oscil_kernel::trace::tracefs::Owner`), so a starting lab removes those whose
 //! owner has ended, and never another live lab's.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use oscil_kernel::tracefs::Owner;
+use oscil_kernel::trace::tracefs::Owner;
 
 use crate::remote::host::Host;
 use crate::sys;

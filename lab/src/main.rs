@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use oscil_kernel::congestion::CongestionControls;
+use oscil_kernel::socket::congestion::CongestionControls;
 use oscil_lab::cli::{check_congestion_available, Cli};
 use oscil_lab::{bin_dir, run_job, Finished};
 

@@ -65,7 +65,7 @@ pub enum ReaderError {
     Version { daemon: u32 },
     /// The daemon's welcome states host facts that cannot be true.
     #[error("the daemon's welcome is not believable: {0}")]
-    ImpossibleWelcome(#[from] crate::checks::WelcomeError),
+    ImpossibleWelcome(#[from] crate::record::checks::WelcomeError),
     /// The daemon runs another writer than the one asked: one older than `--write-mode`
     /// ignores the request and writes until `EAGAIN`, which would measure something else.
     #[error("--write-mode {asked}: the daemon writes {runs} (a daemon older than --write-mode writes only until-eagain); use a daemon of this version")]

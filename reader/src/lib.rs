@@ -2,25 +2,17 @@
 //! on every data connection, samples its side while the daemon sends its own, and writes
 //! one run directory as it goes.
 //!
-//! Data flow: `session` opens the connections; each `flow` reads as its `pacer` says;
-//! `sampler` records the reader's side and the control task the daemon's, both through
-//! the `recorder` into the run directory and the running `summary`.
+//! Data flow: `session` opens the connections; each flow in [`read`] reads as its pacer
+//! says; [`record`]'s sampler records the reader's side and the control task the daemon's,
+//! both through the recorder into the run directory and the running [`summary`].
 
-mod adjusted;
-mod checks;
 pub mod cli;
 mod config;
 mod error;
-mod flow;
-mod markers;
-pub mod pacer;
-mod probe;
-mod progress;
-mod recorder;
-mod sampler;
+pub mod read;
+mod record;
 mod session;
 pub mod summary;
-mod trace;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,8 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 
+use oscil_kernel::host::{self, cost, netstat};
 use oscil_kernel::ticker::intervals_by;
-use oscil_kernel::{cost, host, netstat};
 use oscil_model::files::markers::RunSpan;
 use oscil_model::files::rows::Side;
 use oscil_model::host::ProcessCost;
@@ -45,16 +37,16 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-pub use crate::checks::WelcomeError;
 pub use crate::config::{ReaderConfig, SOFTWARE};
 pub use crate::error::ReaderError;
+pub use crate::record::checks::WelcomeError;
 
-use crate::checks::SampleCheck;
-use crate::flow::Flow;
-use crate::pacer::Pacer;
-use crate::progress::Progress;
-use crate::recorder::{Recorder, SharedRecorder};
-use crate::sampler::Sampler;
+use crate::read::pacer::Pacer;
+use crate::read::Flow;
+use crate::record::checks::SampleCheck;
+use crate::record::sampler::Sampler;
+use crate::record::{Recorder, SharedRecorder};
+use crate::summary::progress::Progress;
 use crate::summary::{Summary, SummaryBuilder};
 
 /// How long the reader waits for the daemon's last samples after asking it to stop.
@@ -219,7 +211,9 @@ pub async fn run(
     check_out_dir(&config)?;
     let session = session::open(&config).await?;
     // Said before the run, as the daemon's start warnings are: one line each on stderr.
-    for line in adjusted::adjustments(&config.sender_request, &session.welcome.options_in_force) {
+    for line in
+        summary::adjusted::adjustments(&config.sender_request, &session.welcome.options_in_force)
+    {
         eprintln!("oscil-reader: {line}");
     }
     let schedule = config.pattern.schedule();
@@ -235,14 +229,14 @@ pub async fn run(
     } = session;
     control_tx.write(&ReaderMessage::Start).await?;
     let start = Instant::now();
-    let probe = probe::start(probe, start);
+    let probe = record::probe::start(probe, start);
     let start_unix_ns = realtime_unix_ns();
     let cost_before = cost::of_self();
 
     let (flows, mut readers) = spawn_readers(&config, data, start);
     let tracing = config
         .trace
-        .then(|| trace::Tracing::start(&config.out, &flows, start.into_std(), &schedule));
+        .then(|| record::trace::Tracing::start(&config.out, &flows, start.into_std(), &schedule));
     let (stop_sampling, sampler) = spawn_sampler(&config, &flows, &recorder, start, &schedule)?;
     // The daemon sends samples every interval: a long silence means the path or the daemon
     // is gone, even if no connection has said so yet.
@@ -258,7 +252,7 @@ pub async fn run(
     let (cut_short, mut daemon_end) = first_end(&mut readers, &mut control, &mut stop).await;
     let elapsed = start.elapsed();
     readers.abort_all();
-    let probed = probe::stop(probe).await;
+    let probed = record::probe::stop(probe).await;
     // Both sides' last samples end on the same interval.
     let intervals = intervals_by(elapsed, config.interval);
     let _ = stop_sampling.send(intervals);
@@ -322,21 +316,21 @@ fn spawn_readers(
     config: &ReaderConfig,
     data: Vec<tokio::net::TcpStream>,
     start: Instant,
-) -> (Vec<Arc<Flow>>, JoinSet<Result<(), flow::FlowError>>) {
+) -> (Vec<Arc<Flow>>, JoinSet<Result<(), read::FlowError>>) {
     let flows: Vec<Arc<Flow>> = data
         .into_iter()
         .zip(0..)
         .map(|(stream, index)| {
             let book = config
                 .marker_every
-                .map(|_| markers::Book::new(config.flows));
+                .map(|_| read::markers::Book::new(config.flows));
             Arc::new(Flow::new(index, stream, config.interval, book))
         })
         .collect();
     let mut readers = JoinSet::new();
-    let fair_share_bytes = (flows.len() > 1).then_some(flow::FAIR_SHARE_BYTES);
+    let fair_share_bytes = (flows.len() > 1).then_some(read::FAIR_SHARE_BYTES);
     for flow in &flows {
-        readers.spawn(flow::read_pattern(
+        readers.spawn(read::read_pattern(
             flow.clone(),
             Pacer::new(&config.pattern, config.slow_rule, config.flows),
             start,
@@ -347,7 +341,7 @@ fn spawn_readers(
 }
 
 /// The sampler's own thread.
-type SamplerThread = std::thread::JoinHandle<Result<(), sampler::SampleError>>;
+type SamplerThread = std::thread::JoinHandle<Result<(), record::sampler::SampleError>>;
 
 /// Starts the reader's sampler on its own thread; it samples until told the last interval.
 fn spawn_sampler(
@@ -382,7 +376,7 @@ fn spawn_sampler(
 /// failed, the control connection ended, or a signal. Returns why the run was cut short
 /// (`None`: the pattern completed) and the daemon's end when it came first.
 async fn first_end(
-    readers: &mut JoinSet<Result<(), flow::FlowError>>,
+    readers: &mut JoinSet<Result<(), read::FlowError>>,
     control: &mut tokio::task::JoinHandle<ControlEnd>,
     stop: &mut mpsc::UnboundedReceiver<()>,
 ) -> (Option<String>, Option<ControlEnd>) {
@@ -456,7 +450,7 @@ async fn ask_daemon_to_end(
 /// Stops the reader's trace and writes both sides' trace facts into `run.json`.
 async fn finish_trace(
     recorder: &mut Recorder,
-    tracing: trace::Tracing,
+    tracing: record::trace::Tracing,
     daemon_ended: Option<&Ended>,
 ) {
     let reader = tokio::task::spawn_blocking(move || tracing.finish())
@@ -467,11 +461,11 @@ async fn finish_trace(
         let _ = csv.flush();
         csv.not_written
     });
-    let arrived = trace::Arrived {
+    let arrived = record::trace::Arrived {
         rows: recorder.sender_trace_rows,
         not_written,
     };
-    recorder.writer.meta_mut().trace = Some(trace::facts(reader, sender, arrived));
+    recorder.writer.meta_mut().trace = Some(record::trace::facts(reader, sender, arrived));
 }
 
 /// What the end of a run leaves to write into `run.json`.
@@ -485,7 +479,7 @@ struct RunEnd<'a> {
     cost_before: Option<ProcessCost>,
     daemon_ended: Option<Ended>,
     /// What the idle probe found, if it ran, and whether it was asked for.
-    probed: Option<probe::Found>,
+    probed: Option<record::probe::Found>,
     probe_asked: bool,
     /// Why the run was cut short or its samples failed, if either.
     reason: Option<String>,
@@ -512,7 +506,7 @@ fn finish(
             Err(e) => not_written.push(e.to_string()),
         }
     }
-    if let Err(e) = probe::record(&mut recorder, end.probed, end.probe_asked) {
+    if let Err(e) = record::probe::record(&mut recorder, end.probed, end.probe_asked) {
         not_written.push(e.to_string());
     }
     let meta = recorder.writer.meta_mut();
@@ -529,7 +523,14 @@ fn finish(
     };
     let sampling = recorder.sampling(end.intervals);
     let mut holes = sampling.holes();
-    holes.extend(recorder.writer.meta().trace.as_ref().and_then(trace::holes));
+    holes.extend(
+        recorder
+            .writer
+            .meta()
+            .trace
+            .as_ref()
+            .and_then(record::trace::holes),
+    );
     recorder.writer.meta_mut().sampling = Some(sampling);
     let (status, reason) = match reason {
         Some(reason) => (RunStatus::Partial, reason),
@@ -581,7 +582,9 @@ async fn collect_daemon_samples(
             }
             Ok(Some(DaemonMessage::Trace { rows })) => {
                 let (asked, elapsed_s) = (recorder.traces(), start.elapsed().as_secs_f64());
-                if let Err(e) = checks::check_trace_rows(&rows, asked, flows.len(), elapsed_s) {
+                if let Err(e) =
+                    record::checks::check_trace_rows(&rows, asked, flows.len(), elapsed_s)
+                {
                     return ControlEnd::Failed(format!("the daemon sent an impossible trace: {e}"));
                 }
                 if let Err(e) = recorder.record(|r| r.trace_sender(&rows)) {
@@ -589,7 +592,7 @@ async fn collect_daemon_samples(
                 }
             }
             Ok(Some(DaemonMessage::Markers { markers })) => {
-                if let Err(e) = flow::announce_markers(&flows, markers) {
+                if let Err(e) = read::announce_markers(&flows, markers) {
                     return ControlEnd::Failed(e.to_string());
                 }
             }

@@ -4,7 +4,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use oscil_cli::address::IpFamily;
-use oscil_kernel::sockopt;
+use oscil_kernel::socket::sockopt;
 use oscil_model::files::probe::PROBE_FLOW;
 use oscil_model::run::clock::{self, realtime_unix_ns, ClockEstimate, Exchange};
 use oscil_model::socket::{OptionsInForce, SocketOptions};
@@ -59,7 +59,7 @@ pub struct Session {
     pub control_tx: Connection<OwnedWriteHalf>,
     pub welcome: Welcome,
     pub data: Vec<TcpStream>,
-    /// The idle probe's connection (`crate::probe`), unless `--no-probe`.
+    /// The idle probe's connection (`crate::record::probe`), unless `--no-probe`.
     pub probe: Option<TcpStream>,
     pub reader_options: OptionsInForce,
     /// The daemon's clock against ours, in a session with markers.
@@ -141,7 +141,7 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
             daemon: welcome.version,
         });
     }
-    let welcome = crate::checks::check_welcome(&welcome)?;
+    let welcome = crate::record::checks::check_welcome(&welcome)?;
     if welcome.write_mode != config.write_mode {
         return Err(ReaderError::WriteMode {
             asked: config.write_mode,

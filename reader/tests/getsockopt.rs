@@ -6,7 +6,7 @@
 
 mod util;
 
-use oscil_kernel::diag::SAMPLE_BY_ENV;
+use oscil_kernel::socket::diag::SAMPLE_BY_ENV;
 use oscil_testkit::{Csv, Daemon};
 use util::{assert_success, json_and_meta, run_reader};
 

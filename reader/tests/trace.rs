@@ -40,7 +40,7 @@ impl Daemon {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Its tracefs instances (named for its PID; see `oscil_kernel::tracefs::Owner`).
+    /// Its tracefs instances (named for its PID; see `oscil_kernel::trace::tracefs::Owner`).
     fn instances(&self) -> Vec<PathBuf> {
         let mine = format!("_{}_", self.child.id());
         std::fs::read_dir(TRACEFS_INSTANCES)

@@ -448,7 +448,7 @@ mod tests {
 
     #[test]
     fn dots_a_kernel_cannot_trace_are_said_in_the_header() {
-        // As the tracer words it (oscil_kernel::tracefs::TraceError::NoEvent).
+        // As the tracer words it (oscil_kernel::trace::tracefs::TraceError::NoEvent).
         let side = |absent: &[TraceKind]| TraceSideFacts {
             absent: absent
                 .iter()

@@ -7,27 +7,16 @@
 #[allow(unsafe_code)]
 mod sys;
 
-pub mod congestion;
-pub mod cost;
-pub mod diag;
 pub mod host;
-pub mod meminfo;
-pub mod netstat;
-mod proc;
 pub mod rows;
-pub mod sendfile;
-pub mod sockopt;
-pub mod sockstat;
-pub mod tcp_info;
+pub mod socket;
 pub mod ticker;
-pub mod timestamping;
-pub mod tracefs;
-pub mod tracer;
+pub mod trace;
 
-pub use meminfo::SkMemInfo;
-pub use netstat::TcpExt;
-pub use proc::{ParseError, ProcFile, ReadError};
-pub use sockopt::SockoptError;
+pub use host::netstat::TcpExt;
+pub use host::proc::{ParseError, ProcFile, ReadError};
+pub use socket::meminfo::SkMemInfo;
+pub use socket::sockopt::SockoptError;
 /// CPUs online now: a tracefs instance keeps a ring buffer on each.
 pub use sys::online_cpus;
 /// Run at start by servers: a flood of connections then meets the caps a server sets, not
@@ -56,7 +45,7 @@ pub fn polls_writable(socket: &impl std::os::fd::AsFd) -> std::io::Result<bool> 
 
 /// The nice value of a sampler thread outside the real-time class: ahead of the data path.
 const SAMPLER_NICE: i32 = -10;
-pub use tcp_info::TcpInfo;
+pub use socket::tcp_info::TcpInfo;
 
 #[cfg(test)]
 mod test_util {

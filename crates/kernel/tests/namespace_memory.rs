@@ -7,7 +7,7 @@ use std::io::{ErrorKind, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
-use oscil_kernel::diag::Diag;
+use oscil_kernel::socket::diag::Diag;
 use oscil_testkit::Netns;
 
 /// Set in the child that runs inside the namespace.
@@ -108,12 +108,12 @@ fn measure_inside() {
     }
     // What the samplers record as host.csv tcp_mem_ns_bytes.
     let sum = Diag::open().unwrap().namespace_charged_bytes().unwrap();
-    let held = oscil_kernel::sockstat::read().unwrap().tcp_mem_pages as i64;
+    let held = oscil_kernel::host::sockstat::read().unwrap().tcp_mem_pages as i64;
     // Closing the unread end with data queued resets the connection: both queues go.
     drop(_unread);
     drop(writer);
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let freed = oscil_kernel::sockstat::read().unwrap().tcp_mem_pages as i64;
+    let freed = oscil_kernel::host::sockstat::read().unwrap().tcp_mem_pages as i64;
     println!("namespace_sum_bytes={sum}");
     println!("sockstat_delta_bytes={}", (held - freed) * page);
 }

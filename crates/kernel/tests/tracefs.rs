@@ -7,8 +7,8 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 
-use oscil_kernel::diag::cookie;
-use oscil_kernel::tracefs::{Instance, Record, TraceError, Tracepoint, TRACEFS};
+use oscil_kernel::socket::diag::cookie;
+use oscil_kernel::trace::tracefs::{Instance, Record, TraceError, Tracepoint, TRACEFS};
 
 const SENT_BYTES: usize = 8 << 20;
 

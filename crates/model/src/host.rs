@@ -56,7 +56,7 @@ pub struct Sockstat {
     pub tcp_mem_pages: u64,
 }
 
-/// The receive-queue events of `oscil_kernel::netstat::WATCHED` as numbers: how often the kernel collapsed or
+/// The receive-queue events of `oscil_kernel::host::netstat::WATCHED` as numbers: how often the kernel collapsed or
 /// pruned a receive queue, or dropped a segment for want of room. Per network namespace.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueEvents {

@@ -18,7 +18,7 @@ pub struct SocketOptions {
     /// `SO_MAX_PACING_RATE`, in bits per second (the kernel takes bytes per second).
     pub max_pacing_rate_bps: Option<u64>,
     /// Send with `sendfile` from a file instead of copying with `write` (see
-    /// `oscil_kernel::sendfile`). Not a socket option: the sender's way of writing, asked with
+    /// `oscil_kernel::socket::sendfile`). Not a socket option: the sender's way of writing, asked with
     /// the options so that `run.json` records it. Absent in older hellos, hence the default.
     #[serde(default)]
     pub zerocopy: bool,

@@ -11,8 +11,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use oscil_kernel::tcp_info;
-use oscil_kernel::timestamping::{self, TxPoint, TxStamp};
+use oscil_kernel::socket::tcp_info;
+use oscil_kernel::socket::timestamping::{self, TxPoint, TxStamp};
 use oscil_model::files::markers::{Marker, MarkerSchedule};
 use oscil_model::files::rows::WakeupFigures;
 use oscil_model::run::clock::realtime_unix_ns;
@@ -23,7 +23,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::payload::Payload;
+use crate::flow::payload::Payload;
 
 /// Tagged writes awaiting their timestamps; older ones are dropped (a reset socket never
 /// reports them). Enough for a write to wait 100 s in the queue at one tag per 100 ms

@@ -1,6 +1,11 @@
 //! One data connection: the writer that keeps the kernel's send queue full; the sampler
 //! (`sampler.rs`) finds the same socket in its sock_diag dump.
 
+pub(crate) mod latency;
+pub(crate) mod payload;
+pub(crate) mod probe;
+pub(crate) mod sampler;
+
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -9,8 +14,8 @@ use std::time::Duration;
 use oscil_model::socket::WriteMode;
 use tokio::net::TcpStream;
 
-use crate::latency::{MarkerTap, TxProbe, Writer};
-use crate::payload::Payload;
+use latency::{MarkerTap, TxProbe, Writer};
+use payload::Payload;
 
 /// A data connection of a running session.
 #[derive(Clone)]

@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
-use oscil_kernel::sendfile::PayloadFile;
+use oscil_kernel::socket::sendfile::PayloadFile;
 
 /// What every flow sends, held twice: in memory for `write`, and in an unnamed file for the
 /// zero-copy mode's `sendfile`. All flows of all sessions share the same pages.

@@ -7,10 +7,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use oscil_kernel::diag::{Probe, Watched};
-use oscil_kernel::netstat::QueueEventsSince;
+use oscil_kernel::host::netstat::QueueEventsSince;
 use oscil_kernel::rows::{host_sample, sender_sample};
-use oscil_kernel::tcp_info::{self, TcpInfo};
+use oscil_kernel::socket::diag::{Probe, Watched};
+use oscil_kernel::socket::tcp_info::{self, TcpInfo};
 use oscil_kernel::ticker::{covered_s, intervals_by, Ticker};
 use oscil_model::files::rows::{SenderSample, Side};
 use oscil_model::run::clock::realtime_unix_ns;

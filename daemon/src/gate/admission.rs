@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::refusals::Why;
+use crate::gate::refusals::Why;
 
 /// sshd's `start:rate:full`: from `start` unauthenticated connections on, refuse a new one
 /// with probability `rate_percent`%, rising linearly to 100% at `full`.

@@ -5,6 +5,9 @@
 //! A connection's first four bytes tell its kind: a data connection opens with the `OSCD`
 //! magic of [`DataHello`], a control connection with a frame length (never that large).
 
+pub(crate) mod admission;
+pub(crate) mod refusals;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,8 +24,8 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep_until, timeout_at};
 
-use crate::admission::Ticket;
-use crate::refusals::Why;
+use crate::gate::admission::Ticket;
+use crate::gate::refusals::Why;
 use crate::session::{self, Control};
 use crate::shared::{DataConn, Shared};
 
@@ -40,7 +43,7 @@ enum Passed {
 
 /// Takes a new connection through the gate, then hands it on. The ticket (its place among
 /// the unauthenticated) is given back as soon as the gate is passed or failed, or when a
-/// newer connection takes its place (see [`crate::admission`]): then it is just closed.
+/// newer connection takes its place (see [`crate::gate::admission`]): then it is just closed.
 pub(crate) async fn handle_connection(
     stream: TcpStream,
     peer: SocketAddr,

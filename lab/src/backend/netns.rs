@@ -22,7 +22,7 @@ const RECEIVER_ADDR: &str = "10.250.0.2";
 
 /// Buckets of each lab namespace's own established-socket hash table, instead of the
 /// host's (262,144 on a 24 GB host). Each side's sampler sums its namespace's TCP memory by
-/// walking the whole table (`oscil_kernel::diag`): 16,384 buckets take about 0.1 ms, the
+/// walking the whole table (`oscil_kernel::socket::diag`): 16,384 buckets take about 0.1 ms, the
 /// host's 1.2-2.6 ms, every 100 ms on both sides. Ample for thousands of sockets.
 const OWN_EHASH_BUCKETS: u32 = 16_384;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use oscil_cli::list::{List, DEFAULT};
 use oscil_cli::request_args::SlowRateArg;
-use oscil_kernel::congestion::CongestionControls;
+use oscil_kernel::socket::congestion::CongestionControls;
 use oscil_model::campaign::{Order, PathSettings};
 use oscil_model::lab::LinkKind;
 use oscil_model::pattern::PatternConfig;

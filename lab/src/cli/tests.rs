@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use oscil_kernel::congestion::CongestionControls;
+use oscil_kernel::socket::congestion::CongestionControls;
 use oscil_model::campaign::{Order, SlowRateBasis};
 use oscil_model::pattern::PatternConfig;
 

@@ -1,5 +1,8 @@
 //! One data connection: reads by the pacer's steps and counts what it read.
 
+pub(crate) mod markers;
+pub mod pacer;
+
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,13 +12,13 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
-use oscil_kernel::tcp_info;
+use oscil_kernel::socket::tcp_info;
 use oscil_model::files::markers::Marker;
 use oscil_model::pattern::CycleSlowRate;
 use oscil_model::run::clock::realtime_unix_ns;
 
-use crate::markers::Book;
-use crate::pacer::{Pacer, Step};
+use crate::read::markers::Book;
+use crate::read::pacer::{Pacer, Step};
 
 /// Reads of up to this size, into one buffer per runtime thread (the bytes are counted,
 /// never looked at). What a read costs is mostly the kernel's copy into this buffer, which

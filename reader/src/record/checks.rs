@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use oscil_kernel::tracer::SENDER_KINDS;
+use oscil_kernel::trace::tracer::SENDER_KINDS;
 use oscil_model::files::rows::{HostSample, SenderSample, Side};
 use oscil_model::files::trace::{SenderTrace, TraceRow};
 use oscil_model::host::ProcessCost;

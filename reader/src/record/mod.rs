@@ -1,6 +1,11 @@
 //! Everything recorded during a run goes through here: rows to the run directory as they
 //! come, and into the running summary.
 
+pub(crate) mod checks;
+pub(crate) mod probe;
+pub(crate) mod sampler;
+pub(crate) mod trace;
+
 use std::sync::{Arc, Mutex, PoisonError};
 
 use oscil_model::files::markers::{MarkerCounts, RunSpan};
@@ -11,7 +16,7 @@ use oscil_model::run::sampling::{Sampling, Tally};
 use oscil_rundir::trace::TraceCsv;
 use oscil_rundir::{RunDirError, RunWriter};
 
-use crate::flow::Flow;
+use crate::read::Flow;
 use crate::summary::SummaryBuilder;
 
 /// How often rows are pushed to the files: often enough that a run cut short keeps nearly

@@ -6,7 +6,7 @@
 use oscil_model::files::probe::{ProbeBook, ProbeFacts, ProbeRow, PROBE_BYTES, PROBE_EVERY};
 use oscil_rundir::RunDirError;
 
-use crate::recorder::Recorder;
+use crate::record::Recorder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;

@@ -9,20 +9,21 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oscil_kernel::diag::{Probe, Watched};
-use oscil_kernel::netstat::QueueEventsSince;
+use oscil_kernel::host::netstat::QueueEventsSince;
+use oscil_kernel::host::{netstat, sockstat};
 use oscil_kernel::rows::{host_sample, reader_sample};
+use oscil_kernel::socket::diag::{Probe, Watched};
 use oscil_kernel::ticker::{covered_s, Ticker};
-use oscil_kernel::{netstat, sockstat, ProcFile, TcpExt};
+use oscil_kernel::{ProcFile, TcpExt};
 use oscil_model::files::rows::{Phase, ReaderSample, Side};
 use oscil_model::host::Sockstat;
 use oscil_model::pattern::{phase_of_sample, PhaseSpan};
 use oscil_model::run::absent;
 use oscil_rundir::RunDirError;
 
-use crate::flow::Flow;
-use crate::progress::Progress;
-use crate::recorder::SharedRecorder;
+use crate::read::Flow;
+use crate::record::SharedRecorder;
+use crate::summary::progress::Progress;
 
 pub struct Sampler {
     pub flows: Vec<Arc<Flow>>,

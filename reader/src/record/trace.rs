@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use std::collections::BTreeMap;
 
-use oscil_kernel::tracefs::Owner;
-use oscil_kernel::tracer::{cookies, probe_group, TraceRequest, Tracer, BUFFER_KB, READER_KINDS};
+use oscil_kernel::trace::tracefs::Owner;
+use oscil_kernel::trace::tracer::{
+    cookies, probe_group, TraceRequest, Tracer, BUFFER_KB, READER_KINDS,
+};
 use oscil_model::files::rows::Phase;
 use oscil_model::files::trace::{
     CallFigures, ReaderTrace, TraceFacts, TraceKind, TraceRow, TraceSideFacts, TraceSource,
@@ -18,7 +20,7 @@ use oscil_model::files::trace::{
 use oscil_model::pattern::PhaseSpan;
 use oscil_rundir::trace::TraceCsv;
 
-use crate::flow::Flow;
+use crate::read::Flow;
 
 /// The trace file and the first error writing it, and the timed calls' durations (ns) by
 /// function and phase.
@@ -96,9 +98,9 @@ impl Tracing {
                 }
             }
         };
-        let root = oscil_kernel::tracefs::root();
+        let root = oscil_kernel::trace::tracefs::root();
         // What an earlier reader, killed while tracing, left: none of it is in use.
-        let _ = oscil_kernel::tracefs::remove_leftovers(&root, PROGRAM);
+        let _ = oscil_kernel::trace::tracefs::remove_leftovers(&root, PROGRAM);
         let tracer = request(flows, start)
             .map_err(|e| TraceSideFacts::absent(format!("cannot identify a data socket: {e}")))
             .and_then(|request| Tracer::start(&root, request, sink));

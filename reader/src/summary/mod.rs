@@ -2,6 +2,9 @@
 //! recorded so nothing is kept in memory but running totals. The figures are
 //! `oscil_figures`, the same definition the report uses.
 
+pub(crate) mod adjusted;
+pub(crate) mod progress;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 

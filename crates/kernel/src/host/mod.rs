@@ -1,4 +1,10 @@
-//! The facts of a host that decide what a run measures: kernel, buffer sysctls, clock.
+//! The facts of a host that decide what a run measures: kernel, buffer sysctls, clock; and
+//! its files under `/proc` read each interval (sockstat, `TcpExt`, the process's own cost).
+
+pub mod cost;
+pub mod netstat;
+pub(crate) mod proc;
+pub mod sockstat;
 
 use std::os::unix::fs::MetadataExt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -8,7 +14,7 @@ use oscil_model::host::HostFacts;
 use oscil_model::socket::FieldGroup;
 use oscil_model::sysctl::{Sysctl, SysctlValue};
 
-use crate::tcp_info;
+use crate::socket::tcp_info;
 
 /// Collects the facts of the host (and network namespace) the calling thread runs in.
 /// Never fails: what cannot be read is left empty or absent.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use oscil_model::host::QueueEvents;
 
-use crate::proc::{ParseError, ProcFile, ReadError};
+use crate::host::proc::{ParseError, ProcFile, ReadError};
 
 const FILE: &str = "/proc/net/netstat";
 
@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn parses_captured_text() {
-        let t = parse(include_str!("../fixtures/netstat.txt")).unwrap();
+        let t = parse(include_str!("../../fixtures/netstat.txt")).unwrap();
         assert_eq!(t.0["TW"], 10);
         assert_eq!(t.0["DelayedACKs"], 1);
         assert_eq!(t.0["TCPHPHits"], 12);

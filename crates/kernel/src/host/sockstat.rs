@@ -2,7 +2,7 @@
 
 use oscil_model::host::Sockstat;
 
-use crate::proc::{ParseError, ProcFile, ReadError};
+use crate::host::proc::{ParseError, ProcFile, ReadError};
 
 const FILE: &str = "/proc/net/sockstat";
 
@@ -51,7 +51,7 @@ mod tests {
 
     #[test]
     fn parses_captured_text() {
-        let s = parse(include_str!("../fixtures/sockstat.txt")).unwrap();
+        let s = parse(include_str!("../../fixtures/sockstat.txt")).unwrap();
         assert_eq!(
             s,
             Sockstat {

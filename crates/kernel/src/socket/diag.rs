@@ -23,11 +23,11 @@ use netlink_packet_sock_diag::inet::{
 use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket};
 
-use crate::meminfo::SkMemInfo;
+use crate::socket::meminfo::SkMemInfo;
 use crate::sys;
 use oscil_model::socket::Source;
 
-use crate::tcp_info::{self, TcpInfo};
+use crate::socket::tcp_info::{self, TcpInfo};
 
 /// One TCP socket as the dump describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -568,7 +568,7 @@ impl Probe {
 /// longer lists it) or the kernel will not say.
 fn ask(fd: BorrowedFd<'_>) -> Option<(TcpInfo, SkMemInfo)> {
     let info = tcp_info::read(fd).ok()?;
-    (info.state != TCP_CLOSE).then_some((info, crate::meminfo::read(fd).ok()?))
+    (info.state != TCP_CLOSE).then_some((info, crate::socket::meminfo::read(fd).ok()?))
 }
 
 /// `TCP_CLOSE` (include/net/tcp_states.h).
@@ -707,7 +707,7 @@ mod tests {
         assert!(mem.rmem_alloc_bytes as usize >= payload.len(), "{mem:?}");
         assert!(server_side.charged_bytes() >= payload.len() as u64);
         // And it agrees with getsockopt on the same socket.
-        let direct = crate::meminfo::read(&server).unwrap();
+        let direct = crate::socket::meminfo::read(&server).unwrap();
         assert_eq!(direct.rmem_alloc_bytes, mem.rmem_alloc_bytes);
         assert_eq!(direct.rcvbuf_bytes, mem.rcvbuf_bytes);
     }
@@ -778,7 +778,7 @@ mod tests {
         // The namespace holds these and more; getsockopt sees these only.
         let own: u64 = [&server, &client]
             .iter()
-            .map(|s| crate::meminfo::read(s).unwrap())
+            .map(|s| crate::socket::meminfo::read(s).unwrap())
             .map(|m| {
                 u64::from(m.wmem_queued_bytes)
                     + u64::from(m.rmem_alloc_bytes)

@@ -15,7 +15,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::tracefs::{
+use crate::trace::tracefs::{
     monotonic_now_ns, remove_leftover_probes, Format, FunctionProbes, Instance, Record, TraceError,
     Tracepoint,
 };
@@ -64,7 +64,7 @@ pub struct TraceRequest {
     /// The session's start: row times count from it.
     pub start: Instant,
     /// The instance's name under `instances/`, unique to this process and session: an
-    /// [`Owner`](crate::tracefs::Owner)'s, so a killed owner's is found and removed.
+    /// [`Owner`](crate::trace::tracefs::Owner)'s, so a killed owner's is found and removed.
     pub name: String,
     /// Each CPU's ring buffer, KiB ([`BUFFER_KB`] unless a budget says less).
     pub buffer_kb: u32,
@@ -93,7 +93,7 @@ pub fn cookies<F: std::os::fd::AsFd>(
 ) -> std::io::Result<Vec<(u64, u32)>> {
     flows
         .into_iter()
-        .map(|(flow, fd)| Ok((crate::diag::cookie(fd)?, flow)))
+        .map(|(flow, fd)| Ok((crate::socket::diag::cookie(fd)?, flow)))
         .collect()
 }
 
