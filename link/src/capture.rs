@@ -60,13 +60,16 @@ pub struct CaptureStats {
     pub bytes: u64,
 }
 
+/// The writer thread's input and the thread, whose result is the file's.
+type Writer = (SyncSender<Vec<u8>>, JoinHandle<io::Result<()>>);
+
 /// The capture of one direction, owned by its forwarding thread.
 pub struct Capture {
     /// The buffer being filled; empty without capacity while the writer holds them all.
     buf: Vec<u8>,
     empty_rx: Receiver<Vec<u8>>,
     /// The writer thread and its input, until `finish`.
-    writer: Option<(SyncSender<Vec<u8>>, JoinHandle<io::Result<()>>)>,
+    writer: Option<Writer>,
     /// Bytes both directions may still write, shared; `allowance` is this one's share.
     budget: Arc<AtomicU64>,
     allowance: u64,
