@@ -43,7 +43,12 @@ pub struct NewCampaign {
 #[serde(rename_all = "lowercase", tag = "kind")]
 pub enum BackendSpec {
     /// Two network namespaces on this machine joined by an emulated link.
-    Netns { link: LinkKind },
+    Netns {
+        link: LinkKind,
+        /// Keep each run's link capture (`--pcap`); absent in older campaigns.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pcap: bool,
+    },
     /// Two real machines over ssh.
     Hosts(HostsSpec),
     /// Many machines from an inventory, pairs of them measured in rounds

@@ -211,7 +211,8 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
     if matches!(
         spec,
         BackendSpec::Netns {
-            link: LinkKind::Tun
+            link: LinkKind::Tun,
+            ..
         }
     ) {
         let mut said = Vec::new();
@@ -353,7 +354,7 @@ fn make_backend(
     bin: &Path,
 ) -> Result<Box<dyn Backend>, LabError> {
     match spec {
-        BackendSpec::Netns { link } => {
+        BackendSpec::Netns { link, pcap } => {
             let mut congestion: Vec<String> = campaign
                 .runs
                 .iter()
@@ -361,7 +362,7 @@ fn make_backend(
                 .collect();
             congestion.sort();
             congestion.dedup();
-            Ok(Box::new(netns::Netns::new(*link, bin, &congestion)?))
+            Ok(Box::new(netns::Netns::new(*link, *pcap, bin, &congestion)?))
         }
         BackendSpec::Hosts(hosts) => Ok(Box::new(hosts::Hosts::new(hosts, dir, bin)?)),
         BackendSpec::Fleet(_) => Err(LabError::Setup(
@@ -419,7 +420,7 @@ fn set_up(
     spec: &BackendSpec,
     bin: &Path,
 ) -> Result<Box<dyn Backend>, LabError> {
-    if let BackendSpec::Netns { link } = spec {
+    if let BackendSpec::Netns { link, .. } = spec {
         check_netns_prerequisites(*link, bin)?;
     }
     let made = !cdir.dir.exists();

@@ -8,8 +8,9 @@ use std::time::Duration;
 use clap::Parser;
 use oscil_cli::path_args::default_queue_limit;
 use oscil_cli::placeholder;
-use oscil_cli::units::{parse_duration, parse_percent, parse_rate_bps, whole};
+use oscil_cli::units::{parse_bytes, parse_duration, parse_percent, parse_rate_bps, whole};
 
+use crate::capture::CaptureConfig;
 use crate::config::{LinkConfig, TunEnd};
 
 /// Emulates a long, fat link between two network namespaces without netem: each direction
@@ -67,6 +68,18 @@ pub struct Cli {
     /// Do not raise the forwarding threads to real-time (SCHED_FIFO) priority.
     #[arg(long)]
     no_realtime: bool,
+    /// Capture the headers of every packet entering the link, per direction, as pcapng in
+    /// DIR (link-a_to_b.pcapng, link-b_to_a.pcapng), timed by the emulator's clock; each
+    /// packet's comment says when it left the queue and was delivered, or why it was dropped.
+    #[arg(long, value_name = "DIR")]
+    pcap: Option<PathBuf>,
+    /// Bytes kept of each captured packet from its IP header on (the headers, not the data).
+    #[arg(long, default_value = "128", value_name = placeholder::BYTES, value_parser = whole("snap length", 20u32, 65_535))]
+    pcap_snap: u32,
+    /// Most bytes both capture files may take together; packets past it are counted in the
+    /// stats, not captured.
+    #[arg(long, default_value = "256M", value_name = placeholder::BYTES, value_parser = parse_bytes)]
+    pcap_max_bytes: u64,
 }
 
 /// Side A and side B named the same device in the same namespace.
@@ -97,6 +110,11 @@ impl Cli {
             seed: self.seed,
             gso: !self.no_gso,
             realtime: !self.no_realtime,
+            capture: self.pcap.map(|dir| CaptureConfig {
+                dir,
+                snap_bytes: self.pcap_snap,
+                max_bytes: self.pcap_max_bytes,
+            }),
         };
         Ok((config, self.stats))
     }

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::capture::CaptureConfig;
+
 /// One end of the link: a TUN device name in a network namespace.
 #[derive(Debug, Clone)]
 pub struct TunEnd {
@@ -46,4 +48,6 @@ pub struct LinkConfig {
     pub gso: bool,
     /// Forward at real-time (SCHED_FIFO) priority when allowed.
     pub realtime: bool,
+    /// Record each direction's packets as pcapng (`--pcap`).
+    pub capture: Option<CaptureConfig>,
 }

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::capture::{Capture, CaptureStats};
 use crate::delay_line::DelayLine;
 use crate::path::{PathModel, PathStats, Verdict};
 use crate::sys::{self, CpuSeconds};
-use crate::wire::{truncate_tcp_gso, wire_size};
+use crate::wire::{truncate_tcp_gso, wire_size, VNET_HDR_LEN};
 
 /// Reads between two delivery passes, so a flood of arrivals cannot delay deliveries.
 const READ_BATCH: usize = 64;
@@ -74,6 +75,9 @@ pub struct DirectionStats {
     pub link: PathStats,
     /// Where the emulator fell short.
     pub emulator: IoStats,
+    /// What the packet capture kept, with `--pcap`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureStats>,
 }
 
 /// One direction: frames from `input` (a TUN in namespace `input_netns`) to `output`.
@@ -87,6 +91,8 @@ pub struct Direction {
     pub ring_bytes: usize,
     /// Run at SCHED_FIFO priority 10 if the kernel allows.
     pub realtime: bool,
+    /// Where the packets are recorded, with `--pcap`.
+    pub capture: Option<Capture>,
 }
 
 /// Runs one direction until `stop` is set, refreshing `shared` as it goes.
@@ -113,6 +119,9 @@ pub fn run(
         deliver_due(&mut line, &dir.output, epoch, &mut io_stats);
         let batch = read_batch(&mut dir, &mut line, epoch, &mut io_stats)?;
         if next_publish <= Instant::now() {
+            if let Some(capture) = &mut dir.capture {
+                capture.hand_off();
+            }
             publish(&dir, &io_stats, tx_dropped_at_start, shared);
             next_publish += PUBLISH_EVERY;
         }
@@ -140,8 +149,9 @@ pub fn run(
             sys::wait_readable(dir.input.as_fd(), sleep)?;
         }
     }
+    let captured = dir.capture.as_mut().map_or(Ok(()), Capture::finish);
     publish(&dir, &io_stats, tx_dropped_at_start, shared);
-    Ok(())
+    captured
 }
 
 /// Writes every frame whose delivery time has come, counting how late each one is.
@@ -206,7 +216,11 @@ fn read_batch(
         };
         let size = wire_size(&buf[..n]);
         let now = epoch.elapsed().as_nanos() as u64;
-        match dir.path.admit(now, size) {
+        let verdict = dir.path.admit(now, size);
+        if let Some(capture) = &mut dir.capture {
+            capture.record(now, buf.get(VNET_HDR_LEN..n).unwrap_or(&[]), verdict);
+        }
+        match verdict {
             Verdict::Deliver { at_ns } => line.commit(n, at_ns),
             Verdict::DeliverFirst { segments, at_ns } => {
                 match truncate_tcp_gso(&mut buf[..n], segments) {
@@ -237,6 +251,7 @@ fn publish(
     let stats = DirectionStats {
         link: *dir.path.stats(),
         emulator,
+        capture: dir.capture.as_ref().map(Capture::stats),
     };
     *shared.lock().unwrap_or_else(|e| e.into_inner()) = stats;
 }

@@ -5,11 +5,13 @@
 //! drop-tail queue in front of a serializer at the link rate, then a one-way delay. The
 //! model is deterministic and takes time as a parameter; [`forward`] is the thin I/O layer.
 
+pub mod capture;
 pub mod cli;
 mod config;
 pub mod delay_line;
 pub mod forward;
 pub mod path;
+mod pcapng;
 pub mod wire;
 
 #[allow(unsafe_code)]
@@ -17,13 +19,14 @@ mod sys;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
+use crate::capture::Capture;
 use crate::forward::{Direction, DirectionStats};
 use crate::path::{PathConfig, PathModel, QUEUE_COUNTS};
 
@@ -58,6 +61,12 @@ pub enum LinkError {
     /// SIGINT and SIGTERM could not be blocked for the threads to wait for them.
     #[error("blocking SIGINT/SIGTERM")]
     Signals(#[source] std::io::Error),
+    /// A `--pcap` file could not be created.
+    #[error("capture file {}", path.display())]
+    Capture {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The `--stats` file could not be written.
     #[error("writing {}", path.display())]
     Stats {
@@ -117,6 +126,10 @@ impl Link {
             bytes + bytes / 4 + 4 * delay_line::MAX_FRAME
         };
         let epoch = Instant::now();
+        let wall_epoch_ns = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as u64);
+        let mut captures = open_captures(&config, wall_epoch_ns)?.into_iter();
         let stop = Arc::new(AtomicBool::new(false));
         let shared = [Arc::default(), Arc::default()];
         let directions = [
@@ -130,6 +143,7 @@ impl Link {
                     path: PathModel::new(path_config),
                     ring_bytes: ring_bytes(config.delay),
                     realtime: config.realtime,
+                    capture: captures.next(),
                 },
             ),
             (
@@ -146,6 +160,7 @@ impl Link {
                     }),
                     ring_bytes: ring_bytes(config.reverse_delay),
                     realtime: config.realtime,
+                    capture: captures.next(),
                 },
             ),
         ];
@@ -261,6 +276,30 @@ pub fn enter_netns(name_or_path: &str) -> std::io::Result<()> {
     };
     let path = end.netns_path().expect("netns was given");
     sys::enter_netns(&File::open(path)?)
+}
+
+/// The captures of A to B and B to A with `--pcap` (none without), sharing one byte cap.
+fn open_captures(config: &LinkConfig, wall_epoch_ns: u64) -> Result<Vec<Capture>, LinkError> {
+    let Some(capture) = &config.capture else {
+        return Ok(Vec::new());
+    };
+    let budget = Arc::new(AtomicU64::new(capture.max_bytes));
+    [("a_to_b", config.delay), ("b_to_a", config.reverse_delay)]
+        .into_iter()
+        .map(|(direction, delay)| {
+            let path = capture.file(direction);
+            let delay_ns = delay.as_nanos() as u64;
+            Capture::create(
+                &path,
+                direction,
+                capture,
+                budget.clone(),
+                wall_epoch_ns,
+                delay_ns,
+            )
+            .map_err(|source| LinkError::Capture { path, source })
+        })
+        .collect()
 }
 
 fn open_netns(end: &TunEnd) -> Result<Option<File>, LinkError> {

@@ -17,6 +17,10 @@ use crate::campaign::session::{Ends, ReaderEnd, RunFiles};
 use crate::campaign::sysctl;
 use crate::remote::host::{Host, Proc};
 
+/// The files oscil-link's `--pcap` writes, A (the sender) to B and back, kept in each run's
+/// directory with `oscil-lab --pcap`.
+const CAPTURE_FILES: [&str; 2] = ["link-a_to_b.pcapng", "link-b_to_a.pcapng"];
+
 const SENDER_ADDR: &str = "10.250.0.1";
 const RECEIVER_ADDR: &str = "10.250.0.2";
 
@@ -28,6 +32,8 @@ const OWN_EHASH_BUCKETS: u32 = 16_384;
 
 pub struct Netns {
     link_kind: LinkKind,
+    /// Keep the link's packet capture of each run (`--pcap`).
+    pcap: bool,
     bin: PathBuf,
     ends: Ends,
     /// The sender's and the receiver's namespace.
@@ -91,7 +97,12 @@ fn dev(kind: LinkKind) -> &'static str {
 
 impl Netns {
     /// Makes the namespaces and their devices; removed again by `close` (or on drop).
-    pub fn new(link_kind: LinkKind, bin: &Path, congestion: &[String]) -> Result<Netns, LabError> {
+    pub fn new(
+        link_kind: LinkKind,
+        pcap: bool,
+        bin: &Path,
+        congestion: &[String],
+    ) -> Result<Netns, LabError> {
         // Named after the lab (its PID and start time), so a later lab knows them for
         // leftovers once this one has ended, however it ended.
         let tag = crate::leftovers::tag();
@@ -103,6 +114,7 @@ impl Netns {
         let port_file = tmp.path().join("daemon.port").display().to_string();
         let mut lab = Netns {
             link_kind,
+            pcap,
             bin: bin.to_owned(),
             ends: Ends {
                 sender: Host::Netns(snd.clone()),
@@ -285,6 +297,7 @@ impl Netns {
         );
         let link_bin = self.bin.join("oscil-link").display().to_string();
         let stats_arg = stats.display().to_string();
+        let pcap_dir = self.tmp.path().display().to_string();
         let mut argv = match &self.steering {
             Some(steering) => vec!["taskset", "-c", steering.link_cpus.as_str()],
             None => Vec::new(),
@@ -311,6 +324,9 @@ impl Netns {
         let queue = path.queue_packets.map(|q| q.to_string());
         if let Some(queue) = &queue {
             argv.extend(["--queue", queue]);
+        }
+        if self.pcap {
+            argv.extend(["--pcap", &pcap_dir]);
         }
         // Loss hits whole packets read from TUN; without GSO those are wire packets, and
         // one-MTU reads keep up at moderate rates.
@@ -402,6 +418,31 @@ impl Netns {
     }
 }
 
+impl Netns {
+    /// With `--pcap`, moves the stopped link's capture files into the run's directory
+    /// (copied: the private directory may be on another file system), then removes them.
+    fn keep_captures(&self, run_dir: &Path) -> Result<(), LabError> {
+        if !self.pcap || self.link_kind != LinkKind::Tun || !run_dir.is_dir() {
+            return Ok(());
+        }
+        for name in CAPTURE_FILES {
+            let (from, to) = (self.tmp.path().join(name), run_dir.join(name));
+            let (mut source, _) = oscil_rundir::safe_fs::open_regular(&from)?;
+            match std::fs::remove_file(&to) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(LabError::io("cannot replace", to, e))
+                }
+                _ => {}
+            }
+            let mut dest = oscil_rundir::safe_fs::create_new(&to, 0o644)?;
+            std::io::copy(&mut source, &mut dest)
+                .map_err(|e| LabError::io("cannot write", to.clone(), e))?;
+            std::fs::remove_file(&from).map_err(|e| LabError::io("cannot remove", from, e))?;
+        }
+        Ok(())
+    }
+}
+
 /// Congestion controls the daemon will be asked for that this kernel does not have.
 fn congestion_warnings(congestion: &[String]) -> Result<Vec<String>, LabError> {
     let mut warnings = Vec::new();
@@ -454,8 +495,10 @@ impl Backend for Netns {
         let result = self.run_pair(run, run_dir, logs, link, tick);
         let link_json = run_dir.join("link.json");
         let stopped = self.stop_link(run_dir.is_dir().then_some(link_json.as_path()));
+        let captured = self.keep_captures(run_dir);
         let end = result?;
         stopped?;
+        captured?;
         Ok(end)
     }
 

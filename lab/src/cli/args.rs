@@ -52,6 +52,11 @@ pub struct Cli {
     /// oscil-link over TUN, or veth + netem where the kernel has sch_netem [default: tun].
     #[arg(long, value_parser = link_kind(), help_heading = "Emulated path")]
     pub link: Option<LinkKind>,
+    /// Keep a packet capture of each run's link: the headers (128 bytes) of every packet
+    /// entering it, per direction, as pcapng in the run's directory (link-a_to_b.pcapng,
+    /// sender to receiver, and link-b_to_a.pcapng), at most 256 MiB a run (TUN link only).
+    #[arg(long, help_heading = "Emulated path")]
+    pub pcap: bool,
 
     /// The sysctl net.ipv4.tcp_notsent_lowat in the sender's namespace or host, for every
     /// socket without its own (not the socket option oscil-reader's --notsent-lowat sets)

@@ -67,6 +67,8 @@ pub enum CliError {
     NoSuchCongestion { name: String, available: String },
     #[error("--cc: cannot read the congestion controls this kernel has: {0}")]
     CongestionList(std::io::Error),
+    #[error("--pcap: the capture is oscil-link's; leave out --link netem")]
+    PcapWithoutTun,
 }
 
 /// A LIST as given, else `default` alone: the kernel's (or the host's) own value.
@@ -131,6 +133,7 @@ impl Cli {
             ("--queue", self.queue.is_some()),
             ("--loss", self.loss.is_some()),
             ("--link", self.link.is_some()),
+            ("--pcap", self.pcap),
             ("--tcp-notsent-lowat", self.tcp_notsent_lowat.is_some()),
             ("--wmem", self.wmem.is_some()),
             ("--rmem", self.rmem.is_some()),
@@ -182,8 +185,13 @@ impl Cli {
                 if self.pairs.is_some() {
                     return Err(CliError::PairsWithoutInventory);
                 }
+                let link = self.link.unwrap_or(LinkKind::Tun);
+                if self.pcap && link != LinkKind::Tun {
+                    return Err(CliError::PcapWithoutTun);
+                }
                 return Ok(BackendSpec::Netns {
-                    link: self.link.unwrap_or(LinkKind::Tun),
+                    link,
+                    pcap: self.pcap,
                 });
             }
             (None, None) => (String::new(), Receiver::Local),
@@ -197,6 +205,7 @@ impl Cli {
             ("--queue", self.queue.is_some()),
             ("--loss", self.loss.is_some()),
             ("--link", self.link.is_some()),
+            ("--pcap", self.pcap),
         ]
         .iter()
         .filter(|(_, given)| *given)

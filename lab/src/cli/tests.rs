@@ -473,3 +473,26 @@ fn the_command_line_reads_the_inventory_and_refuses_what_does_not_fit() {
     assert!(error(&["--inventory", "/nonexistent/hosts.yml"])
         .starts_with("--inventory: /nonexistent/hosts.yml: "));
 }
+
+#[test]
+fn pcap_asks_the_tun_link_for_its_capture_and_nothing_else() {
+    let spec = |args: &[&str]| new(args).backend;
+    let tun = oscil_model::lab::LinkKind::Tun;
+    assert_eq!(
+        spec(&[]),
+        BackendSpec::Netns {
+            link: tun,
+            pcap: false
+        }
+    );
+    assert_eq!(
+        spec(&["--pcap"]),
+        BackendSpec::Netns {
+            link: tun,
+            pcap: true
+        }
+    );
+    assert!(error(&["--pcap", "--link", "netem"]).contains("oscil-link's"));
+    let hosts = error(&["--sender", "root@a", "--receiver", "local", "--pcap"]);
+    assert!(hosts.contains("--pcap"), "{hosts}");
+}
