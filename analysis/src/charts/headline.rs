@@ -25,8 +25,9 @@ pub struct PathHeadline {
     pub recommendation: String,
 }
 
-/// The sender namespace's memory, in words, where the reader is not in it.
-const NAMESPACE_MEMORY: &str = "its namespace's peak TCP memory";
+/// Said once on a path whose ends shared one namespace (loopback): why its answer's memory
+/// is the sender's own sockets and not the namespace's.
+const OWN_SOCKETS_LINE: &str = "Both ends ran in one network namespace (loopback): the memory in this answer is the sender's own sockets (its queued bytes, wmem_queued, and of them those not yet sent, notsent_bytes); the namespace's TCP memory holds the reader's receive queue too, so the tables show it as both ends', never as the sender's.";
 
 /// How a figure is put in a sentence.
 enum Said {
@@ -36,16 +37,24 @@ enum Said {
     Before(fn(f64) -> String),
 }
 
-/// The figures of a headline, in the order of the questions.
-fn figures() -> Vec<(&'static str, &'static Metric, Said)> {
+/// The figures of a headline, in the order of the questions. Where both ends `shared` one
+/// namespace its memory is theirs, so the sender's own not-sent bytes stand in for it.
+fn figures(shared: bool) -> Vec<(&'static str, &'static Metric, Said)> {
     let by = |column: &str| METRICS.iter().find(|m| m.column == column);
     let mut list = vec![(
         "the sender's slow-phase queue",
         recommend::queued(),
         Said::Change,
     )];
-    if let Some(m) = by("tcp_mem_ns_peak_sender_mib") {
-        list.push((NAMESPACE_MEMORY, m, Said::Change));
+    let memory = match shared {
+        true => ("its not-sent bytes", by("slow_notsent_mean_mib")),
+        false => (
+            "its namespace's peak TCP memory",
+            by("tcp_mem_ns_peak_sender_mib"),
+        ),
+    };
+    if let (words, Some(m)) = memory {
+        list.push((words, m, Said::Change));
     }
     if let Some(m) = by("residence_p50_ms") {
         list.push(("a write's median wait", m, Said::Before(human::wait)));
@@ -92,15 +101,6 @@ impl Evidence<'_> {
         b: usize,
     ) -> Option<String> {
         let cell = &self.cells[i][index(metric)];
-        let shared = self.configs[i]
-            .runs
-            .iter()
-            .any(|&r| self.summaries[r].shared_namespace);
-        // One namespace holds both ends: its memory is theirs, not the sender's.
-        let words = match *words {
-            NAMESPACE_MEMORY if shared => "both ends' peak TCP memory (one namespace)",
-            other => other,
-        };
         match said {
             Said::Change => Some(format!("{words} {}", brief_change(cell.change.as_ref()?))),
             Said::Before(text) => {
@@ -114,10 +114,16 @@ impl Evidence<'_> {
         }
     }
 
+    /// Whether both ends of any run of configuration `i` shared one namespace.
+    fn shared(&self, i: usize) -> bool {
+        let runs = &self.configs[i].runs;
+        runs.iter().any(|&r| self.summaries[r].shared_namespace)
+    }
+
     /// `lowat 128 KiB against default: ... (n = 3 each)`.
     fn sentence(&self, i: usize, b: usize) -> String {
         let configs = self.configs;
-        let phrases: Vec<String> = figures()
+        let phrases: Vec<String> = figures(self.shared(i) || self.shared(b))
             .iter()
             .filter_map(|figure| self.phrase(figure, i, b))
             .collect();
@@ -159,11 +165,14 @@ pub fn headlines(
             let on_path: Vec<usize> = (0..configs.len())
                 .filter(|&i| configs[i].path_key == choice.path_key)
                 .collect();
-            let sentences = on_path
+            let mut sentences = on_path
                 .iter()
                 .filter_map(|&i| Some((i, configs[i].baseline.filter(|&b| b != i)?)))
                 .map(|(i, b)| evidence.sentence(i, b))
                 .collect::<Vec<_>>();
+            if !sentences.is_empty() && on_path.iter().any(|&i| evidence.shared(i)) {
+                sentences.push(OWN_SOCKETS_LINE.into());
+            }
             PathHeadline {
                 path: choice.path.clone(),
                 warning: workload_warning(configs, cells, &on_path),
