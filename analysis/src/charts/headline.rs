@@ -10,6 +10,7 @@ use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::recommend::{self, PathChoice};
 use crate::verdicts::recommendation_text;
+use crate::verdicts::slow_start;
 use crate::verdicts::verdict::{self, brief_change, Cell};
 
 /// One path's answer.
@@ -175,7 +176,7 @@ pub fn headlines(
             }
             PathHeadline {
                 path: choice.path.clone(),
-                warning: workload_warning(configs, cells, &on_path),
+                warning: path_warning(summaries, configs, cells, &on_path),
                 sentences: if sentences.is_empty() {
                     vec!["No baseline to compare with: no configuration on this path has the kernel's default lowat (pass --baseline NAME).".into()]
                 } else {
@@ -185,6 +186,27 @@ pub fn headlines(
             }
         })
         .collect()
+}
+
+/// What the path's answer says before anything else: the workload's warning, and that
+/// its fast phases were too short to leave slow start, where either holds.
+fn path_warning(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    cells: &[Vec<Cell>],
+    on_path: &[usize],
+) -> Option<String> {
+    let runs = on_path
+        .iter()
+        .flat_map(|&i| configs[i].runs.iter().map(|&r| &summaries[r]));
+    let said: Vec<String> = [
+        workload_warning(configs, cells, on_path),
+        slow_start::warning(runs),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!said.is_empty()).then(|| said.join(" "))
 }
 
 /// `verdict`'s warning for the first configuration of the path whose baseline ran another

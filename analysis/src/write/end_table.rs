@@ -111,6 +111,9 @@ fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError> {
     for warning in verdict::workload_warnings(&configs, &cells) {
         text.push_str(&format!("{warning}\n"));
     }
+    if let Some(line) = crate::verdicts::slow_start::warning(&summaries) {
+        text.push_str(&format!("{line}\n"));
+    }
     for line in configs::left_out(&summaries) {
         text.push_str(&format!("{line}\n"));
     }
