@@ -28,7 +28,7 @@ pub struct PathHeadline {
 
 /// Said once on a path whose ends shared one namespace (loopback): why its answer's memory
 /// is the sender's own sockets and not the namespace's.
-const OWN_SOCKETS_LINE: &str = "Both ends ran in one network namespace (loopback): the memory in this answer is the sender's own sockets (its queued bytes, wmem_queued, and of them those not yet sent, notsent_bytes); the namespace's TCP memory holds the reader's receive queue too, so the tables show it as both ends', never as the sender's.";
+const OWN_SOCKETS_LINE: &str = "Both ends ran in one network namespace (loopback): the memory in this answer is the sender's own sockets (its queued bytes, wmem_queued, and of them those not yet sent, notsent_bytes); the namespace's TCP memory holds the reader's receive queue too: it is both ends' memory, never the sender's.";
 
 /// How a figure is put in a sentence.
 enum Said {
