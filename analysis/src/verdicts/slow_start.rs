@@ -60,7 +60,7 @@ pub fn warning<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Option<Str
     let (_, first) = short.first()?;
     let names: Vec<String> = short.iter().map(|(r, _)| r.name()).collect();
     Some(format!(
-        "The fast phases were too short for the path to leave slow start ({}): a {:.1} s fast phase is {:.0} round trips of {} (slow start needs about {MIN_FAST_ROUND_TRIPS:.0}), and the fast phases' network goodput was {} on a {} path. These runs show the mechanics, not the effect of a setting: run `scripts/lab --rtt 100ms --rate 100mbit --quick`, or the full pattern (without --quick).",
+        "The fast phases were too short for the path to leave slow start ({}): a {:.1} s fast phase is {:.0} round trips of {} (slow start needs about {MIN_FAST_ROUND_TRIPS:.0}), and the fast phases' network goodput was {} on a {} path. These runs show the mechanics, not the effect of a setting: run scripts/lab --rtt 100ms --rate 100mbit --quick, or the full pattern (without --quick).",
         names.join(", "),
         first.fast_s,
         (first.fast_s * 1000.0 / first.rtt_ms).floor(),
