@@ -79,12 +79,13 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         .collect();
     let loaded = load_all(&runs, pngs, &mut damaged)?;
     let Loaded {
-        summaries,
+        mut summaries,
         mut figures,
         series,
         pngs,
     } = loaded;
     say_what_is_missing(&damaged, &summaries, &mut inputs);
+    load::paths::split_measured(&mut summaries);
     shared_scale::share_ranges(&mut figures);
     let configs =
         configs::group(&summaries, config.baseline.as_deref()).map_err(ReportError::Baseline)?;

@@ -10,6 +10,7 @@ use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::recommend::{self, PathChoice};
 use crate::verdicts::recommendation_text;
+use crate::verdicts::slow_start;
 use crate::verdicts::verdict::{self, brief_change, Cell};
 
 /// One path's answer.
@@ -25,8 +26,9 @@ pub struct PathHeadline {
     pub recommendation: String,
 }
 
-/// The sender namespace's memory, in words, where the reader is not in it.
-const NAMESPACE_MEMORY: &str = "its namespace's peak TCP memory";
+/// Said once on a path whose ends shared one namespace (loopback): why its answer's memory
+/// is the sender's own sockets and not the namespace's.
+const OWN_SOCKETS_LINE: &str = "Both ends ran in one network namespace (loopback): the memory in this answer is the sender's own sockets (its queued bytes, wmem_queued, and of them those not yet sent, notsent_bytes); the namespace's TCP memory holds the reader's receive queue too: it is both ends' memory, never the sender's.";
 
 /// How a figure is put in a sentence.
 enum Said {
@@ -36,16 +38,24 @@ enum Said {
     Before(fn(f64) -> String),
 }
 
-/// The figures of a headline, in the order of the questions.
-fn figures() -> Vec<(&'static str, &'static Metric, Said)> {
+/// The figures of a headline, in the order of the questions. Where both ends `shared` one
+/// namespace its memory is theirs, so the sender's own not-sent bytes stand in for it.
+fn figures(shared: bool) -> Vec<(&'static str, &'static Metric, Said)> {
     let by = |column: &str| METRICS.iter().find(|m| m.column == column);
     let mut list = vec![(
         "the sender's slow-phase queue",
         recommend::queued(),
         Said::Change,
     )];
-    if let Some(m) = by("tcp_mem_ns_peak_sender_mib") {
-        list.push((NAMESPACE_MEMORY, m, Said::Change));
+    let memory = match shared {
+        true => ("its not-sent bytes", by("slow_notsent_mean_mib")),
+        false => (
+            "its namespace's peak TCP memory",
+            by("tcp_mem_ns_peak_sender_mib"),
+        ),
+    };
+    if let (words, Some(m)) = memory {
+        list.push((words, m, Said::Change));
     }
     if let Some(m) = by("residence_p50_ms") {
         list.push(("a write's median wait", m, Said::Before(human::wait)));
@@ -92,15 +102,6 @@ impl Evidence<'_> {
         b: usize,
     ) -> Option<String> {
         let cell = &self.cells[i][index(metric)];
-        let shared = self.configs[i]
-            .runs
-            .iter()
-            .any(|&r| self.summaries[r].shared_namespace);
-        // One namespace holds both ends: its memory is theirs, not the sender's.
-        let words = match *words {
-            NAMESPACE_MEMORY if shared => "both ends' peak TCP memory (one namespace)",
-            other => other,
-        };
         match said {
             Said::Change => Some(format!("{words} {}", brief_change(cell.change.as_ref()?))),
             Said::Before(text) => {
@@ -114,10 +115,16 @@ impl Evidence<'_> {
         }
     }
 
+    /// Whether both ends of any run of configuration `i` shared one namespace.
+    fn shared(&self, i: usize) -> bool {
+        let runs = &self.configs[i].runs;
+        runs.iter().any(|&r| self.summaries[r].shared_namespace)
+    }
+
     /// `lowat 128 KiB against default: ... (n = 3 each)`.
     fn sentence(&self, i: usize, b: usize) -> String {
         let configs = self.configs;
-        let phrases: Vec<String> = figures()
+        let phrases: Vec<String> = figures(self.shared(i) || self.shared(b))
             .iter()
             .filter_map(|figure| self.phrase(figure, i, b))
             .collect();
@@ -159,14 +166,17 @@ pub fn headlines(
             let on_path: Vec<usize> = (0..configs.len())
                 .filter(|&i| configs[i].path_key == choice.path_key)
                 .collect();
-            let sentences = on_path
+            let mut sentences = on_path
                 .iter()
                 .filter_map(|&i| Some((i, configs[i].baseline.filter(|&b| b != i)?)))
                 .map(|(i, b)| evidence.sentence(i, b))
                 .collect::<Vec<_>>();
+            if !sentences.is_empty() && on_path.iter().any(|&i| evidence.shared(i)) {
+                sentences.push(OWN_SOCKETS_LINE.into());
+            }
             PathHeadline {
                 path: choice.path.clone(),
-                warning: workload_warning(configs, cells, &on_path),
+                warning: path_warning(summaries, configs, cells, &on_path),
                 sentences: if sentences.is_empty() {
                     vec!["No baseline to compare with: no configuration on this path has the kernel's default lowat (pass --baseline NAME).".into()]
                 } else {
@@ -176,6 +186,27 @@ pub fn headlines(
             }
         })
         .collect()
+}
+
+/// What the path's answer says before anything else: the workload's warning, and that
+/// its fast phases were too short to leave slow start, where either holds.
+fn path_warning(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    cells: &[Vec<Cell>],
+    on_path: &[usize],
+) -> Option<String> {
+    let runs = on_path
+        .iter()
+        .flat_map(|&i| configs[i].runs.iter().map(|&r| &summaries[r]));
+    let said: Vec<String> = [
+        workload_warning(configs, cells, on_path),
+        slow_start::warning(runs),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!said.is_empty()).then(|| said.join(" "))
 }
 
 /// `verdict`'s warning for the first configuration of the path whose baseline ran another

@@ -108,9 +108,7 @@ pub fn left_out(summaries: &[RunSummary]) -> Vec<String> {
         .iter()
         .filter_map(|s| {
             let why = s.link_spoiled.as_ref()?;
-            let name = s.campaign_label.as_ref().unwrap_or(&s.label);
-            let rep = s.repetition.map_or(String::new(), |k| format!(" rep {k}"));
-            Some(format!("{name}{rep}: left out of the verdicts: {why}"))
+            Some(format!("{}: left out of the verdicts: {why}", s.name()))
         })
         .collect()
 }

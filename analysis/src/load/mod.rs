@@ -4,6 +4,7 @@
 
 pub(crate) mod configs;
 pub mod input;
+pub(crate) mod paths;
 pub(crate) mod run_series;
 pub(crate) mod series;
 pub(crate) mod settings;

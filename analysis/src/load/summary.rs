@@ -103,6 +103,15 @@ impl RunSummary {
         both.rtt_min_us.map(|us| f64::from(us) / 1000.0)
     }
 
+    /// The run by its configuration and repetition where the lab made it, else its label.
+    pub fn name(&self) -> String {
+        let name = self.campaign_label.as_ref().unwrap_or(&self.label);
+        match self.repetition {
+            Some(k) => format!("{name} rep {k}"),
+            None => name.clone(),
+        }
+    }
+
     /// The path RTT the lab set, else the lowest RTT measured.
     pub fn path_rtt_ms(&self) -> Option<f64> {
         self.settings.path_rtt_ms.or_else(|| self.rtt_min_ms())

@@ -5,4 +5,5 @@
 pub(crate) mod recommend;
 pub(crate) mod recommendation_text;
 pub(crate) mod shown_figures;
+pub(crate) mod slow_start;
 pub(crate) mod verdict;

@@ -200,7 +200,7 @@ fn choose(evidence: &Evidence, path: &str, tolerance: f64) -> PathChoice {
         .settings
         .path_text()
         .or_else(|| crate::load::summary::pair_path_text(path, first.rtt_min_ms()))
-        .unwrap_or_else(|| "measured path (no lab path recorded)".into());
+        .unwrap_or_else(|| crate::load::paths::measured_text(first));
     let mut choice = PathChoice {
         path: path_text,
         path_key: path.to_string(),

@@ -67,11 +67,12 @@ fn run_line(dir: &Path) -> Result<String, ReportError> {
 /// `configurations.csv` has them.
 fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError> {
     let inputs = input::expand(&[dir.to_path_buf()])?;
-    let summaries = inputs
+    let mut summaries = inputs
         .runs
         .iter()
         .map(|input| Ok(summary::summarize(&oscil_rundir::load(&input.dir)?, input)))
         .collect::<Result<Vec<_>, ReportError>>()?;
+    crate::load::paths::split_measured(&mut summaries);
     let configs = configs::group(&summaries, None).map_err(ReportError::Baseline)?;
     let cells = verdict::evaluate(&summaries, &configs, SCOPE);
     let mut labels: Vec<String> = Vec::new();
@@ -110,6 +111,9 @@ fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError> {
     }
     for warning in verdict::workload_warnings(&configs, &cells) {
         text.push_str(&format!("{warning}\n"));
+    }
+    if let Some(line) = crate::verdicts::slow_start::warning(&summaries) {
+        text.push_str(&format!("{line}\n"));
     }
     for line in configs::left_out(&summaries) {
         text.push_str(&format!("{line}\n"));
