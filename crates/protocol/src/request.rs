@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use oscil_model::campaign::RunSettings;
+use oscil_model::group::{total_flows, FlowGroup, Reading};
 use oscil_model::pattern::PatternConfig;
 use oscil_model::socket::{
     SocketOptions, WriteMode, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES,
@@ -52,6 +53,15 @@ pub enum RequestError {
     /// would pass as reno and carry the rest into a log: only module-name characters.
     #[error("congestion control \"{shown}\" is not a kernel module name (1 to {MAX_CONGESTION_NAME_BYTES} letters, digits, _ or -)")]
     CongestionName { shown: String },
+    /// The groups' flows together: each group's are checked as that group's.
+    #[error("--group: {flows} flows in all, but a session holds 1 to {MAX_FLOWS}")]
+    TotalFlows { flows: u64 },
+    /// One group's setting, named by its place on the command line (from 1).
+    #[error("--group {number}: {source}")]
+    Group {
+        number: usize,
+        source: Box<RequestError>,
+    },
 }
 
 /// What one session asks of the daemon and of the reader, as the reader sends it (less the
@@ -71,6 +81,10 @@ pub struct SessionRequest {
     pub sender: SocketOptions,
     /// The slow phases' absolute rate, all flows together, bit/s (`--slow-rate`).
     pub slow_rate_bps: Option<u64>,
+    /// The session's groups of flows (`--group`), each with all its settings; empty: one
+    /// group made of the fields above ([`SessionRequest::flow_groups`]). With groups,
+    /// `flows` is their total.
+    pub groups: Vec<FlowGroup>,
 }
 
 impl SessionRequest {
@@ -107,7 +121,28 @@ impl SessionRequest {
             write_mode: WriteMode::default(),
             sender: SocketOptions::default(),
             slow_rate_bps: None,
+            groups: Vec::new(),
         }
+    }
+
+    /// The session's groups: as asked, or the one group of the run-wide settings.
+    pub fn flow_groups(&self) -> Vec<FlowGroup> {
+        if !self.groups.is_empty() {
+            return self.groups.clone();
+        }
+        let pattern = self.pattern.unwrap_or(PatternConfig::CLOUDFLARE);
+        vec![FlowGroup {
+            flows: self.flows,
+            sender: self.sender.clone(),
+            write_size_bytes: self.write_size_bytes,
+            write_mode: self.write_mode,
+            pattern: match pattern.full_speed {
+                true => Reading::FullSpeed,
+                false => Reading::Oscillating,
+            },
+            fraction: pattern.fraction,
+            slow_rate_bps: self.slow_rate_bps,
+        }]
     }
 
     /// What a hello asks for, to be checked by the same rules as the reader's flags.
@@ -117,6 +152,7 @@ impl SessionRequest {
             write_size_bytes: hello.write_size_bytes,
             write_mode: hello.write_mode,
             sender: hello.options.clone(),
+            groups: hello.groups.clone(),
             ..SessionRequest::new(hello.flows, Duration::from_micros(hello.interval_us), None)
         }
     }
@@ -124,8 +160,9 @@ impl SessionRequest {
     /// Every rule a request must keep, whoever serves it; a daemon's own limits
     /// (`--max-flows`, `--max-session-time`, ...) come on top.
     pub fn validate(&self) -> Result<(), RequestError> {
-        if !(1..=MAX_FLOWS).contains(&self.flows) {
-            return Err(RequestError::Flows { flows: self.flows });
+        match self.groups.is_empty() {
+            true => self.flow_groups().iter().try_for_each(check_group)?,
+            false => check_groups(&self.groups, self.flows)?,
         }
         if self.interval.is_zero() {
             return Err(RequestError::NoInterval);
@@ -133,25 +170,49 @@ impl SessionRequest {
         if let Some(pattern) = &self.pattern {
             check_pattern(pattern, self.interval)?;
         }
-        if let Some(every) = self.marker_every.filter(|every| *every < self.interval) {
-            return Err(RequestError::MarkersBeforeSamples {
+        match self.marker_every.filter(|every| *every < self.interval) {
+            Some(every) => Err(RequestError::MarkersBeforeSamples {
                 every,
                 interval: self.interval,
-            });
-        }
-        if let Some(bytes) = self.write_size_bytes {
-            check_write_size(u64::from(bytes))?;
-        }
-        if let Some(bps) = self.sender.max_pacing_rate_bps {
-            check_pacing_rate(bps)?;
-        }
-        if let Some(bps) = self.slow_rate_bps {
-            check_slow_rate(bps)?;
-        }
-        match &self.sender.congestion {
-            Some(name) => check_congestion_name(name),
+            }),
             None => Ok(()),
         }
+    }
+}
+
+/// Each group's own settings by the rules of the flags they stand for, and the flows of
+/// all of them together within [`MAX_FLOWS`] and equal to the session's.
+fn check_groups(groups: &[FlowGroup], flows: u32) -> Result<(), RequestError> {
+    for (group, number) in groups.iter().zip(1..) {
+        check_group(group).map_err(|source| RequestError::Group {
+            number,
+            source: Box::new(source),
+        })?;
+    }
+    let total = total_flows(groups);
+    match groups.is_empty() || (total <= u64::from(MAX_FLOWS) && total == u64::from(flows)) {
+        true => Ok(()),
+        false => Err(RequestError::TotalFlows { flows: total }),
+    }
+}
+
+/// One group's flows and settings (a request without groups is one).
+fn check_group(group: &FlowGroup) -> Result<(), RequestError> {
+    if !(1..=MAX_FLOWS).contains(&group.flows) {
+        return Err(RequestError::Flows { flows: group.flows });
+    }
+    if let Some(bytes) = group.write_size_bytes {
+        check_write_size(u64::from(bytes))?;
+    }
+    if let Some(bps) = group.sender.max_pacing_rate_bps {
+        check_pacing_rate(bps)?;
+    }
+    if let Some(bps) = group.slow_rate_bps {
+        check_slow_rate(bps)?;
+    }
+    match &group.sender.congestion {
+        Some(name) => check_congestion_name(name),
+        None => Ok(()),
     }
 }
 
