@@ -3,10 +3,12 @@
 //! there is one grammar. A group's unset keys take the run's own flags
 //! ([`resolve`]); [`spec_of`] writes a group back as a SPEC that reads back the same.
 
-use oscil_model::group::{FlowGroup, Reading, UnknownReading};
+use oscil_model::group::{share_bps, FlowGroup, Reading, UnknownReading};
 use oscil_model::pattern::Fraction;
 use oscil_model::socket::{UnknownWriteMode, WriteMode};
-use oscil_protocol::request::{check_congestion_name, RequestError, MAX_FLOWS};
+use oscil_protocol::request::{
+    check_congestion_name, RequestError, MAX_FLOWS, MIN_PACING_RATE_BPS,
+};
 
 use crate::request_args::{
     parse_pacing_rate, parse_slow_rate_arg, parse_write_size, ArgError, SlowRateArg,
@@ -186,10 +188,9 @@ pub fn resolve(specs: &[GroupSpec], base: &FlowGroup) -> Vec<FlowGroup> {
         .map(|spec| {
             let mut group = spec.over(base);
             if !spec.sets_slow_rate() {
-                group.slow_rate_bps = base.slow_rate_bps.map(|bps| {
-                    let share = u128::from(bps) * u128::from(spec.flows) / u128::from(total.max(1));
-                    (share as u64).max(oscil_protocol::request::MIN_PACING_RATE_BPS)
-                });
+                group.slow_rate_bps = base
+                    .slow_rate_bps
+                    .map(|bps| share_bps(bps, spec.flows, total, MIN_PACING_RATE_BPS));
             }
             group
         })

@@ -77,6 +77,13 @@ pub fn total_flows(groups: &[FlowGroup]) -> u64 {
     groups.iter().map(|g| u64::from(g.flows)).sum()
 }
 
+/// A group's share of a rate for all `total` flows together: its flows' part, at least
+/// `floor` (the least rate a session may ask).
+pub fn share_bps(bps: u64, flows: u32, total: u64, floor: u64) -> u64 {
+    let share = u128::from(bps) * u128::from(flows) / u128::from(total.max(1));
+    u64::try_from(share).unwrap_or(u64::MAX).max(floor)
+}
+
 /// Each flow's group, by flow number: the groups' flows in order.
 pub fn group_by_flow(groups: &[FlowGroup]) -> Vec<u32> {
     groups

@@ -17,11 +17,11 @@
 
 use std::collections::BTreeMap;
 
+use oscil_model::group::{FlowGroup, Reading};
 use oscil_model::host::{HostFacts, ProcessCost};
+use oscil_model::pattern::Fraction;
 #[cfg(doc)]
 use oscil_model::socket::DEFAULT_WRITE_BYTES;
-use oscil_model::group::{FlowGroup, Reading};
-use oscil_model::pattern::Fraction;
 use oscil_model::socket::{OptionsInForce, SocketOptions, Source, WriteMode};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -526,6 +526,7 @@ mod tests {
             marker_every_us: None,
             probe: false,
             trace: false,
+            groups: Vec::new(),
         };
         let (reader, first) = ReaderHandshake::new(None, hello);
         let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))

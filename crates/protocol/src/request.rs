@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use oscil_model::campaign::RunSettings;
-use oscil_model::group::{total_flows, FlowGroup, Reading};
+use oscil_model::group::{share_bps, total_flows, FlowGroup, Reading};
 use oscil_model::pattern::PatternConfig;
 use oscil_model::socket::{
     SocketOptions, WriteMode, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES,
@@ -90,9 +90,20 @@ pub struct SessionRequest {
 impl SessionRequest {
     /// A request with the defaults for everything but the flows, interval and pattern.
     /// What a lab run asks of its reader and daemon, for the rules every session keeps
-    /// (the lab sets the lowat and the buffers as sysctls, not on the sockets).
+    /// (the lab sets the lowat and the buffers as sysctls, not on the sockets; a group's
+    /// `notsent-lowat=` is the socket option). A group with no slow rate of its own reads
+    /// its flows' share of the run's.
     pub fn of_run(run: &RunSettings) -> SessionRequest {
+        let total = total_flows(&run.groups);
+        let groups = run.groups.iter().map(|group| FlowGroup {
+            slow_rate_bps: group.slow_rate_bps.or_else(|| {
+                let share = |bps| share_bps(bps, group.flows, total, MIN_PACING_RATE_BPS);
+                run.slow_rate_bps.map(share)
+            }),
+            ..group.clone()
+        });
         SessionRequest {
+            groups: groups.collect(),
             marker_every: run.marker_every_us.map(Duration::from_micros),
             write_size_bytes: run.write_size_bytes,
             write_mode: run.write_mode,

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::files::markers::MarkerCounts;
 use crate::files::rows::WakeupFigures;
-use crate::host::{HostFacts, ProcessCost};
 use crate::group::{FlowGroup, Reading};
+use crate::host::{HostFacts, ProcessCost};
 use crate::pattern::{PatternConfig, PhaseSpan, SlowRate, SlowRule};
 use crate::run::clock::ClockEstimate;
 use crate::run::sampling::Sampling;
