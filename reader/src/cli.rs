@@ -470,7 +470,34 @@ mod tests {
             quiet: false,
             ..full.clone()
         };
-        for invocation in [full, bare] {
+        // Groups carry every setting of their own; the flags stay the run's (zerocopy).
+        let mut grouped = full.clone();
+        let first = grouped.request.flow_groups().remove(0);
+        grouped.request.groups = vec![
+            FlowGroup {
+                flows: 2,
+                pattern: Reading::FullSpeed,
+                slow_rate_bps: None,
+                ..first.clone()
+            },
+            FlowGroup {
+                flows: 3,
+                sender: SocketOptions {
+                    congestion: Some("reno".into()),
+                    notsent_lowat_bytes: None,
+                    ..first.sender.clone()
+                },
+                pattern: Reading::Oscillating,
+                ..first
+            },
+        ];
+        grouped.request.flows = 5;
+        grouped.request.pattern = grouped.request.pattern.map(|p| PatternConfig {
+            full_speed: false,
+            slow_ms: 1000,
+            ..p
+        });
+        for invocation in [full, bare, grouped] {
             let argv = std::iter::once("oscil-reader".to_string()).chain(invocation.argv());
             let args = Args::try_parse_from(argv).unwrap();
             assert_eq!(args.request().unwrap(), invocation.request);

@@ -382,4 +382,40 @@ mod tests {
         r.flows = 0;
         assert_eq!(r.validate(), Err(RequestError::Flows { flows: 0 }));
     }
+
+    #[test]
+    fn groups_are_held_to_the_flags_rules_and_the_flows_to_the_sessions_limit() {
+        let mut r = request();
+        let one = r.flow_groups().remove(0);
+        r.groups = vec![one.clone(), FlowGroup { flows: 3, ..one.clone() }];
+        r.flows = 4;
+        assert_eq!(r.validate(), Ok(()));
+        r.flows = 5;
+        assert_eq!(r.validate(), Err(RequestError::TotalFlows { flows: 4 }));
+        r.groups[1].flows = MAX_FLOWS;
+        r.flows = MAX_FLOWS + 1;
+        let error = r.validate().unwrap_err().to_string();
+        assert!(error.contains("10001 flows in all"), "{error}");
+        r.groups[1].flows = 3;
+        r.flows = 4;
+        r.groups[1].sender.max_pacing_rate_bps = Some(1);
+        assert_eq!(
+            r.validate().unwrap_err().to_string(),
+            "--group 2: pacing rate of 1 bit/s is below 8 bit/s, the kernel's smallest (it paces whole bytes per second)"
+        );
+    }
+
+    #[test]
+    fn a_lab_run_with_groups_shares_its_slow_rate_among_those_without_their_own() {
+        let mut run = RunSettings::unset(4, 100_000, PatternConfig::CLOUDFLARE);
+        let one = SessionRequest::of_run(&run).flow_groups().remove(0);
+        run.slow_rate_bps = Some(4_000_000);
+        run.groups = vec![
+            FlowGroup { flows: 1, ..one.clone() },
+            FlowGroup { flows: 3, slow_rate_bps: Some(9_000), ..one },
+        ];
+        let groups = SessionRequest::of_run(&run).groups;
+        let rates: Vec<_> = groups.iter().map(|g| g.slow_rate_bps).collect();
+        assert_eq!(rates, [Some(1_000_000), Some(9_000)]);
+    }
 }
