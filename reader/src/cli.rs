@@ -284,15 +284,7 @@ impl Args {
             .context("--lab-record")?;
         let request = self.request()?;
         let pattern = request.pattern.unwrap_or_else(|| self.pattern());
-        let zerocopy = request.sender.zerocopy;
-        let groups = request
-            .flow_groups()
-            .into_iter()
-            .map(|group| FlowGroup {
-                write_size_bytes: Some(request::write_size_bytes(group.write_size_bytes, zerocopy)),
-                ..group
-            })
-            .collect();
+        let groups = groups_as_run(&request);
         let connect = self.address.with_port(&self.connect);
         // A source address chooses the family of the daemon's address looked up, too.
         let family = match (self.address.family(), self.bind) {
@@ -346,6 +338,16 @@ impl Args {
         };
         Ok((config, key_source))
     }
+}
+
+/// The request's groups as they run: each with the daemon's write size it will use.
+fn groups_as_run(request: &SessionRequest) -> Vec<FlowGroup> {
+    let zerocopy = request.sender.zerocopy;
+    let with_size = |group: FlowGroup| FlowGroup {
+        write_size_bytes: Some(request::write_size_bytes(group.write_size_bytes, zerocopy)),
+        ..group
+    };
+    request.flow_groups().into_iter().map(with_size).collect()
 }
 
 /// Longest `--meta` file read: the lab's are a few hundred bytes.
@@ -419,6 +421,40 @@ mod tests {
         assert!(help.contains(&defaults), "{help}");
     }
 
+    /// `full` with two groups, each carrying every setting of its own; the flags stay the
+    /// run's (zerocopy).
+    fn grouped(
+        full: &oscil_cli::invocation::ReaderInvocation,
+    ) -> oscil_cli::invocation::ReaderInvocation {
+        let mut grouped = full.clone();
+        let first = grouped.request.flow_groups().remove(0);
+        grouped.request.groups = vec![
+            FlowGroup {
+                flows: 2,
+                pattern: Reading::FullSpeed,
+                slow_rate_bps: None,
+                ..first.clone()
+            },
+            FlowGroup {
+                flows: 3,
+                sender: SocketOptions {
+                    congestion: Some("reno".into()),
+                    notsent_lowat_bytes: None,
+                    ..first.sender.clone()
+                },
+                pattern: Reading::Oscillating,
+                ..first
+            },
+        ];
+        grouped.request.flows = 5;
+        grouped.request.pattern = grouped.request.pattern.map(|p| PatternConfig {
+            full_speed: false,
+            slow_ms: 1000,
+            ..p
+        });
+        grouped
+    }
+
     /// What another program asks for in one typed value reads back the same through this
     /// parser, every flag set and none.
     #[test]
@@ -470,34 +506,7 @@ mod tests {
             quiet: false,
             ..full.clone()
         };
-        // Groups carry every setting of their own; the flags stay the run's (zerocopy).
-        let mut grouped = full.clone();
-        let first = grouped.request.flow_groups().remove(0);
-        grouped.request.groups = vec![
-            FlowGroup {
-                flows: 2,
-                pattern: Reading::FullSpeed,
-                slow_rate_bps: None,
-                ..first.clone()
-            },
-            FlowGroup {
-                flows: 3,
-                sender: SocketOptions {
-                    congestion: Some("reno".into()),
-                    notsent_lowat_bytes: None,
-                    ..first.sender.clone()
-                },
-                pattern: Reading::Oscillating,
-                ..first
-            },
-        ];
-        grouped.request.flows = 5;
-        grouped.request.pattern = grouped.request.pattern.map(|p| PatternConfig {
-            full_speed: false,
-            slow_ms: 1000,
-            ..p
-        });
-        for invocation in [full, bare, grouped] {
+        for invocation in [grouped(&full), full, bare] {
             let argv = std::iter::once("oscil-reader".to_string()).chain(invocation.argv());
             let args = Args::try_parse_from(argv).unwrap();
             assert_eq!(args.request().unwrap(), invocation.request);

@@ -59,10 +59,16 @@ fn each_group_has_its_own_lowat_on_the_daemons_sockets() {
     let groups = &meta["config"]["groups"];
     assert_eq!(groups[0]["flows"], 2);
     assert_eq!(groups[0]["sender"]["notsent_lowat_bytes"], 131072);
-    assert_eq!(groups[1]["sender"]["notsent_lowat_bytes"], serde_json::Value::Null);
+    assert_eq!(
+        groups[1]["sender"]["notsent_lowat_bytes"],
+        serde_json::Value::Null
+    );
     let in_force = &meta["sender_options_by_group"];
     assert_eq!(in_force[0]["notsent_lowat_bytes"], 131072);
-    assert_eq!(in_force[1]["notsent_lowat_bytes"], 0, "the kernel's default");
+    assert_eq!(
+        in_force[1]["notsent_lowat_bytes"], 0,
+        "the kernel's default"
+    );
 
     // In the slow phase the reader holds back, and the daemon's queue fills up to what its
     // sockets allow: the kernel reports the unsent bytes of every data socket.
@@ -169,7 +175,12 @@ fn a_bad_spec_is_refused_in_one_line_naming_the_key() {
     let output = util::run_reader(
         &daemon,
         &dir.path().join("run"),
-        &["-t", "300ms", "--group", "flows=1,congestion=reno,sndbuf=256k"],
+        &[
+            "-t",
+            "300ms",
+            "--group",
+            "flows=1,congestion=reno,sndbuf=256k",
+        ],
     );
     util::assert_success(&output);
 }

@@ -60,8 +60,9 @@ pub const MAX_FRAME_BYTES: usize = 4 << 20;
 /// The daemon's limit on what an authenticated reader sends (start, stop).
 pub const MAX_READER_FRAME_BYTES: usize = 64 << 10;
 
-/// The daemon's limit on a frame before authentication (a hello is ~300 bytes): a stranger
-/// cannot make it hold more than this per connection.
+/// The daemon's limit on a frame before authentication (a hello is ~300 bytes, one with
+/// [`crate::request::MAX_GROUPS`] groups at most ~3 KB): a stranger cannot make it hold
+/// more than this per connection.
 pub const MAX_PREAUTH_FRAME_BYTES: usize = 4 << 10;
 
 /// The reader's opening message on the control connection.
@@ -535,6 +536,43 @@ mod tests {
         let (proof, key) = reader.on_challenge(challenge).unwrap();
         daemon.on_proof(proof).unwrap();
         key
+    }
+
+    #[test]
+    fn a_hello_with_the_most_groups_fits_the_first_frame() {
+        let longest = FlowGroup {
+            flows: crate::request::MAX_FLOWS,
+            sender: SocketOptions {
+                notsent_lowat_bytes: Some(u32::MAX),
+                sndbuf_bytes: Some(u32::MAX),
+                rcvbuf_bytes: Some(u32::MAX),
+                congestion: Some("c".repeat(crate::request::MAX_CONGESTION_NAME_BYTES)),
+                max_pacing_rate_bps: Some(u64::MAX),
+                zerocopy: true,
+            },
+            write_size_bytes: Some(MAX_WRITE_BYTES),
+            write_mode: WriteMode::PerWake,
+            pattern: Reading::FullSpeed,
+            fraction: Fraction::new(0.012345678901234567).unwrap(),
+            slow_rate_bps: Some(u64::MAX),
+        };
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            software: concat!("oscil-reader ", env!("CARGO_PKG_VERSION"), "-some-build").into(),
+            nonce: HexBytes([0xff; 32]),
+            flows: u32::MAX,
+            options: longest.sender.clone(),
+            interval_us: u64::MAX,
+            duration_us: u64::MAX,
+            write_size_bytes: Some(MAX_WRITE_BYTES),
+            write_mode: WriteMode::PerWake,
+            marker_every_us: Some(u64::MAX),
+            probe: true,
+            trace: true,
+            groups: vec![longest; crate::request::MAX_GROUPS],
+        };
+        let frame = encode_frame(&ReaderMessage::Hello(hello));
+        assert!(frame.len() <= MAX_PREAUTH_FRAME_BYTES, "{} bytes", frame.len());
     }
 
     #[test]

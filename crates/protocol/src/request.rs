@@ -21,6 +21,11 @@ pub const MIN_PACING_RATE_BPS: u64 = 8;
 /// The most data connections one session may ask for, in the reader and the lab alike.
 pub const MAX_FLOWS: u32 = 10_000;
 
+/// The most groups of flows one session may hold: a hello with this many, every setting at
+/// its longest, still fits the daemon's first frame before authentication
+/// ([`crate::control::MAX_PREAUTH_FRAME_BYTES`]).
+pub const MAX_GROUPS: usize = 8;
+
 /// The most fast+slow cycles one run may ask for.
 pub const MAX_CYCLES: u32 = 10_000;
 
@@ -53,6 +58,8 @@ pub enum RequestError {
     /// would pass as reno and carry the rest into a log: only module-name characters.
     #[error("congestion control \"{shown}\" is not a kernel module name (1 to {MAX_CONGESTION_NAME_BYTES} letters, digits, _ or -)")]
     CongestionName { shown: String },
+    #[error("--group given {groups} times: a session holds at most {MAX_GROUPS} groups")]
+    Groups { groups: usize },
     /// The groups' flows together: each group's are checked as that group's.
     #[error("--group: {flows} flows in all, but a session holds 1 to {MAX_FLOWS}")]
     TotalFlows { flows: u64 },
@@ -194,6 +201,11 @@ impl SessionRequest {
 /// Each group's own settings by the rules of the flags they stand for, and the flows of
 /// all of them together within [`MAX_FLOWS`] and equal to the session's.
 fn check_groups(groups: &[FlowGroup], flows: u32) -> Result<(), RequestError> {
+    if groups.len() > MAX_GROUPS {
+        return Err(RequestError::Groups {
+            groups: groups.len(),
+        });
+    }
     for (group, number) in groups.iter().zip(1..) {
         check_group(group).map_err(|source| RequestError::Group {
             number,
@@ -387,11 +399,20 @@ mod tests {
     fn groups_are_held_to_the_flags_rules_and_the_flows_to_the_sessions_limit() {
         let mut r = request();
         let one = r.flow_groups().remove(0);
-        r.groups = vec![one.clone(), FlowGroup { flows: 3, ..one.clone() }];
+        r.groups = vec![
+            one.clone(),
+            FlowGroup {
+                flows: 3,
+                ..one.clone()
+            },
+        ];
         r.flows = 4;
         assert_eq!(r.validate(), Ok(()));
         r.flows = 5;
         assert_eq!(r.validate(), Err(RequestError::TotalFlows { flows: 4 }));
+        let nine = vec![r.groups[0].clone(); MAX_GROUPS + 1];
+        let error = RequestError::Groups { groups: 9 };
+        assert_eq!(check_groups(&nine, 9), Err(error));
         r.groups[1].flows = MAX_FLOWS;
         r.flows = MAX_FLOWS + 1;
         let error = r.validate().unwrap_err().to_string();
@@ -411,8 +432,15 @@ mod tests {
         let one = SessionRequest::of_run(&run).flow_groups().remove(0);
         run.slow_rate_bps = Some(4_000_000);
         run.groups = vec![
-            FlowGroup { flows: 1, ..one.clone() },
-            FlowGroup { flows: 3, slow_rate_bps: Some(9_000), ..one },
+            FlowGroup {
+                flows: 1,
+                ..one.clone()
+            },
+            FlowGroup {
+                flows: 3,
+                slow_rate_bps: Some(9_000),
+                ..one
+            },
         ];
         let groups = SessionRequest::of_run(&run).groups;
         let rates: Vec<_> = groups.iter().map(|g| g.slow_rate_bps).collect();

@@ -526,5 +526,9 @@ fn groups_are_the_same_in_every_configuration_over_its_settings() {
         assert!(!argv.contains(&"--flows".to_string()), "{argv:?}");
     }
     assert!(error(&["--group", "flows=1", "--flows", "2"]).contains("--flows"));
-    refused(&["--group", "flows=2,cc=bbr"], "--group", "unknown key \"cc\"");
+    refused(
+        &["--group", "flows=2,cc=bbr"],
+        "--group",
+        "unknown key \"cc\"",
+    );
 }

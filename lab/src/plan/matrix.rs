@@ -5,14 +5,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oscil_cli::group::GroupSpec;
 use oscil_model::campaign::{
     CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings, SlowRateBasis,
 };
-use oscil_cli::group::GroupSpec;
 use oscil_model::group::{total_flows, FlowGroup, Reading};
 use oscil_model::pattern::PatternConfig;
-use oscil_protocol::request::SessionRequest;
 use oscil_model::socket::WriteMode;
+use oscil_protocol::request::SessionRequest;
 
 /// One value of one axis: what it sets, and the words it adds to the label (none when the
 /// label leaves it out because it is the backend's default).
