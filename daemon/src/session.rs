@@ -18,7 +18,7 @@ use oscil_model::text::escape_peer;
 use oscil_protocol::auth::Authenticated;
 use oscil_protocol::control::{
     Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,
-    MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
+    MAX_READER_FRAME_BYTES,
 };
 use oscil_protocol::proof::{DataKey, SessionId};
 use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
@@ -295,7 +295,8 @@ fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refus
 /// will run of what was asked.
 fn welcome(session_id: SessionId, hello: &Hello, grant: &Grant) -> DaemonMessage {
     DaemonMessage::Welcome(Welcome {
-        version: PROTOCOL_VERSION,
+        // In the hello's version: a version 4 reader takes no other.
+        version: hello.version,
         software: software(),
         session_id,
         host: host::collect(),
@@ -824,6 +825,7 @@ fn control_ending(message: Result<Option<ReaderMessage>, FrameError>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oscil_protocol::control::PROTOCOL_VERSION;
     use oscil_protocol::proof::HexBytes;
 
     fn hello() -> Hello {

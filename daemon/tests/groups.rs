@@ -11,7 +11,7 @@ use oscil_model::files::rows::SenderSample;
 use oscil_model::group::{FlowGroup, Reading};
 use oscil_model::pattern::Fraction;
 use oscil_model::socket::{SocketOptions, WriteMode};
-use oscil_protocol::control::{DaemonMessage, OLDEST_PROTOCOL_VERSION, PROTOCOL_VERSION};
+use oscil_protocol::control::{OLDEST_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use util::{drain, hello, Client, Daemon};
 
 const INTERVAL: Duration = Duration::from_millis(50);

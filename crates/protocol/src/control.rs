@@ -572,7 +572,11 @@ mod tests {
             groups: vec![longest; crate::request::MAX_GROUPS],
         };
         let frame = encode_frame(&ReaderMessage::Hello(hello));
-        assert!(frame.len() <= MAX_PREAUTH_FRAME_BYTES, "{} bytes", frame.len());
+        assert!(
+            frame.len() <= MAX_PREAUTH_FRAME_BYTES,
+            "{} bytes",
+            frame.len()
+        );
     }
 
     #[test]
