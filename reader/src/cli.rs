@@ -439,7 +439,7 @@ mod tests {
                 flows: 3,
                 sender: SocketOptions {
                     congestion: Some("reno".into()),
-                    notsent_lowat_bytes: None,
+                    notsent_lowat_bytes: Some(16384),
                     ..first.sender.clone()
                 },
                 pattern: Reading::Oscillating,

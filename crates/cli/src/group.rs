@@ -198,7 +198,10 @@ pub fn resolve(specs: &[GroupSpec], base: &FlowGroup) -> Vec<FlowGroup> {
 }
 
 /// A group as a SPEC with every setting it has, which [`parse_group`] and [`resolve`]
-/// read back as the same group whatever the reader's own flags (what the lab passes).
+/// read back as the same group (what the lab passes). A socket option or write size the
+/// group leaves to the kernel or the daemon has no key and no word for "unset": it reads
+/// back so only where the flag of that name is unset too, as it is for every group
+/// [`resolve`] made over those flags.
 pub fn spec_of(group: &FlowGroup) -> String {
     let options = &group.sender;
     let mut parts = vec![format!("flows={}", group.flows)];
