@@ -256,16 +256,6 @@ fn payload_for(group: &GroupGrant, shared: &Payload) -> Result<Payload, SessionE
 fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refusal> {
     let config = &shared.config;
     let options = check_hello(hello, config)?;
-    let mut groups = Vec::with_capacity(options.len());
-    for (group, options) in hello.groups().into_iter().zip(options) {
-        groups.push(GroupGrant {
-            flows: group.flows,
-            in_force: validate_options(&options, ipv6).map_err(SessionError::from)?,
-            options,
-            write_size_bytes: group.write_size_bytes,
-            write_mode: group.write_mode,
-        });
-    }
     let slot = shared.sessions.clone().try_acquire_owned().map_err(|_| {
         Refusal::Busy(format!(
             "already serving {} sessions (--max-sessions)",
@@ -284,6 +274,17 @@ fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refus
                 config.max_total_flows
             ))
         })?;
+    // Each group's options on a scratch socket of its own, once the session has its place.
+    let mut groups = Vec::with_capacity(options.len());
+    for (group, options) in hello.groups().into_iter().zip(options) {
+        groups.push(GroupGrant {
+            flows: group.flows,
+            in_force: validate_options(&options, ipv6).map_err(SessionError::from)?,
+            options,
+            write_size_bytes: group.write_size_bytes,
+            write_mode: group.write_mode,
+        });
+    }
     Ok(Grant {
         groups,
         _slot: slot,

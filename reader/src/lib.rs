@@ -213,12 +213,7 @@ pub async fn run(
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
     let session = session::open(&config).await?;
-    // Said before the run, as the daemon's start warnings are: one line each on stderr.
-    for line in
-        summary::adjusted::adjustments(&config.sender_request, &session.welcome.options_in_force)
-    {
-        eprintln!("oscil-reader: {line}");
-    }
+    say_adjustments(&config, &session);
     let schedule = config.pattern.schedule();
     let recorder = open_recorder(&config, &session, &schedule)?;
     let tcpext_before = netstat::read().ok();
@@ -288,6 +283,21 @@ pub async fn run(
             reason: cut_short.or(sample_error).or(unconfirmed),
         },
     )
+}
+
+/// What the kernel or the daemon changed of each group's request, said before the run as
+/// the daemon's start warnings are: one line each on stderr, naming the group when there
+/// are several.
+fn say_adjustments(config: &ReaderConfig, session: &session::Session) {
+    let in_force = &session.welcome.groups_in_force;
+    for (number, (group, in_force)) in (1..).zip(config.groups.iter().zip(in_force)) {
+        for line in summary::adjusted::adjustments(&group.sender, in_force) {
+            match config.groups.len() {
+                1 => eprintln!("oscil-reader: {line}"),
+                _ => eprintln!("oscil-reader: --group {number}: {line}"),
+            }
+        }
+    }
 }
 
 /// The recorder of a run, writing the run directory whose `run.json` says the run is under
