@@ -272,6 +272,14 @@ fn shared_words(settings: &RunSettings, pattern_note: &str) -> String {
     if let Some(bytes) = settings.write_size_bytes {
         words.push(format!("{bytes}-byte writes"));
     }
+    // As the reader will be asked: a group's slow rate filled in from the path's.
+    let request = oscil_protocol::request::SessionRequest::of_run(settings);
+    for (group, number) in request.groups.iter().zip(1..) {
+        words.push(format!(
+            "group {number}: {}",
+            oscil_cli::group::spec_of(group)
+        ));
+    }
     words.join(", ")
 }
 

@@ -80,7 +80,15 @@ impl ReaderInvocation {
             argv.value("--cycles", p.cycles);
             argv.switch("--full-speed", p.full_speed);
         }
-        argv.value("--flows", r.flows);
+        // Groups say their flows; each SPEC carries all its settings, so the flags below
+        // (their defaults) change none of them.
+        match r.groups.is_empty() {
+            true => argv.value("--flows", r.flows),
+            false => r
+                .groups
+                .iter()
+                .for_each(|group| argv.value("--group", crate::group::spec_of(group))),
+        }
         argv.value("--interval", TypedDuration(r.interval));
         argv.some("--marker-every", r.marker_every.map(TypedDuration));
         argv.some("--write-size", r.write_size_bytes);

@@ -2,6 +2,7 @@
 //! error is printed, and the placeholders its help shows.
 
 pub mod address;
+pub mod group;
 mod habits;
 pub mod invocation;
 pub mod list;

@@ -88,5 +88,7 @@ pub fn reader_sample(
         budget_bytes,
         span_s,
         delivered_bytes: None,
+        // The reader's sampler knows the flow's group.
+        group: None,
     }
 }

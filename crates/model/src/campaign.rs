@@ -148,6 +148,11 @@ pub struct RunSettings {
     /// The reader's `--trace`: trace every ACK on both sides.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace: bool,
+    /// The lab's `--group`s, resolved over this run's settings, their flows adding up to
+    /// `flows`; a group's `slow_rate_bps` is its own, or when `None` its flows' share of
+    /// `slow_rate_bps`. Empty: one group of the settings above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<crate::group::FlowGroup>,
 }
 
 /// How the lab chose a run's slow rate. Every configuration of a path must read its slow
@@ -251,6 +256,7 @@ impl RunSettings {
             no_probe: false,
             trace: false,
             pattern,
+            groups: Vec::new(),
         }
     }
 

@@ -53,6 +53,7 @@ fn meta() -> RunMeta {
             write_mode: Default::default(),
             marker_every_us: None,
             slow_rate: None,
+            groups: Vec::new(),
         },
         schedule: PatternConfig::CLOUDFLARE.schedule(),
         reader_host: host(),
@@ -71,6 +72,7 @@ fn meta() -> RunMeta {
         probe: None,
         trace: None,
         absent: Vec::new(),
+        sender_options_by_group: Vec::new(),
     }
 }
 
@@ -90,6 +92,7 @@ fn reader_row(t_s: f64) -> ReaderSample {
         budget_bytes: 52428,
         span_s: 0.1,
         delivered_bytes: Some(1 << 19),
+        group: None,
     }
 }
 

@@ -140,6 +140,7 @@ impl Sampler {
                         write_to_ack_us: completed.write_to_ack_us,
                         pending_write_age_us: completed.pending_write_age_us,
                         acked_bytes,
+                        group: Some(flow.group),
                         ..sender_sample(t_s, flow.index, (bytes, span_s), info, mem)
                     }
                     .with_wakeups(&wakeups)

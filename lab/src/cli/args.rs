@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use oscil_cli::group::{parse_group, GroupSpec};
 use oscil_cli::list::{list, list_or_default, List};
 use oscil_cli::request_args::{
     parse_pacing_rate, parse_slow_rate_arg, parse_write_size, SlowRateArg,
@@ -105,6 +106,15 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", value_parser = list(parse_pattern), help_heading = "Settings (axes)")]
     pub pattern: Option<List<ReadPattern>>,
 
+    /// A group of flows with settings of its own, the same in every configuration
+    /// (repeatable): SPEC is oscil-reader's --group grammar, a comma list of flows=N and any
+    /// of notsent-lowat= (the socket option, not --tcp-notsent-lowat's sysctl), sndbuf=,
+    /// congestion=, pacing-rate=, write-mode=, write-size=, pattern=, fraction=, slow-rate=.
+    /// Each configuration's settings are every group's defaults, which its SPEC overrides; a
+    /// group without slow-rate= reads its flows' share of the path's. Refused beside
+    /// --flows: the SPECs say the flows.
+    #[arg(long, value_name = "SPEC", value_parser = parse_group, conflicts_with = "flows", help_heading = "Reading pattern")]
+    pub group: Vec<GroupSpec>,
     /// Data connections per run [default: 1].
     #[arg(long, value_name = "N", value_parser = whole("count", 1, MAX_FLOWS), help_heading = "Reading pattern")]
     pub flows: Option<u32>,

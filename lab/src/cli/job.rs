@@ -145,6 +145,7 @@ impl Cli {
             ("--write-mode", self.write_mode.is_some()),
             ("--pattern", self.pattern.is_some()),
             ("--flows", self.flows.is_some()),
+            ("--group", !self.group.is_empty()),
             ("--fast", self.fast.is_some()),
             ("--slow", self.slow.is_some()),
             ("--fraction", self.fraction.is_some()),
@@ -282,6 +283,7 @@ impl Cli {
             no_probe: self.no_probe,
             trace: self.trace,
             pattern,
+            groups: self.group.clone(),
         };
         // Every run's session, by the rules the reader and the daemon will apply to it.
         for config in crate::plan::matrix::configurations(&matrix) {

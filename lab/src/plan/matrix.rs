@@ -5,11 +5,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oscil_cli::group::GroupSpec;
 use oscil_model::campaign::{
     CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings, SlowRateBasis,
 };
+use oscil_model::group::{total_flows, FlowGroup, Reading};
 use oscil_model::pattern::PatternConfig;
 use oscil_model::socket::WriteMode;
+use oscil_protocol::request::SessionRequest;
 
 /// One value of one axis: what it sets, and the words it adds to the label (none when the
 /// label leaves it out because it is the backend's default).
@@ -69,6 +72,8 @@ pub struct Matrix {
     pub no_probe: bool,
     /// The reader's `--trace`.
     pub trace: bool,
+    /// `--group`: the same groups in every configuration, each over its settings.
+    pub groups: Vec<GroupSpec>,
 }
 
 /// The lab's defaults: one flow, the default sampling interval, the Cloudflare pattern,
@@ -85,6 +90,7 @@ impl Default for Matrix {
             slow_rate: SlowRateChoice::PerPath,
             no_probe: false,
             trace: false,
+            groups: Vec::new(),
         }
     }
 }
@@ -151,9 +157,31 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
             .collect::<Vec<_>>()
     });
     for config in &mut configs {
+        with_groups(&mut config.settings, &matrix.groups);
         matrix.slow_rate.apply(&mut config.settings);
     }
     configs
+}
+
+/// The groups over a configuration's settings (its socket options, writer and pattern are
+/// every group's defaults), their flows the run's; the run's timetable oscillates while any
+/// group does. A group's own slow rate stays; without one it is `None`, its share of the
+/// path's rate ([`RunSettings::groups`]).
+fn with_groups(settings: &mut RunSettings, specs: &[GroupSpec]) {
+    if specs.is_empty() {
+        return;
+    }
+    let base = FlowGroup {
+        // Left to the run's own rate, fixed per path after this.
+        slow_rate_bps: None,
+        ..SessionRequest::of_run(settings).flow_groups().remove(0)
+    };
+    settings.groups = oscil_cli::group::resolve(specs, &base);
+    settings.flows = u32::try_from(total_flows(&settings.groups)).unwrap_or(u32::MAX);
+    settings.pattern.full_speed = settings
+        .groups
+        .iter()
+        .all(|g| g.pattern == Reading::FullSpeed);
 }
 
 fn extend(config: &Configuration, value: &AxisValue) -> Configuration {

@@ -127,6 +127,7 @@ impl Sampler {
             });
             rows.push(ReaderSample {
                 delivered_bytes,
+                group: Some(flow.group),
                 ..reader_sample(
                     t_s,
                     flow.index,

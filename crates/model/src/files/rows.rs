@@ -77,6 +77,10 @@ pub struct ReaderSample {
     /// application read. Empty in runs recorded before the column existed.
     #[serde(default)]
     pub delivered_bytes: Option<u64>,
+    /// The flow's group (`--group`, counted from 0); empty in runs before groups, which
+    /// were all one group.
+    #[serde(default)]
+    pub group: Option<u32>,
 }
 
 impl ReaderSample {
@@ -177,6 +181,10 @@ pub struct SenderSample {
     /// before the column and where the kernel lacks the field (before 4.6).
     #[serde(default)]
     pub min_rtt_us: Option<u32>,
+    /// The flow's group (`--group`, counted from 0), as the daemon applied its options;
+    /// empty in runs before groups, which were all one group.
+    #[serde(default)]
+    pub group: Option<u32>,
 }
 
 fn span_or(span_s: f64, interval_s: f64) -> f64 {
