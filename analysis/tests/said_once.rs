@@ -9,34 +9,58 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use oscil_model::campaign::{CampaignRun, CampaignRunStatus, RunSettings};
+use oscil_rundir::campaign;
 use serde_json::Value;
-use util::{real_runs, report};
+use util::{plan, real_runs, report};
 
 /// The caveat of one run per configuration.
 const TOO_FEW: &str = "too few runs for an interval";
 
-/// The report of two real runs (the kernel's default lowat, and 16 KiB with markers), made
-/// once: its directory.
+const LABELS: [&str; 2] = ["default", "lowat16k"];
+
+/// Two real runs (the kernel's default lowat, and 16 KiB with markers) as a campaign of
+/// one repetition, as the lab lays it out, and their report, made once: the campaign's
+/// directory and the report's.
 fn reported() -> &'static (tempfile::TempDir, tempfile::TempDir) {
     static DONE: OnceLock<(tempfile::TempDir, tempfile::TempDir)> = OnceLock::new();
     DONE.get_or_init(|| {
         // One slow rate for both: one workload, so no warning comes before the answer.
-        let short = [
-            "--fast",
-            "1s",
-            "--slow",
-            "2s",
-            "--cycles",
-            "1",
-            "--slow-rate",
-            "50mbit",
-        ];
-        let lowat = ["--notsent-lowat", "16384", "--marker-every", "200ms"];
-        let runs = [
-            ("default".to_string(), short.to_vec()),
-            ("lowat16k".to_string(), [&short[..], &lowat[..]].concat()),
-        ];
-        let (scratch, dirs) = real_runs(&runs, str::to_string);
+        let short = "--fast 1s --slow 2s --cycles 1 --slow-rate 50mbit";
+        let lowat = " --notsent-lowat 16384 --marker-every 200ms";
+        let runs = LABELS.map(|label| {
+            let args = match label {
+                "default" => short.to_string(),
+                _ => format!("{short}{lowat}"),
+            };
+            (format!("runs/{label}/rep-1"), args)
+        });
+        let runs: Vec<(String, Vec<&str>)> = runs
+            .iter()
+            .map(|(dir, args)| (dir.clone(), args.split(' ').collect()))
+            .collect();
+        let (scratch, dirs) = real_runs(&runs, |dir| dir.split('/').nth(1).unwrap().into());
+        let planned = LABELS
+            .iter()
+            .zip(&runs)
+            .enumerate()
+            .map(|(i, (label, (dir, _)))| CampaignRun {
+                label: label.to_string(),
+                repetition: 1,
+                position: i as u32 + 1,
+                dir: dir.into(),
+                // The plan's settings set the configurations apart, as the lab's do.
+                settings: RunSettings {
+                    lowat_bytes: (*label != "default").then_some(16384),
+                    ..RunSettings::default()
+                },
+                status: CampaignRunStatus::Complete,
+                reason: None,
+                pair: None,
+                link_spoiled: None,
+            })
+            .collect();
+        campaign::save(scratch.path(), &plan(planned, 1)).expect("write campaign.json");
         let out = tempfile::tempdir().unwrap();
         let args: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
         let result = report(&args, out.path(), &["--recommend"]);
@@ -88,6 +112,27 @@ fn one_run_each_is_said_once_beside_the_run_count() {
         !recommendation.contains("Intervals are 95%"),
         "{recommendation}"
     );
+}
+
+/// The lab's end table (`oscil-report --end-table CAMPAIGN`) says it once too, under the
+/// rows that count the runs.
+#[test]
+fn the_labs_end_table_says_it_once() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oscil-report"))
+        .arg("--end-table")
+        .arg(reported().0.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(table.matches(TOO_FEW).count(), 1, "{table}");
+    for label in LABELS {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no row {label}:\n{table}"));
+        assert!(row.contains(" 1/1 "), "{row}");
+    }
 }
 
 /// The cells of a Markdown table row.
