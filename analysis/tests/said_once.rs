@@ -135,6 +135,20 @@ fn the_labs_end_table_says_it_once() {
     }
 }
 
+/// The `≥` legend is there where a `≥` is, and only there: in summary.md (under its
+/// table) and on the page.
+#[test]
+fn the_at_least_legend_comes_with_an_at_least_sign() {
+    for (name, text) in [
+        ("summary.md", read("summary.md")),
+        ("index.html", read("index.html")),
+    ] {
+        let legend = text.contains("≥: at least");
+        let signs = text.matches('≥').count() - usize::from(legend);
+        assert_eq!(legend, signs > 0, "{name}: {signs} signs:\n{text}");
+    }
+}
+
 /// The cells of a Markdown table row.
 fn cells(row: &str) -> Vec<String> {
     let inner = row.trim().trim_start_matches('|').trim_end_matches('|');

@@ -3,7 +3,7 @@
 //! its 95% interval, and the verdict against the baseline; a line for each figure left out.
 
 use crate::charts::chart::PALETTE;
-use crate::figures::metrics::METRICS;
+use crate::figures::metrics::{Metric, METRICS};
 use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::shown_figures::shown;
@@ -93,6 +93,8 @@ pub fn comparison(
         })
         .collect();
     let mut header = header(summaries, configs, scope);
+    let drawn: Vec<&Metric> = shown.metrics.iter().map(|&m| &METRICS[m]).collect();
+    header.extend(verdict::lower_bound_note(summaries, configs, &drawn, scope));
     header.extend(shown.left_out);
     IntervalFigure { header, panels }
 }
@@ -135,6 +137,5 @@ fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> 
         ),
         reading,
         baseline,
-        format!("{}.", verdict::LOWER_BOUND_NOTE),
     ]
 }

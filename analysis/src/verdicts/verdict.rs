@@ -108,6 +108,23 @@ pub fn workload_warnings(configs: &[Configuration], cells: &[Vec<Cell>]) -> Vec<
 /// What `≥` before a figure means.
 pub const LOWER_BOUND_NOTE: &str = "≥: at least; some write or marker was still waiting when its run ended, and its wait so far counts as a lower bound";
 
+/// `LOWER_BOUND_NOTE` with its full stop, where some configuration's figure among those
+/// shown (`metrics`) carries a `≥`; none where none does (a legend for a sign nobody sees
+/// misleads).
+pub fn lower_bound_note(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    metrics: &[&Metric],
+    scope: Scope,
+) -> Option<String> {
+    let any = configs.iter().any(|c| {
+        metrics
+            .iter()
+            .any(|m| is_lower_bound(summaries, c, m, scope))
+    });
+    any.then(|| format!("{LOWER_BOUND_NOTE}."))
+}
+
 /// Whether a configuration's figure is only a lower bound: some run's is
 /// (`metrics::lower_bound`: a wait still running when the run ended).
 pub fn is_lower_bound(

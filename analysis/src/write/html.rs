@@ -188,11 +188,13 @@ fn answer(html: &mut String, p: &Page) {
         Intervals::NoneOneRunEach => "a change is one run's figure against the baseline's run.".to_string(),
         Intervals::PerFigure => format!("a change is the ratio of the means against the baseline, a figure alone a mean over the runs, each with its interval. {} A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. \"No interval\": a baseline whose runs are too far apart to tell its mean from zero; more runs give one.", crate::figures::stats::METHOD),
     };
+    // The page shows every figure (its configurations table).
+    let all: Vec<&Metric> = METRICS.iter().collect();
     let _ = write!(
         html,
         "</div>\n<p class=\"note\">How to read the figures: {} {} The same answer as a picture: <a href=\"{}\">headline.png</a>.</p>\n",
         escape(&reading),
-        escape(&format!("{}.", verdict::LOWER_BOUND_NOTE)),
+        escape(&verdict::lower_bound_note(p.summaries, p.configs, &all, p.scope).unwrap_or_default()),
         link(Path::new("headline.png"))
     );
 }

@@ -169,7 +169,18 @@ impl Summary<'_> {
             let _ = writeln!(md, "| {} |", cells.join(" | "));
         }
         md.push('\n');
-        for (c, m) in &columns {
+        self.definitions(md, &columns, has_limits.then_some(&limits));
+    }
+
+    /// One definition per column, in its header's words, then the `≥` legend where a `≥`
+    /// is in the table and a line per figure left out.
+    fn definitions(
+        &self,
+        md: &mut String,
+        columns: &[(&'static Column, &'static Metric)],
+        limits: Option<&[&'static Metric; 3]>,
+    ) {
+        for (c, m) in columns {
             let _ = writeln!(
                 md,
                 "- **{}**: {} — {}.",
@@ -178,7 +189,7 @@ impl Summary<'_> {
                 c.means
             );
         }
-        if has_limits {
+        if let Some(limits) = limits {
             let titles: Vec<&str> = limits.iter().map(|m| m.title).collect();
             let _ = writeln!(
                 md,
@@ -186,6 +197,11 @@ impl Summary<'_> {
                 header(LIMITS_NAME, limits[0]),
                 titles.join(" / ")
             );
+        }
+        let in_table: Vec<&Metric> = columns.iter().map(|(_, m)| *m).collect();
+        let note = verdict::lower_bound_note(self.summaries, self.configs, &in_table, self.scope);
+        if let Some(note) = note {
+            let _ = writeln!(md, "- {note}");
         }
         for line in shown(self.cells).left_out {
             if COLUMNS
