@@ -41,7 +41,7 @@ const COLUMNS: &[Column] = &[
     Column {
         column: "tcp_mem_ns_peak_sender_mib",
         name: "peak TCP memory",
-        means: "the most memory charged to every TCP socket of the sender's network namespace (send queue, receive queue, forward allocation); where both ends share one namespace, both ends' memory",
+        means: "the most memory charged to every TCP socket of the sender's network namespace (send queue, receive queue, forward allocation)",
     },
     Column {
         column: "tcp_mem_peak_sender_mib",
@@ -64,6 +64,14 @@ const COLUMNS: &[Column] = &[
         means: "from the daemon's write of a marker to the reader's read of it",
     },
 ];
+
+/// The namespace's memory where both ends ran in it (loopback): both ends', never the
+/// sender's (the answer's memory is then the sender's own sockets, `headline`).
+const BOTH_ENDS_MEMORY: Column = Column {
+    column: "tcp_mem_ns_peak_sender_mib",
+    name: "both ends' peak TCP memory",
+    means: "the most memory charged to every TCP socket of the one network namespace both ends ran in: the sender's send queues and the reader's receive queues together, never the sender's alone",
+};
 
 /// What held the flows back: one column of three shares, for the fast phases.
 const LIMITS: [&str; 3] = [
@@ -124,11 +132,17 @@ impl Summary<'_> {
         }
     }
 
-    /// The columns shown: those of `COLUMNS` whose figure `shown_figures` shows.
+    /// The columns shown: those of `COLUMNS` whose figure `shown_figures` shows, the
+    /// namespace's memory as both ends' where they shared it.
     fn columns(&self) -> Vec<(&'static Column, &'static Metric)> {
         let shown = shown(self.cells);
+        let shared = self.summaries.iter().any(|s| s.shared_namespace);
         COLUMNS
             .iter()
+            .map(|c| match c.column == BOTH_ENDS_MEMORY.column && shared {
+                true => &BOTH_ENDS_MEMORY,
+                false => c,
+            })
             .map(|c| (c, metric(c.column)))
             .filter(|(_, m)| shown.metrics.iter().any(|&i| METRICS[i].column == m.column))
             .collect()
