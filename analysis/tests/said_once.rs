@@ -172,7 +172,9 @@ fn summary_md_answers_first_then_a_compact_table_defined_in_its_own_words() {
     assert!(header.iter().any(|h| h.contains("goodput")), "{header:?}");
     // Over loopback both ends share one namespace: its memory is both ends'.
     assert!(
-        header.iter().any(|h| h.starts_with("both ends' peak TCP memory")),
+        header
+            .iter()
+            .any(|h| h.starts_with("both ends' peak TCP memory")),
         "{header:?}"
     );
     assert!(header.iter().any(|h| h.contains("latency")), "{header:?}");
