@@ -158,7 +158,7 @@ impl Sampler {
                 &sockstat,
                 self.queue.next(self.proc.tcpext().ok().as_ref()),
                 snapshot.namespace_charged_bytes,
-                self.waits.next(),
+                self.waits.since_last(),
             ),
             flows,
         })

@@ -149,7 +149,7 @@ impl Sampler {
             &sources.sockstat.read()?,
             sources.queue.next(sources.netstat.read().ok().as_ref()),
             snapshot.namespace_charged_bytes,
-            sources.waits.next(),
+            sources.waits.since_last(),
         );
         self.recorder.record(|r| r.reader(&rows, &host))?;
         self.progress.update(t_s, total_bytes);

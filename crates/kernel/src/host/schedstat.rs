@@ -17,14 +17,14 @@ impl RunQueueWaits {
     /// Starts counting from now: what the threads alive now waited before is not counted.
     pub fn new() -> Self {
         let mut waits = RunQueueWaits::default();
-        waits.next();
+        waits.since_last();
         waits
     }
 
     /// The longest any thread of the process waited for a CPU since the last reading (a
     /// thread born since counts from its start); `None` when `/proc` does not tell (no
     /// `CONFIG_SCHED_INFO`, or no descriptor left to read it with).
-    pub fn next(&mut self) -> Option<Duration> {
+    pub fn since_last(&mut self) -> Option<Duration> {
         let now = read_all()?;
         let longest_ns = now
             .iter()
@@ -85,7 +85,7 @@ mod tests {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(600));
-        let longest = waits.next().unwrap();
+        let longest = waits.since_last().unwrap();
         stop.store(true, Ordering::Relaxed);
         spinners.into_iter().for_each(|s| s.join().unwrap());
         assert!(longest >= Duration::from_millis(250), "{longest:?}");
