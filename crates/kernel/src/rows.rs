@@ -1,18 +1,22 @@
 //! The rows of a run's CSVs from what the kernel said of a socket or a host at one tick.
 
+use std::time::Duration;
+
 use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::host::{QueueEvents, Sockstat};
 
 use crate::{SkMemInfo, TcpInfo};
 
-/// A row from sockstat, the namespace's receive-queue events since the last row and,
-/// when summed at this tick, the namespace's charged TCP memory.
+/// A row from sockstat, the namespace's receive-queue events since the last row,
+/// when summed at this tick, the namespace's charged TCP memory, and the longest any of
+/// the process's threads waited for a CPU since the last row.
 pub fn host_sample(
     t_s: f64,
     side: Side,
     s: &Sockstat,
     queue: Option<QueueEvents>,
     tcp_mem_ns_bytes: Option<u64>,
+    run_queue_wait: Option<Duration>,
 ) -> HostSample {
     HostSample {
         t_s,
@@ -29,6 +33,7 @@ pub fn host_sample(
         tcp_ofo_pruned: queue.map(|q| q.ofo_pruned),
         tcp_rcvq_drop: queue.map(|q| q.rcvq_drop),
         tcp_backlog_drop: queue.map(|q| q.backlog_drop),
+        run_queue_wait_ms: run_queue_wait.map(|d| d.as_secs_f64() * 1e3),
     }
 }
 

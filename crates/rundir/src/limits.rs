@@ -55,7 +55,12 @@ impl Columns for HostSample {
         2 * limits.intervals
     }
     fn check(&self, limits: &Limits) -> Result<(), RowError> {
-        limits.check_time("t_s", self.t_s)
+        limits.check_time("t_s", self.t_s)?;
+        // No thread waits for a CPU longer than the run.
+        match self.run_queue_wait_ms {
+            Some(ms) => limits.check_time("run_queue_wait_ms", ms / 1e3),
+            None => Ok(()),
+        }
     }
 }
 

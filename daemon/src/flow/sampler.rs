@@ -8,6 +8,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use oscil_kernel::host::netstat::QueueEventsSince;
+use oscil_kernel::host::schedstat::RunQueueWaits;
 use oscil_kernel::rows::{host_sample, sender_sample};
 use oscil_kernel::socket::diag::{Probe, Watched};
 use oscil_kernel::socket::tcp_info::{self, TcpInfo};
@@ -48,6 +49,8 @@ struct Sampler {
     queue: QueueEventsSince,
     /// Each flow's cumulative counters at the last sample.
     last: Vec<FlowCounters>,
+    /// The process's threads' waits for a CPU at the last sample: a starved writer.
+    waits: RunQueueWaits,
 }
 
 /// A flow's cumulative `tcp_info` counters, kept between samples to give each row its
@@ -92,6 +95,7 @@ impl Sampler {
         Ok(Sampler {
             queue: QueueEventsSince::new(proc.tcpext().ok().as_ref()),
             last: vec![FlowCounters::default(); flows.len()],
+            waits: RunQueueWaits::new(),
             flows,
             probe,
             proc,
@@ -155,6 +159,7 @@ impl Sampler {
                 &sockstat,
                 self.queue.next(self.proc.tcpext().ok().as_ref()),
                 snapshot.namespace_charged_bytes,
+                self.waits.since_last(),
             ),
             flows,
         })

@@ -371,12 +371,14 @@ pub fn execute(
         }
         for redo in 0..=SPOILED_REDOS {
             attempt(cdir, index, &run, backend, ui)?;
-            let spoiled = cdir.campaign.runs[index].link_spoiled.is_some();
-            if !spoiled || redo == SPOILED_REDOS || sys::stop_signal().is_some() {
+            let Some(why) = cdir.campaign.runs[index].link_spoiled.clone() else {
+                break;
+            };
+            if redo == SPOILED_REDOS || sys::stop_signal().is_some() {
                 break;
             }
             ui.line(&format!(
-                "[{}] {} rep-{}: running it again, spoiled (its link late or its reader or sender starved; this attempt is kept beside it, outside the verdicts)",
+                "[{}] {} rep-{}: running it again, spoiled ({why}; this attempt is kept beside it, outside the verdicts)",
                 run.position, run.label, run.repetition
             ));
             ui.add_redo(&run);

@@ -68,6 +68,8 @@ pub enum SampleError {
     NamespaceTcpMem(u64),
     #[error("t_s {t_s} is outside the session (0 to {elapsed_s:.3} s so far)")]
     OutsideSession { t_s: f64, elapsed_s: f64 },
+    #[error("a wait for a CPU of {wait_ms} ms {elapsed_s:.3} s into the session")]
+    RunQueueWait { wait_ms: f64, elapsed_s: f64 },
     #[error("t_s {t_s} does not follow {last_t_s}")]
     NotAfter { t_s: f64, last_t_s: f64 },
     #[error("{messages} samples by t_s {t_s}, more than one per {interval_s} s interval")]
@@ -173,6 +175,14 @@ impl SampleCheck {
         }
         if !(0.0..=elapsed_s + CLOCK_SLACK_S).contains(&t_s) {
             return Err(SampleError::OutsideSession { t_s, elapsed_s });
+        }
+        // A thread cannot have waited longer than the session (its sampler counts from just
+        // before the start).
+        if let Some(wait_ms) = host
+            .run_queue_wait_ms
+            .filter(|w| !(0.0..=(elapsed_s + CLOCK_SLACK_S) * 1e3).contains(w))
+        {
+            return Err(SampleError::RunQueueWait { wait_ms, elapsed_s });
         }
         if t_s <= self.last_t_s {
             return Err(SampleError::NotAfter {
@@ -399,6 +409,22 @@ mod tests {
                 },
                 vec![],
                 "bytes of namespace TCP memory",
+            ),
+            (
+                HostSample {
+                    run_queue_wait_ms: Some(f64::NAN),
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "a wait for a CPU of NaN ms",
+            ),
+            (
+                HostSample {
+                    run_queue_wait_ms: Some(1e9),
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "a wait for a CPU of 1000000000 ms",
             ),
             (
                 host(0.1, Side::Sender),

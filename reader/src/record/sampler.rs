@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oscil_kernel::host::netstat::QueueEventsSince;
+use oscil_kernel::host::schedstat::RunQueueWaits;
 use oscil_kernel::host::{netstat, sockstat};
 use oscil_kernel::rows::{host_sample, reader_sample};
 use oscil_kernel::socket::diag::{Probe, Watched};
@@ -56,6 +57,9 @@ struct Sources {
     queue: QueueEventsSince,
     /// Each flow's `tcpi_bytes_received` at the last sample, for `delivered_bytes`.
     received_bytes: Vec<u64>,
+    /// The process's threads' waits for a CPU at the last sample: the reading threads
+    /// starved while this one, in the real-time class, still wakes on time.
+    waits: RunQueueWaits,
 }
 
 impl Sampler {
@@ -72,6 +76,7 @@ impl Sampler {
             queue: QueueEventsSince::new(netstat.read().ok().as_ref()),
             netstat,
             received_bytes: vec![0; self.flows.len()],
+            waits: RunQueueWaits::new(),
         };
         // Said once, in run.json: a sampler without sock_diag sees only its own sockets.
         if let Some(absent) = absent::of_sampling(Side::Reader, sources.probe.source()) {
@@ -145,6 +150,7 @@ impl Sampler {
             &sources.sockstat.read()?,
             sources.queue.next(sources.netstat.read().ok().as_ref()),
             snapshot.namespace_charged_bytes,
+            sources.waits.since_last(),
         );
         self.recorder.record(|r| r.reader(&rows, &host))?;
         self.progress.update(t_s, total_bytes);

@@ -229,6 +229,13 @@ pub struct HostSample {
     pub tcp_rcvq_drop: Option<u64>,
     #[serde(default)]
     pub tcp_backlog_drop: Option<u64>,
+    /// The longest any thread of this side's process (the reader's reading threads, the
+    /// daemon's writing ones) waited for a CPU over the row's span, milliseconds: the
+    /// scheduler's run-queue wait (`/proc/self/task/*/schedstat`): what tells a starved
+    /// end (`run::starvation`) when its sampler, in the real-time class, still woke on time.
+    /// Empty where `/proc` does not tell, and in runs before the column existed.
+    #[serde(default)]
+    pub run_queue_wait_ms: Option<f64>,
 }
 
 impl HostSample {
@@ -250,6 +257,7 @@ impl HostSample {
             tcp_ofo_pruned: None,
             tcp_rcvq_drop: None,
             tcp_backlog_drop: None,
+            run_queue_wait_ms: None,
         }
     }
 }
