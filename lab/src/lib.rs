@@ -7,6 +7,7 @@ mod backend;
 mod campaign;
 pub mod cli;
 mod config;
+mod execute;
 mod leftovers;
 mod plan;
 mod remote;
@@ -22,12 +23,15 @@ use oscil_model::campaign::{
 use oscil_model::lab::LinkKind;
 use oscil_rundir::safe_fs;
 
+use backend::Backend;
 use backend::{fleet, hosts, netns};
-pub use campaign::execute::Finished;
-use campaign::execute::{self, Backend, CampaignDir, Ended, LabError};
+use campaign::dir::CampaignDir;
+pub use campaign::dir::Finished;
+use campaign::error::LabError;
 use campaign::finish::finish_campaign;
 use campaign::{meta, sysctl, ui};
 use config::{BackendSpec, Job, NewCampaign};
+use execute::Ended;
 use plan::capacity;
 use plan::matrix::{configurations, plan_runs, planned_duration};
 use remote::host::Host;

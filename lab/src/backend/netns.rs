@@ -11,7 +11,8 @@ use oscil_model::campaign::{CampaignRun, PathSettings};
 use oscil_model::lab::{bdp_bytes, LabRecord, LinkKind, LinkRecord, OneWay, Sides};
 use oscil_model::sysctl::{Sysctl, SysctlValue, SysctlValues};
 
-use crate::campaign::execute::{Backend, LabError};
+use super::Backend;
+use crate::campaign::error::LabError;
 use crate::campaign::meta::run_warnings;
 use crate::campaign::session::{Ends, ReaderEnd, RunFiles};
 use crate::campaign::sysctl;
@@ -107,10 +108,8 @@ impl Netns {
         // leftovers once this one has ended, however it ended.
         let tag = crate::leftovers::tag();
         let (snd, rcv) = (format!("{tag}_snd"), format!("{tag}_rcv"));
-        let tmp = crate::campaign::execute::private_dir()?;
-        let key = crate::campaign::execute::write_key(tmp.path())?
-            .display()
-            .to_string();
+        let tmp = super::private_dir()?;
+        let key = super::write_key(tmp.path())?.display().to_string();
         let port_file = tmp.path().join("daemon.port").display().to_string();
         let mut lab = Netns {
             link_kind,
@@ -542,7 +541,7 @@ impl Netns {
             daemon_log: &logs.join("daemon.log"),
             reader_log: &logs.join("reader.log"),
         };
-        crate::campaign::execute::run_session(&self.ends, run, &files, tick, None)
+        super::run_session(&self.ends, run, &files, tick, None)
     }
 }
 

@@ -4,7 +4,7 @@
 //! (`calibrations`, and each run's `slow_rate_bps`), so `--resume` reuses it and a report
 //! can tell how the rate was chosen. The namespace lab needs none: it knows its path's
 //! rate (`plan::matrix::SlowRateChoice`). Here, what the calibration run is and what it
-//! fixes; the campaign's loop makes it (`crate::campaign::execute::calibrate_before`).
+//! fixes; the campaign's loop makes it (`crate::backend::calibration::calibrate_before`).
 //!
 //! A run of its own rather than the baseline's first repetition: that repetition would
 //! read its slow phases at its own peak before any rate was fixed (so the baseline would

@@ -26,10 +26,11 @@ use std::time::{Duration, Instant};
 use oscil_model::campaign::{Calibration, Campaign, CampaignRun, CampaignRunStatus};
 use oscil_rundir::safe_fs;
 
+use super::calibration::calibrate_before;
 use super::hosts::{close_connection, preflight, Endpoint, Hosts, PairSpec};
-use crate::campaign::execute::{
-    calibrate_before, outcome, set_aside, Backend, CampaignDir, Finished, LabError,
-};
+use super::Backend;
+use crate::campaign::dir::{outcome, set_aside, CampaignDir, Finished};
+use crate::campaign::error::LabError;
 use crate::campaign::finish::finish_campaign;
 use crate::campaign::sysctl::{self, RestoreFile};
 use crate::campaign::ui::{human_duration, say};
