@@ -196,7 +196,10 @@ mod tests {
     #[test]
     fn every_run_not_complete_is_tried_in_order_and_each_outcome_is_saved() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cdir = campaign_dir(dir.path(), SlowRateChoice::Given(1_000_000));
+        let mut cdir = campaign_dir(
+            dir.path(),
+            SlowRateChoice::Given(oscil_model::pattern::BitRate::from_bps(1_000_000)),
+        );
         cdir.campaign.runs[1].status = CampaignRunStatus::Complete;
         let mut backend = Refusing { tried: Vec::new() };
         let mut ui = Ui::new(3, Duration::ZERO, Duration::ZERO, Path::new("/nonexistent"));

@@ -250,7 +250,9 @@ fn shared_words(settings: &RunSettings, pattern_note: &str) -> String {
     let p = &settings.pattern;
     let ms = |ms: u64| ui::human_duration(Duration::from_millis(ms));
     let slow_at = match (&settings.slow_rate_basis, settings.slow_rate_bps) {
-        (Some(SlowRateBasis::Given), Some(bps)) => format!(" at {} Mbit/s", bps as f64 / 1e6),
+        (Some(SlowRateBasis::Given), Some(rate)) => {
+            format!(" at {} Mbit/s", rate.bps() as f64 / 1e6)
+        }
         (Some(basis), _) => format!(" at {}", basis.describe(p.fraction)),
         (None, _) => String::new(),
     };

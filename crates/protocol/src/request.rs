@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use oscil_model::campaign::RunSettings;
-use oscil_model::pattern::PatternConfig;
+use oscil_model::pattern::{BitRate, PatternConfig};
 use oscil_model::socket::{
     SocketOptions, WriteMode, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES,
 };
@@ -70,7 +70,7 @@ pub struct SessionRequest {
     /// The daemon's socket options.
     pub sender: SocketOptions,
     /// The slow phases' absolute rate, all flows together, bit/s (`--slow-rate`).
-    pub slow_rate_bps: Option<u64>,
+    pub slow_rate_bps: Option<BitRate>,
 }
 
 impl SessionRequest {
@@ -146,7 +146,7 @@ impl SessionRequest {
             check_pacing_rate(bps)?;
         }
         if let Some(bps) = self.slow_rate_bps {
-            check_slow_rate(bps)?;
+            check_slow_rate(bps.bps())?;
         }
         match &self.sender.congestion {
             Some(name) => check_congestion_name(name),

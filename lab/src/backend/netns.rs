@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use oscil_cli::path_args::default_queue_limit;
 use oscil_model::campaign::{CampaignRun, PathSettings};
 use oscil_model::lab::{bdp_bytes, LabRecord, LinkKind, LinkRecord, OneWay, Sides};
+use oscil_model::pattern::BitRate;
 use oscil_model::sysctl::{Sysctl, SysctlValue, SysctlValues};
 
 use super::Backend;
@@ -290,7 +291,7 @@ impl Netns {
         let _ = std::fs::remove_file(&stats);
         let [snd, rcv] = self.names.clone();
         let (rate, delay, loss) = (
-            format!("{}bit", path.rate_bps),
+            BitRate::from_bps(path.rate_bps).to_string(),
             format!("{one_way_us}us"),
             path.loss_pct.to_string(),
         );
@@ -371,7 +372,7 @@ impl Netns {
         let limit = (queue + bdp_packets).to_string();
         let (delay, rate, loss) = (
             format!("{one_way_us}us"),
-            format!("{}bit", path.rate_bps),
+            BitRate::from_bps(path.rate_bps).to_string(),
             format!("{}%", path.loss_pct),
         );
         for ns in &self.names {
