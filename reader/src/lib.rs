@@ -210,12 +210,7 @@ pub async fn run(
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
     let session = session::open(&config).await?;
-    // Said before the run, as the daemon's start warnings are: one line each on stderr.
-    for line in
-        summary::adjusted::adjustments(&config.sender_request, &session.welcome.options_in_force)
-    {
-        eprintln!("oscil-reader: {line}");
-    }
+    say_adjustments(&config, &session);
     let schedule = config.pattern.schedule();
     let recorder = open_recorder(&config, &session, &schedule)?;
     let tcpext_before = netstat::read().ok();
@@ -285,6 +280,15 @@ pub async fn run(
             reason: cut_short.or(sample_error).or(unconfirmed),
         },
     )
+}
+
+/// What the daemon made of the options asked, said before the run as the daemon's start
+/// warnings are: one line each on stderr.
+fn say_adjustments(config: &ReaderConfig, session: &session::Session) {
+    let in_force = &session.welcome.options_in_force;
+    for line in summary::adjusted::adjustments(&config.sender_request, in_force) {
+        eprintln!("oscil-reader: {line}");
+    }
 }
 
 /// The recorder of a run, writing the run directory whose `run.json` says the run is under
