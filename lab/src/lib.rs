@@ -7,6 +7,7 @@ mod backend;
 mod campaign;
 pub mod cli;
 mod config;
+mod execute;
 mod leftovers;
 mod plan;
 mod remote;
@@ -22,12 +23,15 @@ use oscil_model::campaign::{
 use oscil_model::lab::LinkKind;
 use oscil_rundir::safe_fs;
 
+use backend::Backend;
 use backend::{fleet, hosts, netns};
-pub use campaign::execute::Finished;
-use campaign::execute::{self, Backend, CampaignDir, Ended, LabError};
+use campaign::dir::CampaignDir;
+pub use campaign::dir::Finished;
+use campaign::error::LabError;
 use campaign::finish::finish_campaign;
 use campaign::{meta, sysctl, ui};
 use config::{BackendSpec, Job, NewCampaign};
+use execute::Ended;
 use plan::capacity;
 use plan::matrix::{configurations, plan_runs, planned_duration};
 use remote::host::Host;
@@ -246,7 +250,9 @@ fn shared_words(settings: &RunSettings, pattern_note: &str) -> String {
     let p = &settings.pattern;
     let ms = |ms: u64| ui::human_duration(Duration::from_millis(ms));
     let slow_at = match (&settings.slow_rate_basis, settings.slow_rate_bps) {
-        (Some(SlowRateBasis::Given), Some(bps)) => format!(" at {} Mbit/s", bps as f64 / 1e6),
+        (Some(SlowRateBasis::Given), Some(rate)) => {
+            format!(" at {} Mbit/s", rate.bps() as f64 / 1e6)
+        }
         (Some(basis), _) => format!(" at {}", basis.describe(p.fraction)),
         (None, _) => String::new(),
     };

@@ -310,8 +310,8 @@ impl Args {
             interval: request.interval,
             pattern,
             slow_rule: match request.slow_rate_bps {
-                Some(bps) => SlowRule::Absolute {
-                    bytes_per_s: bps / 8,
+                Some(rate) => SlowRule::Absolute {
+                    bytes_per_s: rate.bytes_per_s(),
                 },
                 None => SlowRule::PeakDelivered,
             },
@@ -400,6 +400,7 @@ pub fn start_failure_code(error: &anyhow::Error) -> u8 {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use oscil_model::pattern::BitRate;
     use oscil_model::run::sampling::DEFAULT_INTERVAL;
     use oscil_model::socket::{DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES};
 
@@ -478,7 +479,7 @@ mod tests {
                     max_pacing_rate_bps: Some(50_000_001),
                     zerocopy: true,
                 },
-                slow_rate_bps: Some(5_000_000),
+                slow_rate_bps: Some(BitRate::from_bps(5_000_000)),
                 ..SessionRequest::new(
                     4,
                     Duration::from_micros(50_250),

@@ -3,6 +3,7 @@
 //! recommendation and the page, each picture recorded for the manifest.
 
 use crate::charts::overlay_chart::{path_overlay, Alignment, PathRuns};
+use crate::charts::record::FigureRecord;
 use crate::charts::{comparison, draw, headline, interval_draw, mesh, path_chart};
 use crate::error::ReportError;
 use crate::load::configs::{self, Configuration};
@@ -13,7 +14,6 @@ use crate::options::ReportConfig;
 use crate::verdicts::recommend::{self, PathChoice};
 use crate::verdicts::recommendation_text;
 use crate::verdicts::verdict::{self, Cell, Intervals};
-use crate::write::manifest::FigureRecord;
 use crate::write::out_dir::write;
 use crate::write::summary_md::Summary;
 use crate::write::{config_table, html, table};

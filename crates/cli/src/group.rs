@@ -4,7 +4,7 @@
 //! ([`resolve`]); [`spec_of`] writes a group back as a SPEC that reads back the same.
 
 use oscil_model::group::{share_bps, FlowGroup, Reading, UnknownReading};
-use oscil_model::pattern::Fraction;
+use oscil_model::pattern::{BitRate, Fraction};
 use oscil_model::socket::{UnknownWriteMode, WriteMode};
 use oscil_protocol::request::{
     check_congestion_name, RequestError, MAX_FLOWS, MIN_PACING_RATE_BPS,
@@ -165,7 +165,7 @@ impl GroupSpec {
                 GroupSetting::WriteSize(b) => group.write_size_bytes = Some(*b),
                 GroupSetting::Pattern(reading) => group.pattern = *reading,
                 GroupSetting::Fraction(f) => group.fraction = *f,
-                GroupSetting::SlowRate(rate) => group.slow_rate_bps = rate.bps(),
+                GroupSetting::SlowRate(rate) => group.slow_rate_bps = rate.bps().map(BitRate::bps),
             }
         }
         group

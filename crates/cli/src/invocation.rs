@@ -4,6 +4,7 @@
 //! grammar the binary parses. Each binary's own tests parse these back to the same values,
 //! so a flag renamed there cannot drift from here unseen.
 
+use oscil_model::pattern::BitRate;
 use oscil_protocol::request::SessionRequest;
 
 use crate::request_args::TypedDuration;
@@ -97,17 +98,14 @@ impl ReaderInvocation {
             "--write-mode",
             Some(r.write_mode).filter(|m| !m.is_until_eagain()),
         );
-        argv.some(
-            "--slow-rate",
-            r.slow_rate_bps.map(|bps| format!("{bps}bit")),
-        );
+        argv.some("--slow-rate", r.slow_rate_bps);
         let s = &r.sender;
         argv.some("--notsent-lowat", s.notsent_lowat_bytes);
         argv.some("--sndbuf", s.sndbuf_bytes);
         argv.some("--congestion", s.congestion.as_ref());
         argv.some(
             "--pacing-rate",
-            s.max_pacing_rate_bps.map(|bps| format!("{bps}bit")),
+            s.max_pacing_rate_bps.map(BitRate::from_bps),
         );
         argv.switch("--zerocopy", s.zerocopy);
         argv.some("--rcvbuf", self.rcvbuf_bytes);

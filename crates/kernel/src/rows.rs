@@ -5,7 +5,8 @@ use std::time::Duration;
 use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::host::{QueueEvents, Sockstat};
 
-use crate::{SkMemInfo, TcpInfo};
+use crate::socket::meminfo::SkMemInfo;
+use crate::socket::tcp_info::TcpInfo;
 
 /// A row from sockstat, the namespace's receive-queue events since the last row,
 /// when summed at this tick, the namespace's charged TCP memory, and the longest any of

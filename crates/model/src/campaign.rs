@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pattern::PatternConfig;
+use crate::pattern::{BitRate, PatternConfig};
 use crate::socket::WriteMode;
 use crate::sysctl::{Sysctl, SysctlValue};
 
@@ -137,7 +137,7 @@ pub struct RunSettings {
     /// The reader's absolute `--slow-rate`, bit/s; `None`: `fraction` x the peak TCP
     /// delivered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slow_rate_bps: Option<u64>,
+    pub slow_rate_bps: Option<BitRate>,
     /// How `slow_rate_bps` was chosen; `None` in campaigns made before it was recorded (and
     /// for a pattern with no slow phase).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use oscil_model::campaign::RunSettings;
 use oscil_model::group::{share_bps, total_flows, FlowGroup, Reading};
-use oscil_model::pattern::PatternConfig;
+use oscil_model::pattern::{BitRate, PatternConfig};
 use oscil_model::socket::{
     SocketOptions, WriteMode, DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES,
 };
@@ -86,8 +86,8 @@ pub struct SessionRequest {
     pub write_mode: WriteMode,
     /// The daemon's socket options.
     pub sender: SocketOptions,
-    /// The slow phases' absolute rate, all flows together, bit/s (`--slow-rate`).
-    pub slow_rate_bps: Option<u64>,
+    /// The slow phases' absolute rate, all flows together (`--slow-rate`).
+    pub slow_rate_bps: Option<BitRate>,
     /// The session's groups of flows (`--group`), each with all its settings; empty: one
     /// group made of the fields above ([`SessionRequest::flow_groups`]). With groups,
     /// `flows` is their total.
@@ -105,7 +105,7 @@ impl SessionRequest {
         let groups = run.groups.iter().map(|group| FlowGroup {
             slow_rate_bps: group.slow_rate_bps.or_else(|| {
                 let share = |bps| share_bps(bps, group.flows, total, MIN_PACING_RATE_BPS);
-                run.slow_rate_bps.map(share)
+                run.slow_rate_bps.map(|rate| share(rate.bps()))
             }),
             ..group.clone()
         });
@@ -159,7 +159,7 @@ impl SessionRequest {
                 false => Reading::Oscillating,
             },
             fraction: pattern.fraction,
-            slow_rate_bps: self.slow_rate_bps,
+            slow_rate_bps: self.slow_rate_bps.map(BitRate::bps),
         }]
     }
 
@@ -430,7 +430,7 @@ mod tests {
     fn a_lab_run_with_groups_shares_its_slow_rate_among_those_without_their_own() {
         let mut run = RunSettings::unset(4, 100_000, PatternConfig::CLOUDFLARE);
         let one = SessionRequest::of_run(&run).flow_groups().remove(0);
-        run.slow_rate_bps = Some(4_000_000);
+        run.slow_rate_bps = Some(BitRate::from_bps(4_000_000));
         run.groups = vec![
             FlowGroup {
                 flows: 1,

@@ -74,7 +74,7 @@ fn defaults_are_the_cloudflare_comparison() {
 fn the_slow_rate_is_one_per_path_unless_asked_otherwise() {
     let settings = |args: &[&str]| {
         let s = &configurations(&new(args).matrix)[0].settings;
-        (s.slow_rate_bps, s.slow_rate_basis)
+        (s.slow_rate_bps.map(|r| r.bps()), s.slow_rate_basis)
     };
     // 5% of the default path's 1 Gbit/s.
     assert_eq!(

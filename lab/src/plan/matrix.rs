@@ -10,7 +10,7 @@ use oscil_model::campaign::{
     CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings, SlowRateBasis,
 };
 use oscil_model::group::{total_flows, FlowGroup, Reading};
-use oscil_model::pattern::PatternConfig;
+use oscil_model::pattern::{BitRate, PatternConfig};
 use oscil_model::socket::WriteMode;
 use oscil_protocol::request::SessionRequest;
 
@@ -98,8 +98,8 @@ impl Default for Matrix {
 /// `--slow-rate`: how each run's slow rate is made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SlowRateChoice {
-    /// `--slow-rate RATE`, bit/s.
-    Given(u64),
+    /// `--slow-rate RATE`.
+    Given(BitRate),
     /// The default: one rate per path, `fraction` x the emulated path's rate in the lab,
     /// `fraction` x the pair's calibration peak on real hosts (`crate::plan::calibrate`).
     PerPath,
@@ -118,9 +118,10 @@ impl SlowRateChoice {
         }
         let (bps, basis) = match (self, &settings.path) {
             (SlowRateChoice::Given(bps), _) => (Some(bps), SlowRateBasis::Given),
-            (SlowRateChoice::PerPath, Some(path)) => {
-                (Some(p.fraction.of(path.rate_bps)), SlowRateBasis::PathRate)
-            }
+            (SlowRateChoice::PerPath, Some(path)) => (
+                Some(p.fraction.of_rate(BitRate::from_bps(path.rate_bps))),
+                SlowRateBasis::PathRate,
+            ),
             (SlowRateChoice::PerPath, None) => {
                 (None, SlowRateBasis::Calibration { peak_bps: None })
             }
@@ -371,7 +372,10 @@ mod tests {
         // 5% of each path's rate, whatever the lowat or sndbuf: 0.5 and 50 Mbit/s.
         for config in &configs {
             let rate_bps = config.settings.path.as_ref().unwrap().rate_bps;
-            assert_eq!(config.settings.slow_rate_bps, Some(rate_bps / 20));
+            assert_eq!(
+                config.settings.slow_rate_bps,
+                Some(BitRate::from_bps(rate_bps / 20))
+            );
             assert_eq!(
                 config.settings.slow_rate_basis,
                 Some(SlowRateBasis::PathRate)
@@ -394,12 +398,18 @@ mod tests {
                 ..hosts.clone()
             };
             let settings = &configurations(&matrix)[0].settings;
-            (settings.slow_rate_bps, settings.slow_rate_basis)
+            (
+                settings.slow_rate_bps.map(BitRate::bps),
+                settings.slow_rate_basis,
+            )
         };
         let calibration = Some(SlowRateBasis::Calibration { peak_bps: None });
         assert_eq!(basis(SlowRateChoice::PerPath, false), (None, calibration));
         let given = (Some(5_000_000), Some(SlowRateBasis::Given));
-        assert_eq!(basis(SlowRateChoice::Given(5_000_000), false), given);
+        assert_eq!(
+            basis(SlowRateChoice::Given(BitRate::from_bps(5_000_000)), false),
+            given
+        );
         let per_run = (None, Some(SlowRateBasis::PerRun));
         assert_eq!(basis(SlowRateChoice::PerRun, false), per_run);
         assert_eq!(basis(SlowRateChoice::PerPath, true), (None, None));
