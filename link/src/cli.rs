@@ -77,11 +77,13 @@ pub enum CliError {
     #[error("side A and side B are the same device {0:?}: give --a-dev and --b-dev different names, or put them in different namespaces")]
     SameDevice(String),
     /// A namespace that is not there (`ip netns add NAME` makes one).
-    #[error("{flag} {name}: no such network namespace ({} is missing; ip netns add {name} makes one)", .path.display())]
+    #[error("{flag} {name}: no such network namespace ({} is missing{hint})", .path.display())]
     NoNetns {
         flag: &'static str,
         name: String,
         path: PathBuf,
+        /// How to make one, for a name (`ip netns add NAME`); empty for a path.
+        hint: String,
     },
     /// `--stats` cannot be written.
     #[error(transparent)]
@@ -122,6 +124,10 @@ impl Cli {
                     return Err(CliError::NoNetns {
                         flag,
                         name: name.clone(),
+                        hint: match name.contains('/') {
+                            true => String::new(),
+                            false => format!("; ip netns add {name} makes one"),
+                        },
                         path,
                     })
                 }

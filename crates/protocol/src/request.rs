@@ -42,7 +42,7 @@ pub enum RequestError {
     NoFastPhase,
     #[error("a sampling --interval of zero")]
     NoInterval,
-    #[error("a run of {total_s} s ({cycles} cycles of --fast and --slow): at most a week per session (a daemon serves 15 min unless its --max-session-time says more)")]
+    #[error("a run of {:.1} days ({cycles} cycles of --fast and --slow): at most a week per session (a daemon serves 15 min unless its --max-session-time says more)", *.total_s as f64 / 86400.0)]
     TooLong { total_s: u64, cycles: u32 },
     #[error("--interval {interval_ms} ms is longer than the shortest phase ({shortest_ms} ms): every phase needs at least one sample")]
     IntervalOverPhase { interval_ms: u64, shortest_ms: u64 },
