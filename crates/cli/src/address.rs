@@ -88,11 +88,15 @@ fn scoped_v6(host: &str) -> Option<Result<String, String>> {
     let (address, zone) = split_scope(host);
     let zone = zone?;
     if address.parse::<Ipv6Addr>().is_err() {
-        return Some(Err("a %SCOPE follows an IPv6 address only (fe80::1%eth0)".into()));
+        return Some(Err(
+            "a %SCOPE follows an IPv6 address only (fe80::1%eth0)".into()
+        ));
     }
     Some(match interface_index(zone) {
         Some(_) => Ok(host.to_owned()),
-        None => Err(format!("no interface {zone:?} on this host for the scope of {address}")),
+        None => Err(format!(
+            "no interface {zone:?} on this host for the scope of {address}"
+        )),
     })
 }
 
@@ -366,7 +370,10 @@ mod tests {
         assert_eq!(bracketed.lookup_form(), "[fe80::1%1]:6000");
         assert!(parse_listen("[fe80::1%1]:0").is_ok());
         let message = parse_connect("fe80::1%nosuchif0").unwrap_err().to_string();
-        assert!(message.contains("no interface \"nosuchif0\" on this host"), "{message}");
+        assert!(
+            message.contains("no interface \"nosuchif0\" on this host"),
+            "{message}"
+        );
         let message = parse_bind("fe80::1%lo").unwrap_err().to_string();
         assert!(message.contains("-B takes no %SCOPE"), "{message}");
     }

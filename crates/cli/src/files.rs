@@ -76,7 +76,9 @@ pub fn check_writable_dir(flag: &'static str, dir: &Path) -> Result<(), OutputFi
         .unwrap_or_else(|| PathBuf::from("/"));
     match existing.is_dir() {
         true => check_writable_file(flag, &existing.join(".oscil-probe")).map_err(|e| match e {
-            OutputFileError::NotWritable { dir: at, source, .. } => OutputFileError::NotWritable {
+            OutputFileError::NotWritable {
+                dir: at, source, ..
+            } => OutputFileError::NotWritable {
                 flag,
                 path: dir.to_owned(),
                 dir: at,
@@ -154,7 +156,10 @@ mod tests {
         let message = check_writable_file("--port-file", dir.path())
             .unwrap_err()
             .to_string();
-        assert!(message.ends_with("a directory is there, not a file"), "{message}");
+        assert!(
+            message.ends_with("a directory is there, not a file"),
+            "{message}"
+        );
         let missing = dir.path().join("no/such/port");
         let message = check_writable_file("--port-file", &missing)
             .unwrap_err()
@@ -163,14 +168,27 @@ mod tests {
         let message = check_writable_file("--stats", Path::new("/proc/oscil.json"))
             .unwrap_err()
             .to_string();
-        assert!(message.starts_with("--stats /proc/oscil.json: cannot write in /proc: "), "{message}");
+        assert!(
+            message.starts_with("--stats /proc/oscil.json: cannot write in /proc: "),
+            "{message}"
+        );
         check_writable_dir("--metrics", &dir.path().join("a/b")).unwrap();
         assert!(!dir.path().join("a").exists());
         let file = dir.path().join("f");
         std::fs::write(&file, "").unwrap();
-        let message = check_writable_dir("--metrics", &file.join("x")).unwrap_err().to_string();
-        assert!(message.ends_with("a file is there, not a directory"), "{message}");
-        let message = check_writable_dir("--metrics", Path::new("/proc/m")).unwrap_err().to_string();
-        assert!(message.starts_with("--metrics /proc/m: cannot write in /proc: "), "{message}");
+        let message = check_writable_dir("--metrics", &file.join("x"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.ends_with("a file is there, not a directory"),
+            "{message}"
+        );
+        let message = check_writable_dir("--metrics", Path::new("/proc/m"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("--metrics /proc/m: cannot write in /proc: "),
+            "{message}"
+        );
     }
 }

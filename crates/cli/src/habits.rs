@@ -36,8 +36,14 @@ const SERVER_HOST: &[(&str, &str)] = &[
 ];
 
 const PACING: &[(&str, &str)] = &[
-    ("pacing-rate", "--pacing-rate RATE sets SO_MAX_PACING_RATE (as tc writes rates: 100mbit)"),
-    ("max-rate", "--max-rate RATE caps every session's pacing rate"),
+    (
+        "pacing-rate",
+        "--pacing-rate RATE sets SO_MAX_PACING_RATE (as tc writes rates: 100mbit)",
+    ),
+    (
+        "max-rate",
+        "--max-rate RATE caps every session's pacing rate",
+    ),
 ];
 const LOWAT: &[(&str, &str)] = &[
     ("tcp-notsent-lowat", "--tcp-notsent-lowat LIST sets the sysctl net.ipv4.tcp_notsent_lowat for every socket of the sender (oscil-reader --notsent-lowat sets the socket option)"),
@@ -47,16 +53,24 @@ const WINDOW: &[(&str, &str)] = &[
     ("sndbuf", "--sndbuf BYTES sets the daemon's SO_SNDBUF"),
     ("rcvbuf", "--rcvbuf BYTES sets the reader's SO_RCVBUF"),
 ];
-const LENGTH: &[(&str, &str)] =
-    &[("write-size", "--write-size BYTES sets the bytes per write of the daemon")];
+const LENGTH: &[(&str, &str)] = &[(
+    "write-size",
+    "--write-size BYTES sets the bytes per write of the daemon",
+)];
 const TIME: &[(&str, &str)] = &[("fast", "every run follows the pattern: --fast, --slow and --cycles set its lengths (--quick: one short cycle), and --pattern full-speed reads at full speed as iperf3 does")];
 const FLOWS: &[(&str, &str)] = &[("flows", "--flows N sets the data connections of every run")];
-const SERVER: &[(&str, &str)] =
-    &[("listen", "oscil-daemon is the server already (--listen ADDR sets its address)")];
-const NO_MSS: &str = "oscil sets no MSS: the path's MTU decides it (oscil-lab's link sets the path)";
-const NO_DELAY: &str = "oscil sets no TCP_NODELAY: the daemon's writes are large, so Nagle never holds one back";
-const BY_TIME: &str = "a run lasts a time, not a byte count: --fast, --slow and --cycles (or oscil-reader -t DUR)";
-const FORMAT: &str = "the summary is in Mbit/s and bytes; oscil-reader -J prints the figures as JSON";
+const SERVER: &[(&str, &str)] = &[(
+    "listen",
+    "oscil-daemon is the server already (--listen ADDR sets its address)",
+)];
+const NO_MSS: &str =
+    "oscil sets no MSS: the path's MTU decides it (oscil-lab's link sets the path)";
+const NO_DELAY: &str =
+    "oscil sets no TCP_NODELAY: the daemon's writes are large, so Nagle never holds one back";
+const BY_TIME: &str =
+    "a run lasts a time, not a byte count: --fast, --slow and --cycles (or oscil-reader -t DUR)";
+const FORMAT: &str =
+    "the summary is in Mbit/s and bytes; oscil-reader -J prints the figures as JSON";
 const DAEMONIZE: &str = "oscil-daemon stays in the foreground: run it under systemd, nohup or tmux";
 
 const HABITS: &[Habit] = &[
@@ -259,7 +273,11 @@ pub(crate) fn far_suggestion(error: &clap::Error) -> bool {
     let Some(typed) = given(error) else {
         return false;
     };
-    let typed = typed.split('=').next().unwrap_or(typed).trim_start_matches('-');
+    let typed = typed
+        .split('=')
+        .next()
+        .unwrap_or(typed)
+        .trim_start_matches('-');
     let suggested = suggested.split_whitespace().next().unwrap_or("");
     let suggested = suggested.trim_start_matches('-');
     edits(typed, suggested) > (typed.chars().count() / 3).max(1)
@@ -272,13 +290,15 @@ fn edits(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 best = best.min(d[i - 2][j - 2] + 1);
             }

@@ -35,7 +35,11 @@ pub fn parse_one_way_delay(input: &str) -> Result<Duration, UnitError> {
 pub fn parse_rtt(input: &str) -> Result<Duration, UnitError> {
     let rtt = parse_duration(input)?;
     if rtt.is_zero() {
-        return Err(UnitError::new("round trip", input, "a round trip above zero"));
+        return Err(UnitError::new(
+            "round trip",
+            input,
+            "a round trip above zero",
+        ));
     }
     check_delay(input, rtt, 2 * MAX_ONE_WAY_DELAY, "round trip")
 }
@@ -83,9 +87,15 @@ mod tests {
         assert!(message.contains("at most 50%"), "{message}");
         assert_eq!(parse_rtt("10s"), Ok(Duration::from_secs(10)));
         let message = parse_rtt("2y").unwrap_err().to_string();
-        assert!(message.contains("at most 7d") || message.contains("at most 10s"), "{message}");
+        assert!(
+            message.contains("at most 7d") || message.contains("at most 10s"),
+            "{message}"
+        );
         let message = parse_one_way_delay("6s").unwrap_err().to_string();
-        assert!(message.contains("at most 5s: no real path is longer"), "{message}");
+        assert!(
+            message.contains("at most 5s: no real path is longer"),
+            "{message}"
+        );
         assert!(parse_rtt("0").is_err());
     }
 }

@@ -233,11 +233,7 @@ const TOO_LONG: &str = "at most 7d (a week): no run, phase or timeout of oscil l
 /// [`MAX_DURATION`].
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     match parse_any_duration(input)? {
-        d if d > MAX_DURATION => Err(UnitError::new(
-            "duration",
-            input,
-            TOO_LONG,
-        )),
+        d if d > MAX_DURATION => Err(UnitError::new("duration", input, TOO_LONG)),
         d => Ok(d),
     }
 }
@@ -506,10 +502,18 @@ mod tests {
         assert_eq!(parse_duration("7d"), Ok(MAX_DURATION));
         for input in ["8d", "99999999999h", "999999999999999999999s"] {
             let message = parse_duration(input).unwrap_err().to_string();
-            assert!(message.ends_with("at most 7d (a week): no run, phase or timeout of oscil lasts longer"), "{input}: {message}");
+            assert!(
+                message.ends_with(
+                    "at most 7d (a week): no run, phase or timeout of oscil lasts longer"
+                ),
+                "{input}: {message}"
+            );
         }
         let timeout = duration_within(Duration::from_secs(1), MAX_DURATION, "why");
-        assert!(timeout("1ms").unwrap_err().to_string().ends_with("1s to 7days: why"));
+        assert!(timeout("1ms")
+            .unwrap_err()
+            .to_string()
+            .ends_with("1s to 7days: why"));
     }
 
     #[test]

@@ -172,8 +172,8 @@ fn check_pattern(pattern: &PatternConfig, interval: Duration) -> Result<(), Requ
     if pattern.fast_ms == 0 {
         return Err(RequestError::NoFastPhase);
     }
-    let total = u64::from(pattern.cycles)
-        .saturating_mul(pattern.fast_ms.saturating_add(pattern.slow_ms));
+    let total =
+        u64::from(pattern.cycles).saturating_mul(pattern.fast_ms.saturating_add(pattern.slow_ms));
     if total > MAX_SESSION_MS {
         return Err(RequestError::TooLong {
             total_s: total / 1000,

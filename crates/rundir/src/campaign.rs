@@ -30,10 +30,11 @@ pub enum CampaignError {
     #[error("{0}: a file, not a campaign directory")]
     FileNotCampaign(PathBuf),
     /// The OS would not say whether the directory holds a campaign (a permission, most often).
-    #[error("{}: {}", .path.display(), oscil_model::error_text::os_error(.source))]
+    #[error("{}: {}", .path.display(), oscil_model::error_text::os_error(.error))]
     Unreadable {
         path: PathBuf,
-        source: std::io::Error,
+        /// Said in the line, not as a cause after it.
+        error: std::io::Error,
     },
     #[error("{path}: {source}")]
     Io {
@@ -145,9 +146,9 @@ fn check_runs(path: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
 pub fn check_is_campaign(dir: &Path) -> Result<(), CampaignError> {
     use std::io::ErrorKind;
     let path = dir.join(CAMPAIGN_JSON);
-    let unreadable = |path: &Path, source| CampaignError::Unreadable {
+    let unreadable = |path: &Path, error| CampaignError::Unreadable {
         path: path.to_owned(),
-        source,
+        error,
     };
     match path.symlink_metadata() {
         Ok(_) => return Ok(()),
@@ -157,9 +158,7 @@ pub fn check_is_campaign(dir: &Path) -> Result<(), CampaignError> {
         Err(_) => {}
     }
     match dir.metadata() {
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            Err(CampaignError::NoSuchDir(dir.to_owned()))
-        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(CampaignError::NoSuchDir(dir.to_owned())),
         Err(e) => Err(unreadable(dir, e)),
         Ok(meta) if !meta.is_dir() => Err(CampaignError::FileNotCampaign(dir.to_owned())),
         Ok(_) if dir.join(oscil_model::run::RUN_JSON).exists() => {

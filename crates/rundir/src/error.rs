@@ -21,10 +21,11 @@ pub enum RunDirError {
     #[error("{0}: a file, not a run directory")]
     FileNotRun(PathBuf),
     /// The OS would not say whether the directory holds a run (a permission, most often).
-    #[error("{}: {}", .path.display(), oscil_model::error_text::os_error(.source))]
+    #[error("{}: {}", .path.display(), oscil_model::error_text::os_error(.error))]
     Unreadable {
         path: PathBuf,
-        source: std::io::Error,
+        /// Said in the line, not as a cause after it.
+        error: std::io::Error,
     },
     #[error("{0}: the directory is not empty (pass --force to write into it)")]
     NotEmpty(PathBuf),

@@ -20,7 +20,10 @@ mod tests {
     #[test]
     fn a_cut_file_is_called_cut() {
         let cut = serde_json::from_str::<serde_json::Value>("{\"runs\": [\n1,").unwrap_err();
-        assert_eq!(describe(&cut), "it is cut short (it ends at line 2 inside the JSON)");
+        assert_eq!(
+            describe(&cut),
+            "it is cut short (it ends at line 2 inside the JSON)"
+        );
         let garbage = serde_json::from_str::<serde_json::Value>("runs").unwrap_err();
         assert!(describe(&garbage).starts_with("it is not JSON (line 1"));
     }

@@ -49,9 +49,9 @@ impl Run {
 /// a failure that is not "absent" (a permission) keeps the OS's word.
 fn check_is_run_dir(dir: &Path, path: &Path) -> Result<(), RunDirError> {
     use std::io::ErrorKind;
-    let unreadable = |path: &Path, source| RunDirError::Unreadable {
+    let unreadable = |path: &Path, error| RunDirError::Unreadable {
         path: path.to_owned(),
-        source,
+        error,
     };
     match path.symlink_metadata() {
         Ok(_) => return Ok(()),

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use oscil_cli::list::{list, list_or_default, List};
+use oscil_cli::path_args::{parse_loss, parse_rtt};
 use oscil_cli::request_args::{
     parse_pacing_rate, parse_slow_rate_arg, parse_write_size, SlowRateArg,
 };
-use oscil_cli::path_args::{parse_loss, parse_rtt};
 use oscil_cli::units::{
     parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_positive_duration,
     parse_rate_bps, whole, UnitError,
