@@ -47,6 +47,11 @@ pub fn bin_dir() -> PathBuf {
 pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabError> {
     match job {
         Job::Restore { dir } => {
+            // Only a campaign's directory holds what to restore: a run's, an empty one or a
+            // typo is named as such, not "nothing to restore".
+            if !dir.join(campaign::sysctl::RESTORE_JSON).exists() {
+                oscil_rundir::campaign::check_is_campaign(&dir)?;
+            }
             let restored = fleet::restore_all(&dir)?;
             eprintln!(
                 "oscil-lab: {}",

@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(long, short = 'B', value_parser = address::parse_bind, value_name = placeholder::ADDR)]
     bind: Option<IpAddr>,
     /// The run directory to write (must be empty or absent, unless --force).
-    #[arg(long, short = 'o', value_name = placeholder::DIR)]
+    #[arg(value_parser = oscil_cli::files::path, long, short = 'o', value_name = placeholder::DIR)]
     out: PathBuf,
     /// Write into a non-empty directory, replacing the run files.
     #[arg(long)]
@@ -154,17 +154,17 @@ pub struct Args {
     busy_retry: Duration,
 
     /// File holding the daemon's pre-shared key (else $OSCIL_KEY; never on the command line).
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     pub key_file: Option<PathBuf>,
     /// Name of the run on charts (default: the directory's name).
     #[arg(long, value_name = "NAME", value_parser = parse_label)]
     label: Option<String>,
     /// A JSON file describing the run, in any shape you like, kept in run.json as "meta".
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     meta: Option<PathBuf>,
     /// The lab's record of the run (oscil-lab writes it), checked and kept in run.json as
     /// "lab".
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     lab_record: Option<PathBuf>,
     /// No progress display while the run goes on (the summary is still printed at the end).
     #[arg(long, short = 'q')]

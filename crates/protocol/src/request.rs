@@ -29,6 +29,10 @@ pub const MAX_GROUPS: usize = 8;
 /// The most fast+slow cycles one run may ask for.
 pub const MAX_CYCLES: u32 = 10_000;
 
+/// The longest session any request may ask, ms: a week (longer ones overflow the hello's
+/// microseconds before any daemon's own limit is reached).
+pub const MAX_SESSION_MS: u64 = 7 * 24 * 3600 * 1000;
+
 /// The kernel's `TCP_CA_NAME_MAX` less its NUL.
 pub const MAX_CONGESTION_NAME_BYTES: usize = 15;
 
@@ -44,6 +48,8 @@ pub enum RequestError {
     NoFastPhase,
     #[error("a sampling --interval of zero")]
     NoInterval,
+    #[error("a run of {:.1} days ({cycles} cycles of --fast and --slow): at most a week per session (a daemon serves 15 min unless its --max-session-time says more)", *.total_s as f64 / 86400.0)]
+    TooLong { total_s: u64, cycles: u32 },
     #[error("--interval {interval_ms} ms is longer than the shortest phase ({shortest_ms} ms): every phase needs at least one sample")]
     IntervalOverPhase { interval_ms: u64, shortest_ms: u64 },
     #[error("--marker-every {every:?} is shorter than the sampling --interval {interval:?}")]
@@ -249,6 +255,14 @@ fn check_pattern(pattern: &PatternConfig, interval: Duration) -> Result<(), Requ
     }
     if pattern.fast_ms == 0 {
         return Err(RequestError::NoFastPhase);
+    }
+    let total =
+        u64::from(pattern.cycles).saturating_mul(pattern.fast_ms.saturating_add(pattern.slow_ms));
+    if total > MAX_SESSION_MS {
+        return Err(RequestError::TooLong {
+            total_s: total / 1000,
+            cycles: pattern.cycles,
+        });
     }
     let shortest_ms = match pattern.full_speed {
         true => pattern.total().as_millis() as u64,

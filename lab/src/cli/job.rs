@@ -52,6 +52,8 @@ pub enum CliError {
     Request { label: String, source: RequestError },
     #[error("--pairs: pairs of what? give --inventory")]
     PairsWithoutInventory,
+    #[error("--inventory -: standard input is a terminal, not an inventory: pipe one in (ansible-inventory -i hosts.ini --list | oscil-lab --inventory - ...) or give its file")]
+    InventoryFromTerminal,
     #[error("--inventory: names the hosts; leave out --sender and --receiver")]
     InventoryWithHosts,
     #[error("--inventory: {path}: {source}")]
@@ -450,6 +452,11 @@ pub fn check_congestion_available(
 /// `--inventory FILE --pairs …` (with `--ssh-option`, `--remote-bin`, `--install`): the
 /// fleet, or why not in one line (the file and the line when the inventory is at fault).
 fn fleet_spec(cli: &Cli, path: &std::path::Path) -> Result<BackendSpec, CliError> {
+    use std::io::IsTerminal;
+    // Waiting for a terminal's input no one knows is asked for looks like a hang.
+    if path == std::path::Path::new("-") && std::io::stdin().is_terminal() {
+        return Err(CliError::InventoryFromTerminal);
+    }
     let plugins = match cli.inventory_plugins {
         true => Plugins::Allowed,
         false => Plugins::StaticOnly,
