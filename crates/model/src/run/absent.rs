@@ -55,6 +55,7 @@ fn columns_of(side: Side, group: FieldGroup) -> &'static [&'static str] {
             "sender.csv sndbuf_limited_us",
         ],
         (Side::Sender, FieldGroup::SndWnd) => &["sender.csv snd_wnd"],
+        (Side::Sender, FieldGroup::Delivered) => &["sender.csv delivered_ce_segs"],
         (Side::Sender, FieldGroup::BytesSent | FieldGroup::RcvWnd) => &[],
     }
 }
