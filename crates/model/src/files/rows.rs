@@ -203,6 +203,9 @@ pub struct SenderSample {
     pub delivered_ce_segs: Option<u64>,
 }
 
+/// The largest gain `tcp_bbr_info` can carry: a u32 in fixed point with 8 bits.
+pub const MAX_BBR_GAIN: f64 = u32::MAX as f64 / 256.0;
+
 fn span_or(span_s: f64, interval_s: f64) -> f64 {
     if span_s > 0.0 {
         span_s
@@ -275,6 +278,15 @@ impl SenderSample {
     /// in a run recorded before the column existed.
     pub fn span_or(&self, interval_s: f64) -> f64 {
         span_or(self.span_s, interval_s)
+    }
+
+    /// BBR's gains, where the row has them, that are not what the kernel can say (a u32
+    /// over 256): an untrusted row or file carrying one is refused.
+    pub fn bbr_gain_out_of_range(&self) -> Option<f64> {
+        [self.bbr_pacing_gain, self.bbr_cwnd_gain]
+            .into_iter()
+            .flatten()
+            .find(|g| !(0.0..=MAX_BBR_GAIN).contains(g))
     }
 
     /// The row with where the flow's time went over its span, where the kernel counts it.
