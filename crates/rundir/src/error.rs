@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use oscil_model::run::FORMAT_VERSION;
 use oscil_model::files::rows::MAX_BBR_GAIN;
+use oscil_model::run::FORMAT_VERSION;
 
 use crate::bounds::{CLOCK_RESOLUTION_S, MAX_BYTES_PER_S, MAX_FLOWS, MAX_RUN_S};
 use crate::safe_fs::SafeFsError;

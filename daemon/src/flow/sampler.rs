@@ -87,9 +87,9 @@ impl FlowCounters {
                 .chrono
                 .map(|now| now.since(before.chrono.unwrap_or_default())),
             acked_bytes: self.bytes_acked.map(|now| grown(now, before.bytes_acked)),
-            delivered_ce_segs: self.delivered_ce_segs.map(|now| {
-                grown(now.into(), before.delivered_ce_segs.map(u64::from))
-            }),
+            delivered_ce_segs: self
+                .delivered_ce_segs
+                .map(|now| grown(now.into(), before.delivered_ce_segs.map(u64::from))),
         }
     }
 }

@@ -10,14 +10,14 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
+use netlink_packet_core::Nla as _;
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLMSG_DONE, NLMSG_ERROR, NLM_F_DUMP,
     NLM_F_REQUEST,
 };
-use netlink_packet_core::Nla as _;
 use netlink_packet_sock_diag::constants::{
-    AF_INET, AF_INET6, INET_DIAG_BBRINFO, INET_DIAG_SKMEMINFO, IPPROTO_TCP, TCP_CLOSE_WAIT, TCP_CLOSING,
-    TCP_ESTABLISHED, TCP_FIN_WAIT1, TCP_FIN_WAIT2, TCP_LAST_ACK, TCP_SYN_SENT,
+    AF_INET, AF_INET6, INET_DIAG_BBRINFO, INET_DIAG_SKMEMINFO, IPPROTO_TCP, TCP_CLOSE_WAIT,
+    TCP_CLOSING, TCP_ESTABLISHED, TCP_FIN_WAIT1, TCP_FIN_WAIT2, TCP_LAST_ACK, TCP_SYN_SENT,
 };
 use netlink_packet_sock_diag::inet::{
     nlas::Nla, ExtensionFlags, InetRequest, InetResponse, SocketId, StateFlags,
@@ -149,11 +149,7 @@ impl Diag {
     /// Each watched socket by exact lookup (4-tuple and cookie), into `found` in the watched
     /// order: the requests built once, `LOOKUPS_PER_SEND` to a send, a hash lookup each in
     /// the kernel however many sockets it holds.
-    fn look_up(
-        &mut self,
-        watched: &Watched,
-        found: &mut [Option<Sampled>],
-    ) -> io::Result<()> {
+    fn look_up(&mut self, watched: &Watched, found: &mut [Option<Sampled>]) -> io::Result<()> {
         found.fill(None);
         for (batch, request) in watched.requests.iter().enumerate() {
             let count = (found.len() - batch * LOOKUPS_PER_SEND).min(LOOKUPS_PER_SEND);
@@ -801,8 +797,13 @@ mod tests {
         let (mut client, server) = loopback_pair();
         for (socket, congestion) in [(&client, "bbr"), (&server, "cubic")] {
             let name = congestion.as_bytes();
-            sys::set_bytes(socket.as_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name)
-                .unwrap();
+            sys::set_bytes(
+                socket.as_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_CONGESTION,
+                name,
+            )
+            .unwrap();
         }
         client.write_all(&[7u8; 30_000]).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -823,9 +824,16 @@ mod tests {
             // BBR's state, where a socket runs BBR, the same both ways.
             assert_eq!(a.bbr.map(|b| b.min_rtt_us), b.bbr.map(|b| b.min_rtt_us));
         }
-        let bbr = by_diag[1].unwrap().bbr.expect("INET_DIAG_BBRINFO of the bbr client");
+        let bbr = by_diag[1]
+            .unwrap()
+            .bbr
+            .expect("INET_DIAG_BBRINFO of the bbr client");
         assert!(bbr.min_rtt_us.is_some() && bbr.cwnd_gain > 0.0, "{bbr:?}");
-        assert_eq!(by_diag[0].unwrap().bbr, None, "cubic gives no state of its own");
+        assert_eq!(
+            by_diag[0].unwrap().bbr,
+            None,
+            "cubic gives no state of its own"
+        );
         // The namespace holds these and more; getsockopt sees these only.
         let own: u64 = [&server, &client]
             .iter()

@@ -234,7 +234,10 @@ mod tests {
         let cubic = of_congestion("cubic").unwrap();
         assert_eq!(cubic.side, Side::Sender);
         assert_eq!(cubic.columns.len(), 4);
-        assert!(cubic.columns.iter().all(|c| c.starts_with("sender.csv bbr_")));
+        assert!(cubic
+            .columns
+            .iter()
+            .all(|c| c.starts_with("sender.csv bbr_")));
         assert!(cubic.note.contains("ran cubic"), "{}", cubic.note);
         // A peer's name is escaped before it reaches a note.
         assert!(!of_congestion("x\x1b[2J").unwrap().note.contains('\x1b'));
@@ -248,7 +251,10 @@ mod tests {
             .iter()
             .flat_map(|a| a.columns.iter().map(String::as_str))
             .collect();
-        assert!(columns.contains(&"sender.csv delivered_ce_segs"), "{columns:?}");
+        assert!(
+            columns.contains(&"sender.csv delivered_ce_segs"),
+            "{columns:?}"
+        );
     }
 
     #[test]
