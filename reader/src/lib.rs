@@ -93,7 +93,12 @@ fn run_meta(config: &ReaderConfig, session: &session::Session, schedule: &[Phase
             groups: config.groups.clone(),
         },
         schedule: schedule.to_vec(),
-        absent: absent::of_kernels(&reader_host, Some(&session.welcome.host)),
+        absent: absent::of_kernels(&reader_host, Some(&session.welcome.host))
+            .into_iter()
+            .chain(absent::of_congestion(
+                &session.welcome.options_in_force.congestion,
+            ))
+            .collect(),
         reader_host,
         sender_host: Some(session.welcome.host.clone()),
         sender_options: Some(session.welcome.options_in_force.clone()),

@@ -5,6 +5,7 @@ use std::time::Duration;
 use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::host::{QueueEvents, Sockstat};
 
+use crate::socket::diag::Sampled;
 use crate::socket::meminfo::SkMemInfo;
 use crate::socket::tcp_info::TcpInfo;
 
@@ -43,8 +44,7 @@ pub fn sender_sample(
     t_s: f64,
     flow: u32,
     (bytes, span_s): (u64, f64),
-    info: &TcpInfo,
-    mem: &SkMemInfo,
+    Sampled { info, mem, bbr }: &Sampled,
 ) -> SenderSample {
     SenderSample {
         t_s,
@@ -64,7 +64,13 @@ pub fn sender_sample(
         pacing_rate_bps: info.pacing_rate_bps,
         span_s,
         min_rtt_us: info.min_rtt_us,
-        // The writer's and the chrono counters' columns are filled by the daemon's sampler.
+        bbr_bw_bps: bbr.and_then(|b| b.bw_bps),
+        bbr_min_rtt_us: bbr.and_then(|b| b.min_rtt_us),
+        bbr_pacing_gain: bbr.map(|b| b.pacing_gain),
+        bbr_cwnd_gain: bbr.map(|b| b.cwnd_gain),
+        ecn_negotiated: Some(info.ecn_negotiated),
+        // The writer's columns and the counters' shares of the span (chrono, acked and
+        // CE-marked) are filled by the daemon's sampler.
         ..SenderSample::default()
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use oscil_model::files::rows::MAX_BBR_GAIN;
 use oscil_model::run::FORMAT_VERSION;
 
 use crate::bounds::{CLOCK_RESOLUTION_S, MAX_BYTES_PER_S, MAX_FLOWS, MAX_RUN_S};
@@ -119,6 +120,9 @@ pub enum RowError {
         span_s: f64,
         rate: f64,
     },
+    /// A BBR gain the kernel cannot give (not a number, below 0, past a u32 over 256).
+    #[error("a BBR gain of {gain:?} is not one the kernel can give (0 to {MAX_BBR_GAIN:e})")]
+    Gain { gain: f64 },
 }
 
 impl RunDirError {

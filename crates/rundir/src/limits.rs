@@ -45,7 +45,11 @@ impl Columns for SenderSample {
         limits.check_sample(self.flow, self.t_s, self.span_s)?;
         let span_s = self.span_or(limits.interval_s);
         limits.check_rate("bytes", Some(self.bytes), span_s)?;
-        limits.check_rate("acked_bytes", self.acked_bytes, span_s)
+        limits.check_rate("acked_bytes", self.acked_bytes, span_s)?;
+        match self.bbr_gain_out_of_range() {
+            Some(gain) => Err(RowError::Gain { gain }),
+            None => Ok(()),
+        }
     }
 }
 

@@ -94,6 +94,8 @@ pub enum SampleError {
     Wait { flow: u32, us: u64 },
     #[error("flow {flow}'s wake-ups with a median above their largest value")]
     MedianAboveMax { flow: u32 },
+    #[error("flow {flow} with a BBR gain of {gain:?}, which no kernel gives")]
+    Gain { flow: u32, gain: f64 },
 }
 
 /// Why the daemon's end of session cannot be true ([`SampleCheck::ended`]).
@@ -251,6 +253,9 @@ impl SampleCheck {
             ];
             if medians.iter().any(|&(p50, max)| p50 > max) {
                 return Err(SampleError::MedianAboveMax { flow });
+            }
+            if let Some(gain) = row.bbr_gain_out_of_range() {
+                return Err(SampleError::Gain { flow, gain });
             }
         }
         Ok(())
@@ -457,6 +462,14 @@ mod tests {
                     ..row(0.1, 1)
                 }],
                 "in group 0; the session put it in group 1",
+            ),
+            (
+                host(0.1, Side::Sender),
+                vec![SenderSample {
+                    bbr_pacing_gain: Some(-1.0),
+                    ..row(0.1, 0)
+                }],
+                "BBR gain of -1.0",
             ),
         ];
         for (h, rows, expected) in cases {

@@ -13,7 +13,7 @@ use oscil_kernel::host::netstat::QueueEventsSince;
 use oscil_kernel::host::schedstat::RunQueueWaits;
 use oscil_kernel::host::{netstat, sockstat};
 use oscil_kernel::rows::{host_sample, reader_sample};
-use oscil_kernel::socket::diag::{Probe, Watched};
+use oscil_kernel::socket::diag::{Probe, Sampled, Watched};
 use oscil_kernel::ticker::{covered_s, Ticker};
 use oscil_kernel::{ProcFile, TcpExt};
 use oscil_model::files::rows::{Phase, ReaderSample, Side};
@@ -120,7 +120,7 @@ impl Sampler {
         let mut rows = Vec::with_capacity(self.flows.len());
         let received = sources.received_bytes.iter_mut();
         for ((flow, socket), received) in self.flows.iter().zip(snapshot.sockets).zip(received) {
-            let (info, mem) = socket
+            let Sampled { info, mem, .. } = socket
                 .as_ref()
                 .ok_or(SampleError::Socket { flow: flow.index })?;
             let bytes = flow.take_bytes_read(intervals.clone());
