@@ -32,7 +32,9 @@ const CONCURRENT_OPENS: usize = 8;
 
 /// Why `--connect` found no reader.
 #[derive(Debug, thiserror::Error)]
-#[error("nothing accepted a connection at the reader's address {reader} in {waited_s:.1} s: {last}")]
+#[error(
+    "nothing accepted a connection at the reader's address {reader} in {waited_s:.1} s: {last}"
+)]
 pub struct NoReader {
     reader: SocketAddr,
     waited_s: f64,
@@ -82,7 +84,8 @@ pub(crate) fn open_data_connections(
             let mut opening = JoinSet::new();
             for &flow in chunk {
                 let key = key.clone();
-                opening.spawn(async move { (flow, open_one(reader, &key, session_id, flow).await) });
+                opening
+                    .spawn(async move { (flow, open_one(reader, &key, session_id, flow).await) });
             }
             for (flow, opened) in opening.join_all().await {
                 let stream = match opened {
@@ -102,7 +105,29 @@ pub(crate) fn open_data_connections(
     }))
 }
 
+/// Tries for one data connection: a listening reader may accept a data connection dialed
+/// right after the welcome while it still takes connections for a control handshake (it
+/// speaks first on those), and drops it once the handshake won; the next try reaches it.
+const DATA_TRIES: u32 = 3;
+
+/// One data connection, tried again (after a short wait) when the reader drops it.
 async fn open_one(
+    reader: SocketAddr,
+    key: &DataKey,
+    session_id: SessionId,
+    flow: u32,
+) -> std::io::Result<TcpStream> {
+    let mut tries = 1;
+    loop {
+        match try_open(reader, key, session_id, flow).await {
+            Err(_) if tries < DATA_TRIES => sleep(BACKOFF_FIRST * tries).await,
+            opened => return opened,
+        }
+        tries += 1;
+    }
+}
+
+async fn try_open(
     reader: SocketAddr,
     key: &DataKey,
     session_id: SessionId,

@@ -143,16 +143,17 @@ async fn open_listening(config: &ReaderConfig) -> Result<Session, ReaderError> {
     let (listener, reader_options) = crate::listen::bind(addr, &config.reader_request)?;
     eprintln!("oscil-reader: waiting on {addr} for oscil-daemon --connect");
     let shared = std::sync::Arc::new(config.clone());
-    let mut daemons = crate::listen::authenticated(&listener, "a daemon", 1, None, |stream, from| {
-        let config = shared.clone();
-        async move {
-            let addr = from.to_string();
-            let wait = crate::listen::PREAUTH_TIMEOUT;
-            let peer = Unproven { addr: &addr, wait };
-            Ok((handshake(&config, peer, stream).await?, from.ip()))
-        }
-    })
-    .await?;
+    let mut daemons =
+        crate::listen::authenticated(&listener, "a daemon", 1, None, |stream, from| {
+            let config = shared.clone();
+            async move {
+                let addr = from.to_string();
+                let wait = crate::listen::PREAUTH_TIMEOUT;
+                let peer = Unproven { addr: &addr, wait };
+                Ok((handshake(&config, peer, stream).await?, from.ip()))
+            }
+        })
+        .await?;
     let (control, daemon) = daemons.pop().expect("one daemon, as asked");
     let flows = Flows::Accept {
         listener: &listener,
@@ -283,9 +284,13 @@ async fn accept_flows(
 ) -> Result<(Vec<TcpStream>, Option<TcpStream>), ReaderError> {
     let wanted = config.flows as usize + usize::from(with_probe);
     let deadline = Some(Instant::now() + HANDSHAKE_TIMEOUT);
-    let accepted = crate::listen::authenticated(listener, "a data connection", wanted, deadline, |stream, from| {
-        crate::listen::accept_data(stream, from, daemon, key.clone(), session_id)
-    })
+    let accepted = crate::listen::authenticated(
+        listener,
+        "a data connection",
+        wanted,
+        deadline,
+        |stream, from| crate::listen::accept_data(stream, from, daemon, key.clone(), session_id),
+    )
     .await?;
     let mut slots: Vec<Option<TcpStream>> = (0..config.flows).map(|_| None).collect();
     let mut probe = None;

@@ -473,9 +473,7 @@ pub async fn challenge_data_connection<S: AsyncRead + AsyncWrite + Unpin>(
     key: &DataKey,
 ) -> std::io::Result<bool> {
     let nonce = Nonce::random()?;
-    stream
-        .write_all(&DataChallenge { nonce }.encode())
-        .await?;
+    stream.write_all(&DataChallenge { nonce }.encode()).await?;
     let mut proof = [0u8; 32];
     stream.read_exact(&mut proof).await?;
     let expected = key.proof(&hello.session_id, hello.flow, &nonce);

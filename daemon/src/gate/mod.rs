@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use oscil_protocol::auth::{AuthError, Authenticated, DaemonHandshake};
 
 use oscil_protocol::control::{
-    busy_frame, challenge_data_connection, Connection, DaemonMessage, DataHello, FrameError, ReaderMessage,
-    MAX_PREAUTH_FRAME_BYTES,
+    busy_frame, challenge_data_connection, Connection, DaemonMessage, DataHello, FrameError,
+    ReaderMessage, MAX_PREAUTH_FRAME_BYTES,
 };
 use oscil_protocol::proof::Nonce;
 use tokio::io::AsyncReadExt;
