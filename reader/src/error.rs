@@ -29,8 +29,9 @@ pub enum ReaderError {
     /// Stopped (Ctrl-C, SIGTERM) while no daemon had connected yet.
     #[error("stopped while waiting for a daemon to connect (--listen)")]
     StoppedListening,
-    /// A connection to a listening reader that is not one of the session's data connections.
-    #[error("a data connection refused: {0}")]
+    /// A connection to a listening reader that is not one of the session's data connections
+    /// (said on the line that names its address), or a daemon that opened one wrongly.
+    #[error("{0}")]
     DataRefused(&'static str),
     /// The control connection could not be opened.
     #[error("cannot connect to the daemon at {addr}: {source}")]

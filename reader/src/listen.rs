@@ -126,8 +126,10 @@ pub(crate) async fn accept_data(
         return Err(ReaderError::DataRefused("not from the daemon's address"));
     }
     let mut bytes = [0u8; DataHello::LEN];
-    let io_error = |source| ReaderError::Data { flow: 0, source };
-    stream.read_exact(&mut bytes).await.map_err(io_error)?;
+    stream
+        .read_exact(&mut bytes)
+        .await
+        .map_err(|_| ReaderError::DataRefused("closed before a whole data hello"))?;
     let hello = DataHello::decode(&bytes)
         .filter(|hello| hello.session_id == session_id && hello.is_signed_by(&key))
         .ok_or(ReaderError::DataRefused("not a data hello of this session"))?;

@@ -299,10 +299,14 @@ async fn accept_flows(
             PROBE_FLOW if with_probe => &mut probe,
             _ => slots
                 .get_mut(flow as usize)
-                .ok_or(ReaderError::DataRefused("a flow this session has not"))?,
+                .ok_or(ReaderError::DataRefused(
+                    "the daemon opened a data connection for a flow this session has not",
+                ))?,
         };
         if slot.replace(stream).is_some() {
-            return Err(ReaderError::DataRefused("a flow that came twice"));
+            return Err(ReaderError::DataRefused(
+                "the daemon opened a flow's data connection twice",
+            ));
         }
     }
     // `wanted` distinct connections, each in its own place: every slot is filled.
