@@ -93,6 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             write_mode: Default::default(),
             marker_every_us: None,
             slow_rate: None,
+            groups: Vec::new(),
         },
         schedule: pattern.schedule(),
         reader_host: host("lab"),
@@ -115,6 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         probe: None,
         trace: None,
         absent: Vec::new(),
+        sender_options_by_group: Vec::new(),
     };
     let schedule = meta.schedule.clone();
     let mut writer = RunWriter::create(&dir, true, meta)?;
@@ -153,6 +155,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 budget_bytes: if slow { 300_000 } else { 0 },
                 span_s: 0.1,
                 delivered_bytes: Some(bytes),
+                group: None,
             })?;
             writer.sender_row(&SenderSample {
                 t_s: t_s + f64::from(flow) * 1e-5,

@@ -26,11 +26,11 @@ use crate::write::end_table;
 pub struct Cli {
     /// Run directories written by oscil-reader, or campaign directories written by
     /// oscil-lab (their complete runs).
-    #[arg(required = true, value_name = "RUN_OR_CAMPAIGN_DIR")]
+    #[arg(value_parser = oscil_cli::files::path, required = true, value_name = "RUN_OR_CAMPAIGN_DIR")]
     pub run_dirs: Vec<PathBuf>,
     /// Where to write the report (created if missing; default: CAMPAIGN/report for one
     /// campaign, else ./report).
-    #[arg(long, short = 'o', value_name = placeholder::DIR)]
+    #[arg(value_parser = oscil_cli::files::path, long, short = 'o', value_name = placeholder::DIR)]
     out: Option<PathBuf>,
     /// Write into a used --out, removing only the files an earlier report wrote there.
     #[arg(long)]
@@ -66,7 +66,7 @@ pub struct Cli {
     /// Also write each run's and each configuration's headline figures for Prometheus, in
     /// the OpenMetrics text format, into DIR (node_exporter's textfile collector reads it):
     /// oscil-run-<run>.prom and oscil-campaign.prom.
-    #[arg(long, value_name = placeholder::DIR)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::DIR)]
     metrics: Option<PathBuf>,
     /// Print oscil-lab's end table of a campaign directory (runs, network goodput of the
     /// fast phases and slow-phase queued bytes per configuration, against the baseline), or
@@ -102,10 +102,16 @@ fn parse_memory_limit(input: &str) -> Result<u64, MemoryLimitError> {
     }
 }
 
-/// `--goodput-tolerance` without `--recommend`: a flag that would do nothing.
+/// Flags that cannot work as given, found before the report is made (exit 2).
 #[derive(Debug, thiserror::Error)]
-#[error("--goodput-tolerance sets how far below the best goodput --recommend may choose: add --recommend (see oscil-report --help)")]
-pub struct ToleranceWithoutRecommend;
+pub enum CheckError {
+    /// `--goodput-tolerance` without `--recommend`: a flag that would do nothing.
+    #[error("--goodput-tolerance sets how far below the best goodput --recommend may choose: add --recommend (see oscil-report --help)")]
+    ToleranceWithoutRecommend,
+    /// `--metrics DIR` that could not be written, found before the report rather than after.
+    #[error(transparent)]
+    Metrics(#[from] oscil_cli::files::OutputFileError),
+}
 
 /// Why `--end-table` stopped.
 #[derive(Debug, thiserror::Error)]
@@ -162,12 +168,16 @@ pub fn bound_itself(cli: &Cli) -> std::io::Result<()> {
 }
 
 impl Cli {
-    /// Refuses a flag that would do nothing beside the others.
-    pub fn check(&self) -> Result<(), ToleranceWithoutRecommend> {
-        match !self.recommend && self.goodput_tolerance.is_some() {
-            true => Err(ToleranceWithoutRecommend),
-            false => Ok(()),
+    /// Refuses a flag that would do nothing beside the others, and a `--metrics` that
+    /// could not be written.
+    pub fn check(&self) -> Result<(), CheckError> {
+        if !self.recommend && self.goodput_tolerance.is_some() {
+            return Err(CheckError::ToleranceWithoutRecommend);
         }
+        if let Some(dir) = &self.metrics {
+            oscil_cli::files::check_writable_dir("--metrics", dir)?;
+        }
+        Ok(())
     }
 
     /// The report asked for.

@@ -46,6 +46,7 @@ impl ReportError {
         match self {
             ReportError::OutNotEmpty(_) | ReportError::Baseline(_) => oscil_cli::exit::USAGE,
             ReportError::Run(e) if e.is_bad_path() => oscil_cli::exit::USAGE,
+            ReportError::Campaign(e) if e.is_bad_path() => oscil_cli::exit::USAGE,
             _ => oscil_cli::exit::FAILED_START,
         }
     }

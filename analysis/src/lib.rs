@@ -30,13 +30,15 @@ pub use crate::error::ReportError;
 pub use crate::options::ReportConfig;
 
 use crate::charts::chart::Figure;
-use crate::charts::{draw, run_chart, shared_scale, time_sequence};
+use crate::charts::record::FigureRecord;
+use crate::charts::time_sequence::{self, TimeSequenceError};
+use crate::charts::{draw, run_chart, shared_scale};
 use crate::load::configs::{self, Configuration};
 use crate::load::input::{self, RunInput};
 use crate::load::run_series::RunSeries;
 use crate::load::summary::{self, RunSummary};
 use crate::write::across::Across;
-use crate::write::manifest::{self, FigureRecord};
+use crate::write::manifest;
 use crate::write::{openmetrics, out_dir};
 
 /// The files written and the runs' figures.
@@ -331,10 +333,11 @@ fn draw_time_sequences(
             Ok(time_sequence::Drawn::Picture(file, record)) => drawn.push((file, record)),
             Ok(time_sequence::Drawn::Empty(why)) => warnings.push(why),
             Ok(time_sequence::Drawn::Untraced) => {}
-            Err(ReportError::Run(e)) if e.is_damaged() => {
+            Err(TimeSequenceError::Run(e)) if e.is_damaged() => {
                 eprintln!("oscil-report: warning: a trace is left out: {e}");
             }
-            Err(e) => return Err(e),
+            Err(TimeSequenceError::Run(e)) => return Err(e.into()),
+            Err(TimeSequenceError::Draw(e)) => return Err(e.into()),
         }
     }
     Ok(drawn)

@@ -10,14 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use oscil_model::campaign::{
-    Backend, Campaign, CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings,
-    CAMPAIGN_FORMAT_VERSION,
-};
+use oscil_model::campaign::{CampaignRun, CampaignRunStatus, PathSettings, RunSettings};
 use oscil_model::pattern::PatternConfig;
 use oscil_rundir::campaign;
 use oscil_testkit::{number, Csv, Daemon};
-use util::{assert_close, expected, png_size, reader_run, report, Chromium};
+use util::{assert_close, expected, plan, png_size, reader_run, report, Chromium};
 
 const CONFIGS: [(&str, Option<u32>); 2] = [("default", None), ("lowat16k", Some(16384))];
 const REPEAT: u32 = 3;
@@ -43,24 +40,6 @@ fn settings(lowat: Option<u32>) -> RunSettings {
             full_speed: false,
         },
         ..RunSettings::default()
-    }
-}
-
-/// A campaign.json holding `runs`.
-fn plan(runs: Vec<CampaignRun>, repeat: u32) -> Campaign {
-    Campaign {
-        format_version: CAMPAIGN_FORMAT_VERSION,
-        software: "campaign test".into(),
-        created_unix_ms: 1,
-        backend: Backend::Hosts,
-        sender: "127.0.0.1".into(),
-        receiver: "127.0.0.1".into(),
-        order: Order::Grouped,
-        seed: 1,
-        repeat,
-        runs,
-        hosts: None,
-        calibrations: Vec::new(),
     }
 }
 

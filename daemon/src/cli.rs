@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Parser;
 use oscil_cli::address::{self, Endpoint, IpFamily};
 use oscil_cli::placeholder;
-use oscil_cli::units::{parse_bytes, parse_bytes_u32, parse_positive_duration, whole};
+use oscil_cli::units::{duration_within, parse_bytes, parse_bytes_u32, whole, MAX_DURATION};
 use oscil_model::socket::SocketOptions;
 use oscil_protocol::key::{load_key, KeySource};
 
@@ -40,7 +40,7 @@ pub struct Cli {
     connect: Option<Endpoint>,
     /// Once listening, write the port listened on to FILE, one line (for a program that
     /// starts the daemon on port 0): the file appears whole, by a rename.
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     pub port_file: Option<PathBuf>,
     #[command(flatten)]
     address: oscil_cli::AddressFlags,
@@ -56,7 +56,7 @@ pub struct Cli {
     congestion: Option<String>,
     /// File holding the pre-shared key readers must prove they hold (else $OSCIL_KEY; never
     /// on the command line).
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     pub key_file: Option<PathBuf>,
     /// Serve anyone on a non-loopback address without a key.
     #[arg(long)]
@@ -85,10 +85,10 @@ pub struct Cli {
     max_rate: Option<u64>,
     /// Shortest sampling interval a reader may ask: each sample is one row per flow, so this
     /// caps the rows a session sends per second (1ms for one flow is fine; for 1,000, not).
-    #[arg(long, default_value = "10ms", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    #[arg(long, default_value = "10ms", value_parser = duration_within(Duration::from_micros(1), Duration::from_secs(60), "readers sample at most every minute; a longer floor would refuse every session"), value_name = placeholder::DUR)]
     min_interval: Duration,
     /// Longest session served.
-    #[arg(long, default_value = "15m", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    #[arg(long, default_value = "15m", value_parser = duration_within(Duration::from_secs(1), MAX_DURATION, "a shorter limit would refuse every run"), value_name = placeholder::DUR)]
     max_session_time: Duration,
     /// Renamed: a duration beside --max-sessions (a count) was too easy to confuse.
     #[arg(long, hide = true, value_parser = renamed("--max-session", "--max-session-time"))]
@@ -101,7 +101,7 @@ pub struct Cli {
     #[arg(long, default_value_t = 10, value_parser = whole("count", 1, u16::MAX), value_name = placeholder::N)]
     per_source_max_startups: u16,
     /// Time a connection has to authenticate (or, for a data connection, to name its session).
-    #[arg(long, default_value = "3s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    #[arg(long, default_value = "3s", value_parser = duration_within(TIMEOUT_FLOOR, Duration::from_secs(600), TIMEOUT_WHY), value_name = placeholder::DUR)]
     preauth_timeout: Duration,
     /// Which sessions' sockets a reader's --trace may trace: a trace pins ring buffers on
     /// every CPU for the session, so by default only sessions of a daemon with a key.
@@ -113,9 +113,15 @@ pub struct Cli {
     trace_budget: u64,
     /// Time allowed after authentication for the data connections and start, and for each
     /// control write.
-    #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = placeholder::DUR)]
+    #[arg(long, default_value = "10s", value_parser = duration_within(TIMEOUT_FLOOR, Duration::from_secs(600), TIMEOUT_WHY), value_name = placeholder::DUR)]
     handshake_timeout: Duration,
 }
+
+/// The shortest timeout a daemon takes: below it, a path of a few hundred ms round trip (a
+/// handshake takes two or three) would fail every session.
+const TIMEOUT_FLOOR: Duration = Duration::from_secs(1);
+const TIMEOUT_WHY: &str =
+    "a handshake takes a few round trips, so a shorter timeout fails every session on a long path";
 
 /// A flag given by its old name: clap shows this line after the flag.
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +157,9 @@ impl Cli {
     /// Where connections come from and the daemon's settings, checked: flags that cannot
     /// work are usage errors, found before anything starts.
     pub fn checked(&self) -> anyhow::Result<(Opening, DaemonConfig, Option<KeySource>)> {
+        if let Some(path) = &self.port_file {
+            oscil_cli::files::check_writable_file("--port-file", path)?;
+        }
         let opening = match &self.connect {
             Some(reader) => Opening::Connect(self.resolve("--connect", reader)?),
             None => Opening::Listen(self.resolve("--listen", &self.listen)?),
@@ -183,6 +192,13 @@ impl Cli {
 
     /// The daemon's settings, and where its key came from.
     fn config(&self, opening: &Opening) -> anyhow::Result<(DaemonConfig, Option<KeySource>)> {
+        if self.min_interval >= self.max_session_time {
+            anyhow::bail!(
+                "--min-interval {} is not below --max-session-time {}: no session could be sampled",
+                format_args!("{:?}", self.min_interval),
+                format_args!("{:?}", self.max_session_time)
+            );
+        }
         let (key, key_source) = load_key(self.key_file.as_deref())?.unzip();
         let (verb, addr) = match *opening {
             Opening::Listen(addr) => ("listen on", addr),

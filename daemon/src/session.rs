@@ -11,13 +11,14 @@ use oscil_model::files::markers::{Marker, MarkerSchedule};
 use oscil_model::files::probe::PROBE_FLOW;
 use oscil_model::files::rows::WakeupFigures;
 use oscil_model::files::trace::TraceSideFacts;
+use oscil_model::group::group_by_flow;
 use oscil_model::run::clock::realtime_unix_ns;
-use oscil_model::socket::{OptionsInForce, SocketOptions, Source};
+use oscil_model::socket::{OptionsInForce, SocketOptions, Source, WriteMode};
 use oscil_model::text::escape_peer;
 use oscil_protocol::auth::Authenticated;
 use oscil_protocol::control::{
     Connection, DaemonMessage, Ended, FrameError, Hello, ReaderMessage, Welcome,
-    MAX_READER_FRAME_BYTES, PROTOCOL_VERSION,
+    MAX_READER_FRAME_BYTES,
 };
 use oscil_protocol::proof::{DataKey, SessionId};
 use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
@@ -37,10 +38,20 @@ pub(crate) type Control = Connection<TcpStream>;
 
 /// What an authenticated session holds while it runs: given back when dropped.
 struct Grant {
-    options: SocketOptions,
-    in_force: OptionsInForce,
+    /// Per group of the hello ([`Hello::groups`]), in flow order.
+    groups: Vec<GroupGrant>,
     _slot: OwnedSemaphorePermit,
     _flows: OwnedSemaphorePermit,
+}
+
+/// One group of a granted session: its options merged over the daemon's defaults, what
+/// the kernel made of them on a scratch socket, and its writer.
+struct GroupGrant {
+    flows: u32,
+    options: SocketOptions,
+    in_force: OptionsInForce,
+    write_size_bytes: Option<u32>,
+    write_mode: WriteMode,
 }
 
 /// Why an authenticated session is not served.
@@ -145,7 +156,7 @@ pub(crate) async fn serve(
         conn: &mut conn,
         config,
         hello: &hello,
-        options: &grant.options,
+        groups: &grant.groups,
         stop,
         echo: Default::default(),
         trace: &shared.trace,
@@ -159,7 +170,10 @@ pub(crate) async fn serve(
     let connected = session.connect_flows(data_rx).await;
     dialing.inspect(JoinHandle::abort);
     drop(expected);
-    let connected = connected.and_then(|flows| Ok((flows, payload_for(&hello, &shared.payload)?)));
+    let connected = connected.and_then(|flows| {
+        let payloads = grant.groups.iter().map(|g| payload_for(g, &shared.payload));
+        Ok((flows, payloads.collect::<Result<Vec<_>, _>>()?))
+    });
     let streamed = match connected {
         Ok((flows, payload)) => {
             drop(route);
@@ -200,10 +214,12 @@ pub(crate) async fn serve(
 /// kernel without TX timestamps leaves a note in the options in force.
 fn note_timestamping(conn: &Control, grant: &mut Grant) {
     if let Err(e) = timestamping::check(conn.get_ref()) {
-        grant
-            .in_force
-            .notes
-            .push(format!("{e}: residence_us and write_to_ack_us stay empty"));
+        for group in &mut grant.groups {
+            group
+                .in_force
+                .notes
+                .push(format!("{e}: residence_us and write_to_ack_us stay empty"));
+        }
     }
 }
 
@@ -230,9 +246,9 @@ fn open_route<'a>(
     Ok((session_id, route, data_rx))
 }
 
-/// The session's write buffer: the daemon's own unless the hello asked for another size.
-fn payload_for(hello: &Hello, shared: &Payload) -> Result<Payload, SessionError> {
-    match hello.write_size_bytes {
+/// A group's write buffer: the daemon's own unless the hello asked for another size.
+fn payload_for(group: &GroupGrant, shared: &Payload) -> Result<Payload, SessionError> {
+    match group.write_size_bytes {
         Some(bytes) if bytes as usize != shared.len() => Payload::new(bytes as usize)
             .map_err(|source| SessionError::WriteBuffer { bytes, source }),
         _ => Ok(shared.clone()),
@@ -262,10 +278,19 @@ fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refus
                 config.max_total_flows
             ))
         })?;
-    let in_force = validate_options(&options, ipv6).map_err(SessionError::from)?;
+    // Each group's options on a scratch socket of its own, once the session has its place.
+    let mut groups = Vec::with_capacity(options.len());
+    for (group, options) in hello.groups().into_iter().zip(options) {
+        groups.push(GroupGrant {
+            flows: group.flows,
+            in_force: validate_options(&options, ipv6).map_err(SessionError::from)?,
+            options,
+            write_size_bytes: group.write_size_bytes,
+            write_mode: group.write_mode,
+        });
+    }
     Ok(Grant {
-        options,
-        in_force,
+        groups,
         _slot: slot,
         _flows: flows,
     })
@@ -275,27 +300,47 @@ fn take_grant(hello: &Hello, shared: &Shared, ipv6: bool) -> Result<Grant, Refus
 /// will run of what was asked.
 fn welcome(session_id: SessionId, hello: &Hello, grant: &Grant) -> DaemonMessage {
     DaemonMessage::Welcome(Welcome {
-        version: PROTOCOL_VERSION,
+        // In the hello's version: a version 4 reader takes no other.
+        version: hello.version,
         software: software(),
         session_id,
         host: host::collect(),
-        options_in_force: grant.in_force.clone(),
+        options_in_force: grant.groups[0].in_force.clone(),
         probe: hello.probe,
         write_mode: hello.write_mode,
+        // Said per group only to a hello with groups: a version 4 reader knows none.
+        groups_in_force: match hello.groups.is_empty() {
+            true => Vec::new(),
+            false => grant.groups.iter().map(|g| g.in_force.clone()).collect(),
+        },
     })
 }
 
 fn log_start(session_id: SessionId, peer: SocketAddr, hello: &Hello, grant: &Grant) {
-    let notes = &grant.in_force.notes;
+    let groups: Vec<String> = grant
+        .groups
+        .iter()
+        .map(|g| {
+            let notes = &g.in_force.notes;
+            format!(
+                "{} flows, writes {}, options: {}{}",
+                g.flows,
+                g.write_mode,
+                g.options,
+                if notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", notes.join("; "))
+                },
+            )
+        })
+        .collect();
     eprintln!(
-        "oscil-daemon: session {session_id} from {peer} ({:?}): start, {} flows every {:?} for {:?}, writes {}, options: {}{}",
+        "oscil-daemon: session {session_id} from {peer} ({:?}): start, every {:?} for {:?}: {}",
         escape_peer(&hello.software),
-        hello.flows,
         Duration::from_micros(hello.interval_us),
         Duration::from_micros(hello.duration_us),
-        hello.write_mode,
-        grant.options,
-        if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) },
+        groups.join("; "),
     );
 }
 
@@ -306,9 +351,9 @@ fn could_not_tell(told: Result<(), SessionError>) -> String {
     )
 }
 
-/// Checks a hello against this daemon's limits and merges its options over the defaults;
-/// `--max-rate` caps each flow's pacing rate at its share of the session's.
-fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, SessionError> {
+/// Checks a hello against this daemon's limits and merges each group's options over the
+/// defaults; `--max-rate` caps each flow's pacing rate at its share of the session's.
+fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<Vec<SocketOptions>, SessionError> {
     // More than all the flows the daemon serves at once would never fit: not busy, refused.
     let (most, flag) = if config.max_total_flows < config.max_flows {
         (
@@ -346,12 +391,21 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, Se
         });
     }
     SessionRequest::of_hello(hello).validate()?;
-    let (asked, default) = (&hello.options, &config.default_options);
     let share = config
         .max_rate_bps
         .map(|rate| (rate / u64::from(hello.flows)).max(MIN_PACING_RATE_BPS));
+    let merged = hello
+        .groups()
+        .into_iter()
+        .map(|group| merge(&group.sender, &config.default_options, share));
+    Ok(merged.collect())
+}
+
+/// The options asked over the daemon's defaults, option by option; the pacing rate at most
+/// `share`.
+fn merge(asked: &SocketOptions, default: &SocketOptions, share: Option<u64>) -> SocketOptions {
     let pacing = asked.max_pacing_rate_bps.or(default.max_pacing_rate_bps);
-    Ok(SocketOptions {
+    SocketOptions {
         notsent_lowat_bytes: asked.notsent_lowat_bytes.or(default.notsent_lowat_bytes),
         sndbuf_bytes: asked.sndbuf_bytes.or(default.sndbuf_bytes),
         rcvbuf_bytes: asked.rcvbuf_bytes.or(default.rcvbuf_bytes),
@@ -361,7 +415,7 @@ fn check_hello(hello: &Hello, config: &DaemonConfig) -> Result<SocketOptions, Se
             (p, s) => p.or(s),
         },
         zerocopy: asked.zerocopy || default.zerocopy,
-    })
+    }
 }
 
 /// Applies the options to a scratch socket, so a refused option refuses the session before
@@ -453,7 +507,7 @@ struct Session<'a> {
     conn: &'a mut Control,
     config: &'a DaemonConfig,
     hello: &'a Hello,
-    options: &'a SocketOptions,
+    groups: &'a [GroupGrant],
     stop: watch::Receiver<bool>,
     /// The idle probe's echo, when the hello asked for one; stops with the session.
     echo: crate::flow::probe::Echo,
@@ -493,6 +547,7 @@ impl Session<'_> {
         mut data_rx: mpsc::Receiver<DataConn>,
     ) -> Result<Vec<Flow>, SessionError> {
         let n = self.hello.flows as usize;
+        let group_by_flow = group_by_flow(&self.hello.groups());
         let mut slots: Vec<Option<Flow>> = (0..n).map(|_| None).collect();
         let mut connected = 0;
         let deadline = Instant::now() + self.config.handshake_timeout;
@@ -527,11 +582,12 @@ impl Session<'_> {
                         eprintln!("oscil-daemon: flow {flow} connected twice; closed the second");
                         continue;
                     }
-                    sockopt::apply(&stream, self.options)
+                    let group = group_by_flow[flow as usize];
+                    sockopt::apply(&stream, &self.groups[group as usize].options)
                         .map_err(|source| SessionError::FlowOptions { flow, source })?;
                     let timestamps =
                         self.config.tx_timestamps && timestamping::enable(&stream).is_ok();
-                    *slot = Some(Flow::new(flow, stream, timestamps));
+                    *slot = Some(Flow::new((flow, group), stream, timestamps));
                     connected += 1;
                 }
                 SetupEvent::Deadline => return Err(timed_out(connected)),
@@ -564,12 +620,13 @@ impl Session<'_> {
         }
     }
 
-    /// One writer task per flow, each with its marker tap when the session asked for
-    /// markers; the markers' channel closes when the last writer ends.
+    /// One writer task per flow, its group's writer with its group's payload, each with its
+    /// marker tap when the session asked for markers; the markers' channel closes when the
+    /// last writer ends.
     fn spawn_writers(
         &self,
         flows: &[Flow],
-        payload: &Payload,
+        payloads: &[Payload],
         start_unix_ns: u64,
     ) -> (
         JoinSet<(u32, std::io::Error)>,
@@ -583,8 +640,13 @@ impl Session<'_> {
                 schedule: MarkerSchedule::new(start_unix_ns, us.saturating_mul(1000)),
                 tx: marker_tx.clone(),
             });
-            let (flow, payload) = (flow.clone(), payload.clone());
-            let (zerocopy, mode) = (self.options.zerocopy, self.hello.write_mode);
+            let group = &self.groups[flow.group as usize];
+            let (payload, zerocopy, mode) = (
+                payloads[flow.group as usize].clone(),
+                group.options.zerocopy,
+                group.write_mode,
+            );
+            let flow = flow.clone();
             writers.spawn(async move {
                 (
                     flow.index,
@@ -624,13 +686,13 @@ impl Session<'_> {
     async fn stream(
         &mut self,
         flows: Vec<Flow>,
-        payload: &Payload,
+        payloads: &[Payload],
         proc: &Arc<ProcFiles>,
     ) -> Streamed {
         let start = Instant::now();
         let start_unix_ns = realtime_unix_ns();
         let tcpext_before = proc.tcpext().ok();
-        let (mut writers, mut markers) = self.spawn_writers(&flows, payload, start_unix_ns);
+        let (mut writers, mut markers) = self.spawn_writers(&flows, payloads, start_unix_ns);
         let interval = Duration::from_micros(self.hello.interval_us);
         let length = (Duration::from_micros(self.hello.duration_us) + self.config.overrun_grace)
             .min(self.config.max_session);
@@ -768,6 +830,7 @@ fn control_ending(message: Result<Option<ReaderMessage>, FrameError>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oscil_protocol::control::PROTOCOL_VERSION;
     use oscil_protocol::proof::HexBytes;
 
     fn hello() -> Hello {
@@ -784,6 +847,7 @@ mod tests {
             marker_every_us: None,
             probe: false,
             trace: false,
+            groups: Vec::new(),
         }
     }
 
@@ -799,7 +863,7 @@ mod tests {
         };
         let mut h = hello();
         h.options.notsent_lowat_bytes = Some(16384);
-        let merged = check_hello(&h, &config).unwrap();
+        let merged = check_hello(&h, &config).unwrap().remove(0);
         assert_eq!(merged.notsent_lowat_bytes, Some(16384));
         assert_eq!(merged.congestion.as_deref(), Some("reno"));
         assert_eq!(merged.sndbuf_bytes, None);
@@ -813,21 +877,21 @@ mod tests {
         };
         let mut h = hello();
         assert_eq!(
-            check_hello(&h, &config).unwrap().max_pacing_rate_bps,
+            check_hello(&h, &config).unwrap()[0].max_pacing_rate_bps,
             Some(100_000_000)
         );
         h.options.max_pacing_rate_bps = Some(10_000_000);
         assert_eq!(
-            check_hello(&h, &config).unwrap().max_pacing_rate_bps,
+            check_hello(&h, &config).unwrap()[0].max_pacing_rate_bps,
             Some(10_000_000)
         );
         h.options.max_pacing_rate_bps = Some(1_000_000_000);
         assert_eq!(
-            check_hello(&h, &config).unwrap().max_pacing_rate_bps,
+            check_hello(&h, &config).unwrap()[0].max_pacing_rate_bps,
             Some(100_000_000)
         );
         let unlimited = check_hello(&hello(), &DaemonConfig::default()).unwrap();
-        assert_eq!(unlimited.max_pacing_rate_bps, None);
+        assert_eq!(unlimited[0].max_pacing_rate_bps, None);
     }
 
     #[test]

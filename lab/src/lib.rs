@@ -7,6 +7,7 @@ mod backend;
 mod campaign;
 pub mod cli;
 mod config;
+mod execute;
 mod leftovers;
 mod plan;
 mod remote;
@@ -22,12 +23,15 @@ use oscil_model::campaign::{
 use oscil_model::lab::LinkKind;
 use oscil_rundir::safe_fs;
 
+use backend::Backend;
 use backend::{fleet, hosts, netns};
-pub use campaign::execute::Finished;
-use campaign::execute::{self, Backend, CampaignDir, Ended, LabError};
+use campaign::dir::CampaignDir;
+pub use campaign::dir::Finished;
+use campaign::error::LabError;
 use campaign::finish::finish_campaign;
 use campaign::{meta, sysctl, ui};
 use config::{BackendSpec, Job, NewCampaign};
+use execute::Ended;
 use plan::capacity;
 use plan::matrix::{configurations, plan_runs, planned_duration};
 use remote::host::Host;
@@ -43,6 +47,11 @@ pub fn bin_dir() -> PathBuf {
 pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabError> {
     match job {
         Job::Restore { dir } => {
+            // Only a campaign's directory holds what to restore: a run's, an empty one or a
+            // typo is named as such, not "nothing to restore".
+            if !dir.join(campaign::sysctl::RESTORE_JSON).exists() {
+                oscil_rundir::campaign::check_is_campaign(&dir)?;
+            }
             let restored = fleet::restore_all(&dir)?;
             eprintln!(
                 "oscil-lab: {}",
@@ -246,7 +255,9 @@ fn shared_words(settings: &RunSettings, pattern_note: &str) -> String {
     let p = &settings.pattern;
     let ms = |ms: u64| ui::human_duration(Duration::from_millis(ms));
     let slow_at = match (&settings.slow_rate_basis, settings.slow_rate_bps) {
-        (Some(SlowRateBasis::Given), Some(bps)) => format!(" at {} Mbit/s", bps as f64 / 1e6),
+        (Some(SlowRateBasis::Given), Some(rate)) => {
+            format!(" at {} Mbit/s", rate.bps() as f64 / 1e6)
+        }
         (Some(basis), _) => format!(" at {}", basis.describe(p.fraction)),
         (None, _) => String::new(),
     };
@@ -271,6 +282,14 @@ fn shared_words(settings: &RunSettings, pattern_note: &str) -> String {
     }
     if let Some(bytes) = settings.write_size_bytes {
         words.push(format!("{bytes}-byte writes"));
+    }
+    // As the reader will be asked: a group's slow rate filled in from the path's.
+    let request = oscil_protocol::request::SessionRequest::of_run(settings);
+    for (group, number) in request.groups.iter().zip(1..) {
+        words.push(format!(
+            "group {number}: {}",
+            oscil_cli::group::spec_of(group)
+        ));
     }
     words.join(", ")
 }

@@ -68,7 +68,10 @@ fn a_small_send_buffer_or_receive_buffer_is_what_limits_the_flow() {
                 name.contains(&rmem) && name.contains(&sndbuf)
             })
             .unwrap_or_else(|| panic!("no run with {rmem}, {sndbuf} in {}", out.display()));
-        shares(&dir.join("rep-1"))
+        // A run the lab refused (its reader or sender starved, or its link late, twice)
+        // measured the host, not the path: nothing is read from it.
+        let rep = dir.join("rep-1");
+        util::left_out(&rep).is_none().then(|| shares(&rep))
     };
     let small_sndbuf = run("16k", "default");
     let large_sndbuf = run("64k", "default");
@@ -77,13 +80,18 @@ fn a_small_send_buffer_or_receive_buffer_is_what_limits_the_flow() {
     // The kernel's behaviour: 16 KiB (32 KiB doubled, about 16 KiB of payload after the
     // skbs' overhead) is below the 25 KB the path holds, so the buffer, not the path, is
     // what stops the sender most of the time it has data.
-    assert!(small_sndbuf.0 > 0.5, "16 KiB: {small_sndbuf:?}");
-    assert!(
-        large_sndbuf.0 < small_sndbuf.0 / 2.0,
-        "64 KiB: {large_sndbuf:?}"
-    );
-    assert!(small_rmem.1 > 0.5, "rmem 64 KiB: {small_rmem:?}");
-    assert!(large_sndbuf.1 < 0.1, "default rmem: {large_sndbuf:?}");
+    if let Some(small) = small_sndbuf {
+        assert!(small.0 > 0.5, "16 KiB: {small:?}");
+    }
+    if let (Some(small), Some(large)) = (small_sndbuf, large_sndbuf) {
+        assert!(large.0 < small.0 / 2.0, "64 KiB: {large:?}");
+    }
+    if let Some(small_rmem) = small_rmem {
+        assert!(small_rmem.1 > 0.5, "rmem 64 KiB: {small_rmem:?}");
+    }
+    if let Some(large) = large_sndbuf {
+        assert!(large.1 < 0.1, "default rmem: {large:?}");
+    }
     // Each run's picture has the panel that shows it (read from the report's manifest).
     let manifest = std::fs::read_to_string(out.join("report/report.json")).unwrap();
     let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();

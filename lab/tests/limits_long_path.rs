@@ -56,6 +56,10 @@ fn on_the_long_fat_path_the_congestion_window_holds_the_fast_phases() {
     };
     let out = &campaign.0;
     let run = out.join("runs/1gbit_466ms_cubic_lowat-default/rep-1");
+    // A run the lab refused measured the host, not the path: nothing is read from it.
+    if util::left_out(&run).is_some() {
+        return;
+    }
     let rows = Csv::read(&run.join("sender.csv")).rows;
     let fast = shares(&rows, true);
     let slow = shares(&rows, false);

@@ -36,6 +36,10 @@ fn the_probe_sees_the_path_while_the_markers_see_the_sender_queue() {
     };
     let out = &campaign.0;
     let run = out.join("runs/100mbit_100ms_cubic_lowat-default/rep-1");
+    // A run the lab refused measured the host, not the path: nothing is read from it.
+    if util::left_out(&run).is_some() {
+        return;
+    }
     let probe = Csv::read(&run.join("probe.csv"));
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();

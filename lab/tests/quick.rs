@@ -4,7 +4,6 @@
 //! instead; on 100 ms at 100 Mbit/s the same pattern fills the path and nothing is said.
 //! One configuration each, markers off, to keep it short. Needs root (namespaces, TUN).
 
-#[allow(dead_code)] // run_lab: this file needs the terminal output too
 mod util;
 
 use std::path::Path;

@@ -10,7 +10,6 @@
 //! twice, about 45 s.
 
 // Only `run_lab_with`: this test brings binaries of its own.
-#[allow(dead_code)]
 mod util;
 
 use std::path::{Path, PathBuf};

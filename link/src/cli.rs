@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use oscil_cli::path_args::default_queue_limit;
+use oscil_cli::path_args::{default_queue_limit, parse_loss, parse_one_way_delay};
 use oscil_cli::placeholder;
-use oscil_cli::units::{parse_bytes, parse_duration, parse_percent, parse_rate_bps, whole};
+use oscil_cli::units::{parse_bytes, parse_rate_bps, whole};
 
 use crate::capture::CaptureConfig;
 use crate::config::{LinkConfig, TunEnd};
@@ -41,11 +41,11 @@ pub struct Cli {
     rate: u64,
     /// One-way delay from A to B, e.g. 233ms; also from B to A unless --reverse-delay is
     /// given (RTT = the sum of the two).
-    #[arg(long, value_parser = parse_duration, value_name = placeholder::DUR)]
+    #[arg(long, value_parser = parse_one_way_delay, value_name = placeholder::DUR)]
     delay: Duration,
     /// One-way delay from B to A (e.g. 0 to delay only the A-to-B direction, as netem on
     /// one side's egress does); default: the same as --delay.
-    #[arg(long, value_parser = parse_duration, value_name = placeholder::DUR)]
+    #[arg(long, value_parser = parse_one_way_delay, value_name = placeholder::DUR)]
     reverse_delay: Option<Duration>,
     /// Queue limit in packets (segments waiting for serialization); default: what drains
     /// in 60 ms at the rate, at least 50 (50 at 10mbit, 4954 at 1gbit).
@@ -53,13 +53,13 @@ pub struct Cli {
     queue: Option<u32>,
     /// Random loss per packet read from TUN, in percent (0.5 or 0.5%). With GSO a lost
     /// packet may carry many segments; add --no-gso for loss per wire packet.
-    #[arg(long, value_parser = parse_percent, default_value = "0", value_name = "PCT")]
+    #[arg(long, value_parser = parse_loss, default_value = "0", value_name = "PCT")]
     loss: f64,
     /// Seed of the loss generator.
     #[arg(long, default_value_t = 1, value_parser = whole("seed", 0, u64::MAX), value_name = placeholder::N)]
     seed: u64,
     /// Write statistics as JSON here: once the devices are attached, every second, on exit.
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     pub stats: Option<PathBuf>,
     /// Take one MTU-sized packet per read instead of 64 KB GSO packets, so loss and queue
     /// drops hit single wire packets (about 30% of a core at 100mbit; 1gbit needs GSO).
@@ -82,16 +82,36 @@ pub struct Cli {
     pcap_max_bytes: u64,
 }
 
-/// Side A and side B named the same device in the same namespace.
+/// A link the command line cannot make: every one a usage error (exit 2), found before
+/// any device is touched.
 #[derive(Debug, thiserror::Error)]
-#[error("side A and side B are the same device {0:?}: give --a-dev and --b-dev different names, or put them in different namespaces")]
-pub struct SameDevice(String);
+pub enum CliError {
+    /// Side A and side B named the same device in the same namespace.
+    #[error("side A and side B are the same device {0:?}: give --a-dev and --b-dev different names, or put them in different namespaces")]
+    SameDevice(String),
+    /// A namespace that is not there (`ip netns add NAME` makes one).
+    #[error("{flag} {name}: no such network namespace ({} is missing{hint})", .path.display())]
+    NoNetns {
+        flag: &'static str,
+        name: String,
+        path: PathBuf,
+        /// How to make one, for a name (`ip netns add NAME`); empty for a path.
+        hint: String,
+    },
+    /// `--stats` cannot be written.
+    #[error(transparent)]
+    Stats(#[from] oscil_cli::files::OutputFileError),
+}
 
 impl Cli {
-    /// The link asked for, and where its statistics go; two ends that are one are refused.
-    pub fn into_config(self) -> Result<(LinkConfig, Option<PathBuf>), SameDevice> {
+    /// The link asked for, and where its statistics go; two ends that are one, a namespace
+    /// that is not there and a statistics file that cannot be written are refused.
+    pub fn into_config(self) -> Result<(LinkConfig, Option<PathBuf>), CliError> {
         if self.a_netns == self.b_netns && self.a_dev == self.b_dev {
-            return Err(SameDevice(self.a_dev));
+            return Err(CliError::SameDevice(self.a_dev));
+        }
+        if let Some(stats) = &self.stats {
+            oscil_cli::files::check_writable_file("--stats", stats)?;
         }
         let config = LinkConfig {
             a: TunEnd {
@@ -116,6 +136,22 @@ impl Cli {
                 max_bytes: self.pcap_max_bytes,
             }),
         };
+        for (flag, end) in [("--a-netns", &config.a), ("--b-netns", &config.b)] {
+            match (&end.netns, end.netns_path()) {
+                (Some(name), Some(path)) if !path.exists() => {
+                    return Err(CliError::NoNetns {
+                        flag,
+                        name: name.clone(),
+                        hint: match name.contains('/') {
+                            true => String::new(),
+                            false => format!("; ip netns add {name} makes one"),
+                        },
+                        path,
+                    })
+                }
+                _ => {}
+            }
+        }
         Ok((config, self.stats))
     }
 }

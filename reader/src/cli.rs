@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use oscil_cli::address::{self, Endpoint};
+use oscil_cli::group::{self, parse_group, GroupSpec};
 use oscil_cli::placeholder;
 use oscil_cli::request_args::{
     cloudflare, parse_pacing_rate, parse_slow_rate_arg, parse_write_size, SlowRateArg,
@@ -18,6 +19,7 @@ use oscil_cli::units::{
     parse_bytes_u32, parse_fraction, parse_positive_duration, parse_whole_ms_duration, whole,
     UnitError,
 };
+use oscil_model::group::{total_flows, FlowGroup, Reading};
 use oscil_model::pattern::{Fraction, PatternConfig, SlowRule};
 use oscil_model::socket::{SocketOptions, WriteMode};
 use oscil_protocol::auth::AuthError;
@@ -55,7 +57,7 @@ pub struct Args {
     #[arg(long, short = 'B', value_parser = address::parse_bind, value_name = placeholder::ADDR)]
     bind: Option<IpAddr>,
     /// The run directory to write (must be empty or absent, unless --force).
-    #[arg(long, short = 'o', value_name = placeholder::DIR)]
+    #[arg(value_parser = oscil_cli::files::path, long, short = 'o', value_name = placeholder::DIR)]
     out: PathBuf,
     /// Write into a non-empty directory, replacing the run files.
     #[arg(long)]
@@ -90,6 +92,16 @@ pub struct Args {
     /// Parallel data connections (iperf3's -P).
     #[arg(long, short = 'P', visible_alias = "parallel", default_value_t = 1, value_parser = whole("count", 1, MAX_FLOWS), value_name = placeholder::N)]
     flows: u32,
+    /// A group of flows with settings of its own (repeatable; the flows are numbered in
+    /// group order). SPEC is a comma list of flows=N and any of notsent-lowat=, sndbuf=,
+    /// congestion=, pacing-rate=, write-mode=, write-size=, pattern=oscillating|full-speed,
+    /// fraction= and slow-rate=, each value read as the flag of that name reads it. The
+    /// flags are every group's defaults, which its SPEC overrides; --slow-rate stays the
+    /// rate of all flows together, a group without its own reading its flows' share.
+    /// Refused beside --flows: each SPEC says its flows=, and together they keep --flows's
+    /// limit. Without --group, the run is one group made of the flags.
+    #[arg(long, value_parser = parse_group, value_name = "SPEC", conflicts_with = "flows")]
+    group: Vec<GroupSpec>,
     /// Sampling interval of both ends.
     #[arg(long, default_value_t = cloudflare::INTERVAL, value_parser = parse_interval, value_name = "DUR")]
     interval: TypedDuration,
@@ -147,17 +159,17 @@ pub struct Args {
     busy_retry: Duration,
 
     /// File holding the daemon's pre-shared key (else $OSCIL_KEY; never on the command line).
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     pub key_file: Option<PathBuf>,
     /// Name of the run on charts (default: the directory's name).
     #[arg(long, value_name = "NAME", value_parser = parse_label)]
     label: Option<String>,
     /// A JSON file describing the run, in any shape you like, kept in run.json as "meta".
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     meta: Option<PathBuf>,
     /// The lab's record of the run (oscil-lab writes it), checked and kept in run.json as
     /// "lab".
-    #[arg(long, value_name = placeholder::FILE)]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
     lab_record: Option<PathBuf>,
     /// No progress display while the run goes on (the summary is still printed at the end).
     #[arg(long, short = 'q')]
@@ -223,7 +235,7 @@ impl Args {
 
     /// The session asked for, checked by the rules the lab and the daemon use too.
     fn request(&self) -> Result<SessionRequest, request::RequestError> {
-        let request = SessionRequest {
+        let mut request = SessionRequest {
             flows: self.flows,
             interval: self.interval.0,
             pattern: Some(self.pattern()),
@@ -239,7 +251,20 @@ impl Args {
                 zerocopy: self.zerocopy,
             },
             slow_rate_bps: self.slow_rate.and_then(SlowRateArg::bps),
+            groups: Vec::new(),
         };
+        if !self.group.is_empty() {
+            request.groups = group::resolve(&self.group, &request.flow_groups()[0]);
+            let total = total_flows(&request.groups);
+            request.flows = u32::try_from(total).unwrap_or(u32::MAX);
+            // The run's timetable oscillates while any group does.
+            if let Some(pattern) = &mut request.pattern {
+                pattern.full_speed = request
+                    .groups
+                    .iter()
+                    .all(|g| g.pattern == Reading::FullSpeed);
+            }
+        }
         request.validate()?;
         Ok(request)
     }
@@ -263,7 +288,8 @@ impl Args {
             .transpose()
             .context("--lab-record")?;
         let request = self.request()?;
-        let pattern = self.pattern();
+        let pattern = request.pattern.unwrap_or_else(|| self.pattern());
+        let groups = groups_as_run(&request);
         let (endpoint, listen) = match (&self.connect, &self.listen) {
             (_, Some(listen)) => (listen, true),
             (Some(connect), None) => (connect, false),
@@ -298,8 +324,8 @@ impl Args {
             interval: request.interval,
             pattern,
             slow_rule: match request.slow_rate_bps {
-                Some(bps) => SlowRule::Absolute {
-                    bytes_per_s: bps / 8,
+                Some(rate) => SlowRule::Absolute {
+                    bytes_per_s: rate.bytes_per_s(),
                 },
                 None => SlowRule::PeakDelivered,
             },
@@ -313,6 +339,7 @@ impl Args {
             ),
             write_mode: request.write_mode,
             sender_request: request.sender,
+            groups,
             marker_every: request.marker_every,
             probe: !self.no_probe,
             trace: self.trace,
@@ -325,6 +352,16 @@ impl Args {
         };
         Ok((config, key_source))
     }
+}
+
+/// The request's groups as they run: each with the daemon's write size it will use.
+fn groups_as_run(request: &SessionRequest) -> Vec<FlowGroup> {
+    let zerocopy = request.sender.zerocopy;
+    let with_size = |group: FlowGroup| FlowGroup {
+        write_size_bytes: Some(request::write_size_bytes(group.write_size_bytes, zerocopy)),
+        ..group
+    };
+    request.flow_groups().into_iter().map(with_size).collect()
 }
 
 /// Longest `--meta` file read: the lab's are a few hundred bytes.
@@ -377,6 +414,7 @@ pub fn start_failure_code(error: &anyhow::Error) -> u8 {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use oscil_model::pattern::BitRate;
     use oscil_model::run::sampling::DEFAULT_INTERVAL;
     use oscil_model::socket::{DEFAULT_WRITE_BYTES, DEFAULT_ZEROCOPY_WRITE_BYTES};
 
@@ -396,6 +434,40 @@ mod tests {
             "[default: {DEFAULT_WRITE_BYTES}, or {DEFAULT_ZEROCOPY_WRITE_BYTES} with --zerocopy]"
         );
         assert!(help.contains(&defaults), "{help}");
+    }
+
+    /// `full` with two groups, each carrying every setting of its own; the flags stay the
+    /// run's (zerocopy).
+    fn grouped(
+        full: &oscil_cli::invocation::ReaderInvocation,
+    ) -> oscil_cli::invocation::ReaderInvocation {
+        let mut grouped = full.clone();
+        let first = grouped.request.flow_groups().remove(0);
+        grouped.request.groups = vec![
+            FlowGroup {
+                flows: 2,
+                pattern: Reading::FullSpeed,
+                slow_rate_bps: None,
+                ..first.clone()
+            },
+            FlowGroup {
+                flows: 3,
+                sender: SocketOptions {
+                    congestion: Some("reno".into()),
+                    notsent_lowat_bytes: Some(16384),
+                    ..first.sender.clone()
+                },
+                pattern: Reading::Oscillating,
+                ..first
+            },
+        ];
+        grouped.request.flows = 5;
+        grouped.request.pattern = grouped.request.pattern.map(|p| PatternConfig {
+            full_speed: false,
+            slow_ms: 1000,
+            ..p
+        });
+        grouped
     }
 
     /// What another program asks for in one typed value reads back the same through this
@@ -421,7 +493,7 @@ mod tests {
                     max_pacing_rate_bps: Some(50_000_001),
                     zerocopy: true,
                 },
-                slow_rate_bps: Some(5_000_000),
+                slow_rate_bps: Some(BitRate::from_bps(5_000_000)),
                 ..SessionRequest::new(
                     4,
                     Duration::from_micros(50_250),
@@ -449,7 +521,7 @@ mod tests {
             quiet: false,
             ..full.clone()
         };
-        for invocation in [full, bare] {
+        for invocation in [grouped(&full), full, bare] {
             let argv = std::iter::once("oscil-reader".to_string()).chain(invocation.argv());
             let args = Args::try_parse_from(argv).unwrap();
             assert_eq!(args.request().unwrap(), invocation.request);

@@ -29,8 +29,12 @@ pub struct ReaderConfig {
     pub pattern: PatternConfig,
     /// How the slow phases' rate is chosen.
     pub slow_rule: SlowRule,
-    /// Socket options the daemon sets on its data sockets.
+    /// Socket options the daemon sets on its data sockets: the run's flags, every group's
+    /// defaults.
     pub sender_request: SocketOptions,
+    /// The session's groups, at least one, their flows adding up to `flows`; each with its
+    /// write size resolved.
+    pub groups: Vec<oscil_model::group::FlowGroup>,
     /// Socket options set on the reader's data sockets.
     pub reader_request: SocketOptions,
     /// Bytes the daemon offers the kernel per write.

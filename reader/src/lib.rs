@@ -25,8 +25,9 @@ use oscil_kernel::host::{self, cost, netstat};
 use oscil_kernel::ticker::intervals_by;
 use oscil_model::files::markers::RunSpan;
 use oscil_model::files::rows::Side;
+use oscil_model::group::{group_by_flow, FlowGroup, Reading};
 use oscil_model::host::ProcessCost;
-use oscil_model::pattern::{CycleSlowRate, PhaseSpan, SlowRate};
+use oscil_model::pattern::{CycleSlowRate, PatternConfig, PhaseSpan, SlowRate, SlowRule};
 use oscil_model::run::absent;
 use oscil_model::run::clock::realtime_unix_ns;
 use oscil_model::run::{Ending, RunConfig, RunCost, RunMeta, RunStatus, FORMAT_VERSION};
@@ -90,12 +91,19 @@ fn run_meta(config: &ReaderConfig, session: &session::Session, schedule: &[Phase
                     cycles: Vec::new(),
                 },
             ),
+            groups: config.groups.clone(),
         },
         schedule: schedule.to_vec(),
-        absent: absent::of_kernels(&reader_host, Some(&session.welcome.host)),
+        absent: absent::of_kernels(&reader_host, Some(&session.welcome.host))
+            .into_iter()
+            .chain(absent::of_congestion(
+                &session.welcome.options_in_force.congestion,
+            ))
+            .collect(),
         reader_host,
         sender_host: Some(session.welcome.host.clone()),
         sender_options: Some(session.welcome.options_in_force.clone()),
+        sender_options_by_group: session.welcome.groups_in_force.clone(),
         reader_options: Some(session.reader_options.clone()),
         tcpext_delta: BTreeMap::new(),
         ending: Ending::in_progress(),
@@ -215,12 +223,7 @@ pub async fn run(
         opened = session::open(&config) => opened?,
         Some(()) = stop.recv(), if config.listen => return Err(ReaderError::StoppedListening),
     };
-    // Said before the run, as the daemon's start warnings are: one line each on stderr.
-    for line in
-        summary::adjusted::adjustments(&config.sender_request, &session.welcome.options_in_force)
-    {
-        eprintln!("oscil-reader: {line}");
-    }
+    say_adjustments(&config, &session);
     let schedule = config.pattern.schedule();
     let recorder = open_recorder(&config, &session, &schedule)?;
     let tcpext_before = netstat::read().ok();
@@ -249,7 +252,7 @@ pub async fn run(
         control_rx,
         recorder.clone(),
         flows.clone(),
-        SampleCheck::new(config.flows, config.interval),
+        SampleCheck::new(&config.groups, config.interval),
         (config.interval * 3).max(SILENCE_LIMIT),
         start,
     ));
@@ -292,6 +295,21 @@ pub async fn run(
     )
 }
 
+/// What the kernel or the daemon changed of each group's request, said before the run as
+/// the daemon's start warnings are: one line each on stderr, naming the group when there
+/// are several.
+fn say_adjustments(config: &ReaderConfig, session: &session::Session) {
+    let in_force = &session.welcome.groups_in_force;
+    for (number, (group, in_force)) in (1..).zip(config.groups.iter().zip(in_force)) {
+        for line in summary::adjusted::adjustments(&group.sender, in_force) {
+            match config.groups.len() {
+                1 => eprintln!("oscil-reader: {line}"),
+                _ => eprintln!("oscil-reader: --group {number}: {line}"),
+            }
+        }
+    }
+}
+
 /// The recorder of a run, writing the run directory whose `run.json` says the run is under
 /// way.
 fn open_recorder(
@@ -316,33 +334,54 @@ fn open_recorder(
     Ok(SharedRecorder::new(recorder))
 }
 
-/// One flow per data connection, each reading by its own pacer from `start`.
+/// One flow per data connection, each reading by its own pacer, its group's pattern, from
+/// `start`.
 fn spawn_readers(
     config: &ReaderConfig,
     data: Vec<tokio::net::TcpStream>,
     start: Instant,
 ) -> (Vec<Arc<Flow>>, JoinSet<Result<(), read::FlowError>>) {
+    let group_by_flow = group_by_flow(&config.groups);
     let flows: Vec<Arc<Flow>> = data
         .into_iter()
         .zip(0..)
-        .map(|(stream, index)| {
+        .zip(group_by_flow)
+        .map(|((stream, index), group)| {
             let book = config
                 .marker_every
                 .map(|_| read::markers::Book::new(config.flows));
-            Arc::new(Flow::new(index, stream, config.interval, book))
+            Arc::new(Flow::new((index, group), stream, config.interval, book))
         })
         .collect();
     let mut readers = JoinSet::new();
     let fair_share_bytes = (flows.len() > 1).then_some(read::FAIR_SHARE_BYTES);
     for flow in &flows {
+        let group = &config.groups[flow.group as usize];
         readers.spawn(read::read_pattern(
             flow.clone(),
-            Pacer::new(&config.pattern, config.slow_rule, config.flows),
+            group_pacer(config, group),
             start,
             fair_share_bytes,
         ));
     }
     (flows, readers)
+}
+
+/// The pacer of one flow of `group`: the run's timetable with the group's pattern,
+/// fraction and slow rate (its own, or the rule of a run without groups).
+fn group_pacer(config: &ReaderConfig, group: &FlowGroup) -> Pacer {
+    let pattern = PatternConfig {
+        full_speed: config.pattern.full_speed || group.pattern == Reading::FullSpeed,
+        fraction: group.fraction,
+        ..config.pattern
+    };
+    let rule = match group.slow_rate_bps {
+        Some(bps) => SlowRule::Absolute {
+            bytes_per_s: bps / 8,
+        },
+        None => SlowRule::PeakDelivered,
+    };
+    Pacer::new(&pattern, rule, group.flows)
 }
 
 /// The sampler's own thread.

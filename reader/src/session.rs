@@ -12,7 +12,7 @@ use oscil_model::text::escape_peer;
 use oscil_protocol::auth::{AuthError, ReaderHandshake};
 use oscil_protocol::control::{
     open_data_connection, Connection, DaemonMessage, FrameError, Hello, ReaderMessage, Welcome,
-    PROTOCOL_VERSION,
+    GROUPS_PROTOCOL_VERSION, OLDEST_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 use oscil_protocol::proof::{DataKey, Nonce, SessionId};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -220,17 +220,21 @@ async fn establish(
         welcome,
         data_key,
     } = control;
-    if welcome.version != PROTOCOL_VERSION {
+    if !(OLDEST_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&welcome.version) {
         return Err(ReaderError::Version {
             daemon: welcome.version,
         });
     }
-    let welcome = crate::record::checks::check_welcome(&welcome)?;
-    if welcome.write_mode != config.write_mode {
+    let mut welcome = crate::record::checks::check_welcome(&welcome, config.groups.len())?;
+    let asked = config.groups[0].write_mode;
+    if welcome.write_mode != asked {
         return Err(ReaderError::WriteMode {
-            asked: config.write_mode,
+            asked,
             runs: welcome.write_mode,
         });
+    }
+    if welcome.groups_in_force.is_empty() {
+        welcome.groups_in_force = vec![welcome.options_in_force.clone()];
     }
     // An older daemon does not say it echoes the probe: then none is opened.
     let with_probe = config.probe && welcome.probe;
@@ -399,19 +403,26 @@ async fn authenticate(
     rx: &mut Connection<OwnedReadHalf>,
     tx: &mut Connection<OwnedWriteHalf>,
 ) -> Result<(Welcome, DataKey), ReaderError> {
+    // One group is said as version 4 says it, so an older daemon serves it too.
+    let (version, groups) = match config.groups.as_slice() {
+        [_] => (OLDEST_PROTOCOL_VERSION, Vec::new()),
+        groups => (GROUPS_PROTOCOL_VERSION, groups.to_vec()),
+    };
+    let first = &config.groups[0];
     let hello = Hello {
-        version: PROTOCOL_VERSION,
+        version,
         software: SOFTWARE.into(),
         nonce: Nonce::random().map_err(ReaderError::Random)?,
         flows: config.flows,
-        options: config.sender_request.clone(),
+        options: first.sender.clone(),
         interval_us: config.interval.as_micros() as u64,
         duration_us: config.pattern.total().as_micros() as u64,
-        write_size_bytes: Some(config.write_size_bytes),
-        write_mode: config.write_mode,
+        write_size_bytes: first.write_size_bytes,
+        write_mode: first.write_mode,
         marker_every_us: config.marker_every.map(|d| d.as_micros() as u64),
         probe: config.probe,
         trace: config.trace,
+        groups,
     };
     let (handshake, first) = ReaderHandshake::new(config.key.clone(), hello);
     tx.write(&first)

@@ -200,6 +200,7 @@ fn welcome_as_and_start(
         options_in_force: Default::default(),
         probe: false,
         write_mode: Default::default(),
+        groups_in_force: Vec::new(),
     };
     shape(&mut welcome);
     fake.send(&DaemonMessage::Welcome(welcome));

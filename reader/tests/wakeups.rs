@@ -10,61 +10,15 @@
 mod util;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-use oscil_testkit::{ip, lacks_root, number, workspace_bin, Csv, Netns};
-use util::{json_and_meta, phase_of_1s_each};
+use oscil_testkit::{ip, lacks_root, number, Csv};
+use util::{json_and_meta, phase_of_1s_each, run_in_namespace};
 
 const LOWAT: f64 = 65536.0;
 
 /// A field that may be empty, as a number.
 fn maybe(row: &HashMap<String, String>, name: &str) -> Option<f64> {
     (!row[name].is_empty()).then(|| number(row, name))
-}
-
-/// One reader run against a daemon, both in a fresh namespace: the scratch directory (kept
-/// while it lives), the run directory and the reader's output.
-fn run_in_namespace(args: &[&str]) -> (tempfile::TempDir, PathBuf, Output) {
-    // Killed, with the daemon in it, however the test ends.
-    let ns = Netns::new("oscil-wake");
-    ip(&["-n", &ns.0, "link", "set", "lo", "mtu", "1500"]);
-    let in_ns = |program: PathBuf| {
-        let mut command = Command::new("ip");
-        command.args(["netns", "exec", &ns.0]).arg(program);
-        command
-    };
-    // `ip netns exec` execs the program in its own place: the child is the daemon.
-    let mut daemon = in_ns(workspace_bin("oscil-daemon"))
-        .args(["--listen", "127.0.0.1:5250"])
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start oscil-daemon in the namespace");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let listening = || {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &ns.0, "ss", "-Hltn", "sport = :5250"])
-            .output()
-            .expect("run ss");
-        !out.stdout.is_empty()
-    };
-    while !listening() {
-        assert!(Instant::now() < deadline, "oscil-daemon never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let output = in_ns(workspace_bin("oscil-reader"))
-        .args(["--connect", "127.0.0.1:5250", "--quiet", "--out"])
-        .arg(&out)
-        .args(args)
-        .output()
-        .expect("run oscil-reader in the namespace");
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    util::assert_success(&output);
-    (dir, out, output)
 }
 
 #[test]
@@ -76,25 +30,30 @@ fn wakeups_sit_below_half_the_lowat_in_every_interval_and_phase() {
     // threshold, with a send buffer that never binds first (a writer that waits for
     // memory wakes to an empty queue); 1 s fast, 1 s slow reading 20% of the fast rate
     // (one budget, which drains the queue below the mark); the seed's 16 KiB writes.
-    let (_dir, out, output) = run_in_namespace(&[
-        "--fast",
-        "1s",
-        "--slow",
-        "1s",
-        "--cycles",
-        "1",
-        "--fraction",
-        "0.2",
-        "--notsent-lowat",
-        "65536",
-        "--sndbuf",
-        "1m",
-        "--pacing-rate",
-        "8mbit",
-        "--write-size",
-        "16k",
-        "--json",
-    ]);
+    let mtu_1500 = |ns: &str| ip(&["-n", ns, "link", "set", "lo", "mtu", "1500"]);
+    let (_dir, out, output) = run_in_namespace(
+        "oscil-wake",
+        mtu_1500,
+        &[
+            "--fast",
+            "1s",
+            "--slow",
+            "1s",
+            "--cycles",
+            "1",
+            "--fraction",
+            "0.2",
+            "--notsent-lowat",
+            "65536",
+            "--sndbuf",
+            "1m",
+            "--pacing-rate",
+            "8mbit",
+            "--write-size",
+            "16k",
+            "--json",
+        ],
+    );
     let (summary, meta) = json_and_meta(&out, &output);
     let end_s = meta["ending"]["duration_s"].as_f64().unwrap();
     // Fast is 0-1 s, slow 1-2 s (cut at the run's end).

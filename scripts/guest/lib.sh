@@ -123,7 +123,7 @@ kernel_facts() {
     for event in $tracing/events/tcp/* $tracing/events/sock/inet_sock_set_state; do
         [ -f "$event/format" ] && cp "$event/format" "$OUT/facts/format-$(basename "$event")"
     done
-    for s in tcp_shrink_window tcp_rcvbuf_low_rtt tcp_adv_win_scale tcp_congestion_control \
+    for s in tcp_shrink_window tcp_rcvbuf_low_rtt tcp_adv_win_scale tcp_rmem tcp_moderate_rcvbuf tcp_congestion_control \
         tcp_available_congestion_control tcp_child_ehash_entries; do
         printf '%s = %s\n' "$s" "$(cat /proc/sys/net/ipv4/$s 2>&1)"
     done > "$OUT/facts/sysctls"

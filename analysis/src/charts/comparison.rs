@@ -3,11 +3,11 @@
 //! its 95% interval, and the verdict against the baseline; a line for each figure left out.
 
 use crate::charts::chart::PALETTE;
-use crate::figures::metrics::METRICS;
+use crate::figures::metrics::{Metric, METRICS};
 use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::shown_figures::shown;
-use crate::verdicts::verdict::{self, Cell};
+use crate::verdicts::verdict::{self, Cell, Intervals};
 
 /// One configuration in one panel.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +46,7 @@ pub fn comparison(
     scope: Scope,
 ) -> IntervalFigure {
     let shown = shown(cells);
+    let intervals = Intervals::of(configs);
     let panels = shown
         .metrics
         .iter()
@@ -60,13 +61,17 @@ pub fn comparison(
                 .map(|(i, c)| {
                     let cell = &cells[i][m];
                     let scale = metric.unit.scale;
-                    let estimate = verdict::estimate_text_of(summaries, c, metric, cell, scope);
+                    let estimate =
+                        verdict::estimate_text_of(summaries, c, (metric, cell), scope, intervals);
                     let words = match (&cell.change, c.is_baseline(i)) {
                         (_, true) => "baseline".to_string(),
-                        (Some(change), false) => verdict::brief_change(change),
-                        (None, false) => {
-                            verdict::verdict_text(metric, cell, false, c.baseline.is_some())
-                        }
+                        (Some(change), false) => verdict::brief_change(change, intervals),
+                        (None, false) => verdict::verdict_text(
+                            (metric, cell),
+                            false,
+                            c.baseline.is_some(),
+                            intervals,
+                        ),
                     };
                     IntervalRow {
                         label: c.name.clone(),
@@ -88,12 +93,15 @@ pub fn comparison(
         })
         .collect();
     let mut header = header(summaries, configs, scope);
+    let drawn: Vec<&Metric> = shown.metrics.iter().map(|&m| &METRICS[m]).collect();
+    header.extend(verdict::lower_bound_note(summaries, configs, &drawn, scope));
     header.extend(shown.left_out);
     IntervalFigure { header, panels }
 }
 
 fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> Vec<String> {
     let cycles = summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
+    let intervals = Intervals::of(configs);
     let mut baselines: Vec<&str> = Vec::new();
     for b in configs.iter().filter_map(|c| c.baseline) {
         if !baselines.contains(&configs[b].name.as_str()) {
@@ -104,20 +112,30 @@ fn header(summaries: &[RunSummary], configs: &[Configuration], scope: Scope) -> 
         "no baseline: no configuration has the kernel's default lowat (pass --baseline NAME)"
             .to_string()
     } else {
+        let interval = match intervals {
+            Intervals::PerFigure => ", with a 95% interval for the ratio of the means",
+            Intervals::NoneOneRunEach => "",
+        };
         format!(
-            "change against the baseline, {} (same path, kernel's default lowat unless --baseline), with a 95% interval for the ratio of the means",
+            "change against the baseline, {} (same path, kernel's default lowat unless --baseline){interval}",
             baselines.join(", ")
         )
     };
+    let runs = match intervals.once() {
+        Some(once) => format!("{} runs, {once}", summaries.len()),
+        None => format!("{} runs", summaries.len()),
+    };
+    let reading = match intervals {
+        Intervals::NoneOneRunEach => "Each run is a dot, and the bar is its figure.".to_string(),
+        Intervals::PerFigure => format!("Each run is a dot; the bar is the mean and the line its 95% interval (one run has none). A change is clear when its interval leaves out zero; \"no clear change\": the interval holds zero, more runs would tell. {}", crate::figures::stats::METHOD_BRIEF),
+    };
     vec![
         format!(
-            "Comparison of {} configurations ({} runs), figures {}",
+            "Comparison of {} configurations ({runs}), figures {}",
             configs.len(),
-            summaries.len(),
             scope.text(cycles)
         ),
-        format!("Each run is a dot; the bar is the mean and the line its 95% interval (one run has none). A change is clear when its interval leaves out zero; \"no clear change\": the interval holds zero, more runs would tell. {}", crate::figures::stats::METHOD_BRIEF),
+        reading,
         baseline,
-        format!("{}.", verdict::LOWER_BOUND_NOTE),
     ]
 }

@@ -11,7 +11,7 @@ use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::recommend::{self, PathChoice};
 use crate::verdicts::recommendation_text;
 use crate::verdicts::slow_start;
-use crate::verdicts::verdict::{self, brief_change, Cell};
+use crate::verdicts::verdict::{self, brief_change, Cell, Intervals};
 
 /// One path's answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +80,7 @@ struct Evidence<'a> {
     configs: &'a [Configuration],
     cells: &'a [Vec<Cell>],
     scope: Scope,
+    intervals: Intervals,
 }
 
 impl Evidence<'_> {
@@ -103,12 +104,15 @@ impl Evidence<'_> {
     ) -> Option<String> {
         let cell = &self.cells[i][index(metric)];
         match said {
-            Said::Change => Some(format!("{words} {}", brief_change(cell.change.as_ref()?))),
+            Said::Change => Some(format!(
+                "{words} {}",
+                brief_change(cell.change.as_ref()?, self.intervals)
+            )),
             Said::Before(text) => {
                 let before = self.mean_text(b, metric, *text)?;
                 let arrow = format!("{words} {before} → {}", self.mean_text(i, metric, *text)?);
                 Some(match cell.change.filter(|c| !c.is_clear()) {
-                    Some(c) => format!("{arrow}, {}", brief_change(&c)),
+                    Some(c) => format!("{arrow}, {}", brief_change(&c, self.intervals)),
                     None => arrow,
                 })
             }
@@ -121,7 +125,8 @@ impl Evidence<'_> {
         runs.iter().any(|&r| self.summaries[r].shared_namespace)
     }
 
-    /// `lowat 128 KiB against default: ... (n = 3 each)`.
+    /// `lowat 128 KiB against default: ... (n = 3 each)`; without the run count where
+    /// every configuration has one run (the title says it, once).
     fn sentence(&self, i: usize, b: usize) -> String {
         let configs = self.configs;
         let phrases: Vec<String> = figures(self.shared(i) || self.shared(b))
@@ -129,10 +134,10 @@ impl Evidence<'_> {
             .filter_map(|figure| self.phrase(figure, i, b))
             .collect();
         let (n, nb) = (configs[i].runs.len(), configs[b].runs.len());
-        let runs = if n == nb {
-            format!("n = {n} each")
-        } else {
-            format!("n = {n} and {nb}")
+        let runs = match (self.intervals, n == nb) {
+            (Intervals::NoneOneRunEach, _) => String::new(),
+            (_, true) => format!(" (n = {n} each)"),
+            (_, false) => format!(" (n = {n} and {nb})"),
         };
         let body = if phrases.is_empty() {
             "no figure measured in both".to_string()
@@ -140,7 +145,7 @@ impl Evidence<'_> {
             phrases.join(", ")
         };
         format!(
-            "{} against {}: {body} ({runs}).",
+            "{} against {}: {body}{runs}.",
             configs[i].name, configs[b].name
         )
     }
@@ -159,6 +164,7 @@ pub fn headlines(
         configs,
         cells,
         scope,
+        intervals: Intervals::of(configs),
     };
     choices
         .iter()
@@ -227,13 +233,17 @@ fn workload_warning(
     })
 }
 
-/// The paragraphs of `headline.png` (and the top of the page): a title, then per path a
-/// heading, its sentences and its recommendation.
-pub fn paragraphs(headlines: &[PathHeadline], figures: &str) -> Vec<(String, Emphasis)> {
-    let mut out = vec![(
-        format!("The answer: each configuration against its baseline ({figures}; 95% intervals)"),
-        Emphasis::Title,
-    )];
+/// The answer's title after "The answer: ": which figures, and their intervals or why
+/// there are none (said here once for every sentence under it).
+pub fn title(figures: &str, intervals: Intervals) -> String {
+    let intervals = intervals.once().unwrap_or_else(|| "95% intervals".into());
+    format!("each configuration against its baseline ({figures}; {intervals})")
+}
+
+/// The paragraphs of `headline.png`: the title, then per path a heading, its sentences
+/// and its recommendation.
+pub fn paragraphs(headlines: &[PathHeadline], title: String) -> Vec<(String, Emphasis)> {
+    let mut out = vec![(format!("The answer: {title}"), Emphasis::Title)];
     for h in headlines {
         out.push((format!("Path: {}", h.path), Emphasis::Heading));
         if let Some(warning) = &h.warning {

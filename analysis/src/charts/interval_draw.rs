@@ -145,7 +145,7 @@ fn draw_intervals<DB: DrawingBackend>(
         .iter()
         .flat_map(|r| r.points.iter().copied().chain(r.ci.map(|c| c.1)))
         .fold(0.0, f64::max);
-    let right = if max > 0.0 { max * 1.08 } else { 1.0 };
+    let right = axis_end(max, &panel.unit);
     let mut chart = ChartBuilder::on(&plot_area)
         .margin_right(10)
         .x_label_area_size(AXIS_PX)
@@ -159,7 +159,7 @@ fn draw_intervals<DB: DrawingBackend>(
         .axis_desc_style((FONT, 15))
         .label_style((FONT, 13))
         .x_labels(6)
-        .x_label_formatter(&|x| tick(*x, max))
+        .x_label_formatter(&|x| tick(*x, right))
         .light_line_style(WHITE)
         .draw()
         .map_err(PlotError::from)?;
@@ -213,4 +213,29 @@ fn draw_interval_row<DB: DrawingBackend>(
         )
         .map_err(PlotError::from)?;
     Ok(())
+}
+
+/// Where a panel's axis ends: a little past its largest value, so the dot is not on the
+/// edge; a share never past 100%, and a share that is 0 everywhere on the 0-100% scale
+/// it is read on (not 0 to 1 labelled %).
+fn axis_end(max: f64, unit: &str) -> f64 {
+    match (unit, max > 0.0) {
+        ("%", true) => (max * 1.08).min(100.0),
+        ("%", false) => 100.0,
+        (_, true) => max * 1.08,
+        (_, false) => 1.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::axis_end;
+
+    #[test]
+    fn a_share_axis_ends_at_100_percent_at_most() {
+        assert_eq!(axis_end(0.0, "%"), 100.0);
+        assert_eq!(axis_end(99.0, "%"), 100.0);
+        assert!(axis_end(40.0, "%") > 40.0 && axis_end(40.0, "%") < 50.0);
+        assert!(axis_end(900.0, "ms") > 900.0);
+    }
 }

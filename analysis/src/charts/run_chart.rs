@@ -6,9 +6,9 @@ use oscil_rundir::Run;
 
 use crate::charts::chart::*;
 use crate::charts::shared_scale;
-use crate::figures::limit_shares::TickShares;
 use crate::figures::metrics::metric;
 use crate::human;
+use crate::load::limit_shares::TickShares;
 use crate::load::run_series;
 use crate::load::series::{self, Tick};
 use crate::load::summary::{RunSummary, Scope};
@@ -469,7 +469,7 @@ fn latency_panel(run: &Run, frame: &Frame) -> Option<Panel> {
 /// chrono columns, summed over flows): the receiver's window, the send buffer, the network
 /// (cwnd, pacing) or nothing to send. `None` for runs recorded before the columns.
 fn limits_panel(run: &Run, frame: &Frame) -> Option<Panel> {
-    let shares = crate::figures::limit_shares::tick_shares(&run.sender, frame.interval_s);
+    let shares = crate::load::limit_shares::tick_shares(&run.sender, frame.interval_s);
     if shares.is_empty() {
         return None;
     }

@@ -13,13 +13,13 @@ use oscil_model::files::trace::{
 };
 use oscil_model::pattern::PhaseSpan;
 use oscil_model::run::RunMeta;
-use oscil_rundir::{load_meta, trace, Limits};
+use oscil_rundir::{load_meta, trace, Limits, RunDirError};
 
 use crate::charts::chart::{
     byte_unit, Axis, Figure, Line, Panel, Weight, BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION,
 };
-use crate::error::ReportError;
-use crate::write::manifest::FigureRecord;
+use crate::charts::draw::DrawError;
+use crate::charts::record::FigureRecord;
 
 /// The window around a fast phase's start: from this long before it...
 const BEFORE_S: f64 = 2.0;
@@ -311,6 +311,15 @@ pub enum Drawn {
     Empty(String),
 }
 
+/// Why a traced run's picture could not be made: its directory, or the drawing.
+#[derive(Debug, thiserror::Error)]
+pub enum TimeSequenceError {
+    #[error(transparent)]
+    Run(#[from] RunDirError),
+    #[error(transparent)]
+    Draw(#[from] DrawError),
+}
+
 /// Draws the run in `dir`'s picture as `<stem>-time-sequence.png` in `out` when the run has
 /// a trace.
 pub fn draw_run(
@@ -319,7 +328,7 @@ pub fn draw_run(
     stem: &str,
     out: &Path,
     zoom: Option<Span>,
-) -> Result<Drawn, ReportError> {
+) -> Result<Drawn, TimeSequenceError> {
     let meta = load_meta(dir)?;
     let Some(facts) = &meta.trace else {
         return Ok(Drawn::Untraced);

@@ -14,12 +14,14 @@
 //! `comparison.png`, the verdicts and the page pick the entry up. New entries go at the
 //! end, so `summary.csv`'s existing columns keep their order.
 
-use oscil_figures::{Totals, WakeSpread};
+use oscil_figures::WakeSpread;
 use oscil_model::host::ProcessCost;
 use oscil_model::run::RunCost;
 
 use crate::figures::stats::Range;
 use crate::human::{MBIT, MIB};
+use crate::load::summary::{RunSummary, Scope};
+use crate::load::window::{RunFacts, Window};
 
 /// Which way a figure is better, for the words of a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,37 +105,6 @@ impl Unit {
     }
 }
 
-/// One run's phase totals over some of its cycles: what every figure is computed from.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Window {
-    pub fast: Totals,
-    pub slow: Totals,
-    pub sender_page_bytes: f64,
-    pub reader_page_bytes: f64,
-    pub run: RunFacts,
-}
-
-/// Facts of a whole run that no phase owns, the same in every window of it: what each
-/// end's process spent over the session, and the writer's wake-ups.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunFacts {
-    /// Bytes the reader read over the whole run.
-    pub bytes_read: u64,
-    pub cost: Option<RunCost>,
-    /// The most not-sent bytes any flow's writer found at a POLLOUT wake-up over the
-    /// session (run.json `wakeups`): the figure of runs recorded before sender.csv's
-    /// wake-up columns.
-    pub pollout_notsent_max_bytes: Option<u64>,
-    /// CPU seconds of the lab's link emulator over the run (its `link.json`).
-    pub link_cpu_s: Option<f64>,
-    /// How far the marker latencies may be off: half the best clock exchange's round trip
-    /// (run.json `clock.uncertainty_us`); `None` in a run without markers.
-    pub clock_uncertainty_us: Option<f64>,
-    /// The slow phases' reading rate the reader recorded (run.json `config.slow_rate`,
-    /// mean over its cycles), bit/s; `None` in runs before it was recorded.
-    pub slow_rate_bps: Option<f64>,
-}
-
 /// The least CPU time a CPU figure is shown for: the kernel counts a process's CPU in
 /// ticks of 10 ms (USER_HZ 100), so below 50 ticks one tick is more than 2% of the figure
 /// and two runs' figures differ by the tick, not by the setting (a 2-run `--quick` spent
@@ -159,12 +130,10 @@ impl RunFacts {
     }
 }
 
-impl Window {
-    /// Both phases together (host memory and the lowest RTT are over the whole window).
-    pub fn both(&self) -> Totals {
-        let mut both = self.fast.clone();
-        both.merge(&self.slow);
-        both
+impl RunSummary {
+    /// One figure over `scope`, in base units.
+    pub fn value(&self, metric: &Metric, scope: Scope) -> Option<f64> {
+        (metric.value)(&self.window(scope))
     }
 }
 

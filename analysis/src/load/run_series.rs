@@ -5,7 +5,7 @@
 use oscil_model::files::rows::{Phase, ReaderSample, SenderSample, Side};
 use oscil_rundir::Run;
 
-use crate::figures::limit_shares::TickShares;
+use crate::load::limit_shares::TickShares;
 use crate::load::series::{self, Tick};
 
 /// A question a picture across runs answers, one panel each.
@@ -121,7 +121,7 @@ impl RunSeries {
             .collect();
         let rate = |bytes: u64, r: &ReaderSample| bytes as f64 * 8.0 / r.span_or(interval_s);
         let schedule = &run.meta.schedule;
-        let shares = crate::figures::limit_shares::tick_shares(&run.sender, interval_s);
+        let shares = crate::load::limit_shares::tick_shares(&run.sender, interval_s);
         let share = |part: fn(&TickShares) -> f64| -> Vec<(f64, f64)> {
             shares.iter().map(|s| (s.t_s, part(s))).collect()
         };

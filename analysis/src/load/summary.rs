@@ -1,6 +1,6 @@
 //! The figures of one run, as a pure function of its loaded run directory: its settings,
 //! and the per-span totals of `oscil_figures` (the definition the reader's
-//! own summary uses) from which every figure of `metrics` is computed over the whole run,
+//! own summary uses) from which every figure of `figures::metrics` is computed over the whole run,
 //! the steady cycles, or one cycle. Nothing here draws or writes.
 
 use std::path::PathBuf;
@@ -10,9 +10,9 @@ use oscil_model::files::rows::Phase;
 use oscil_model::run::RunStatus;
 use oscil_rundir::Run;
 
-use crate::figures::metrics::{Metric, RunFacts, Window};
 use crate::load::input::RunInput;
 use crate::load::settings::{configuration_key, path_key, shared_namespace, Settings};
+use crate::load::window::{RunFacts, Window};
 
 /// Which cycles a figure covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,11 +86,6 @@ impl RunSummary {
             reader_page_bytes: self.reader_page_bytes,
             run: self.run_facts.clone(),
         }
-    }
-
-    /// One figure over `scope`, in base units.
-    pub fn value(&self, metric: &Metric, scope: Scope) -> Option<f64> {
-        (metric.value)(&self.window(scope))
     }
 
     pub fn cycles(&self) -> u32 {

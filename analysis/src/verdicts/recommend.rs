@@ -11,7 +11,7 @@ use crate::figures::metrics::{metric, Metric};
 use crate::figures::stats::{Change, Estimate};
 use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
-use crate::verdicts::verdict;
+use crate::verdicts::verdict::{self, Intervals};
 
 /// Why a configuration was or was not chosen.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +82,11 @@ pub(crate) struct Evidence<'a> {
 }
 
 impl Evidence<'_> {
+    /// Whether the figures have intervals, or one run each says they have none, once.
+    pub(crate) fn intervals(&self) -> Intervals {
+        Intervals::of(self.configs)
+    }
+
     pub(crate) fn estimate(&self, config: usize, m: &Metric) -> Option<Estimate> {
         Estimate::of(
             &verdict::values(self.summaries, &self.configs[config], m, self.scope),
@@ -141,9 +146,9 @@ impl Evidence<'_> {
     pub(crate) fn versus(&self, config: usize, against: Option<usize>, m: &Metric) -> String {
         match against {
             Some(a) if a == config => "itself".into(),
-            Some(a) => self
-                .change(config, a, m)
-                .map_or("-".into(), |c| verdict::change_text(m, &c)),
+            Some(a) => self.change(config, a, m).map_or("-".into(), |c| {
+                verdict::change_text(m, &c, self.intervals())
+            }),
             None => "-".into(),
         }
     }

@@ -12,7 +12,7 @@ use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::recommend::{
     buffer_limits, goodput, memory, queued, Evidence, PathChoice, Standing,
 };
-use crate::verdicts::verdict::{self, estimate_text};
+use crate::verdicts::verdict::{self, estimate_text, Intervals};
 
 /// The sysctl file of each path with a choice: `99-oscil-tcp.conf` when one path has
 /// one, `99-oscil-tcp-pathN.conf` (N counting such paths) when several do.
@@ -47,12 +47,16 @@ pub fn markdown(
     };
     let cycles = summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
     let mut md = String::from("# oscil recommendation\n\n");
+    // One run each: no interval to explain; each path's "No recommendation" says why.
+    let method = match evidence.intervals() {
+        Intervals::PerFigure => crate::figures::stats::METHOD,
+        Intervals::NoneOneRunEach => "",
+    };
     let _ = writeln!(
         md,
-        "Per path: the configuration with the least sender memory (slow-phase queued mean, then peak TCP memory) whose fast-phase goodput is not clearly below the best configuration's by more than {:.1}%, and whose memory saving over the default is clear. Figures: {}. {}\n",
+        "Per path: the configuration with the least sender memory (slow-phase queued mean, then peak TCP memory) whose fast-phase goodput is not clearly below the best configuration's by more than {:.1}%, and whose memory saving over the default is clear. Figures: {}. {method}\n",
         tolerance * 100.0,
         scope.text(cycles),
-        crate::figures::stats::METHOD
     );
     for (choice, conf) in choices.iter().zip(conf_names(choices)) {
         path_section(&mut md, &evidence, choice, conf.as_deref());
@@ -83,6 +87,9 @@ fn path_section(md: &mut String, evidence: &Evidence, choice: &PathChoice, conf:
         md,
         "| configuration | runs | fast goodput | vs best | slow queued mean | vs default | peak TCP memory (sender) | standing |\n|---|---|---|---|---|---|---|---|"
     );
+    let intervals = evidence.intervals();
+    let estimate =
+        |i: usize, m: &Metric| estimate_text(m, evidence.estimate(i, m).as_ref(), intervals);
     for (i, standing) in &choice.standings {
         let change = |against: Option<usize>, m: &Metric| evidence.versus(*i, against, m);
         let _ = writeln!(
@@ -90,12 +97,12 @@ fn path_section(md: &mut String, evidence: &Evidence, choice: &PathChoice, conf:
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             configs[*i].name,
             configs[*i].runs.len(),
-            estimate_text(goodput(), evidence.estimate(*i, goodput()).as_ref()),
+            estimate(*i, goodput()),
             change(choice.best, goodput()),
-            estimate_text(queued(), evidence.estimate(*i, queued()).as_ref()),
+            estimate(*i, queued()),
             change(choice.default, queued()),
-            estimate_text(memory(), evidence.estimate(*i, memory()).as_ref()),
-            standing_text(standing),
+            estimate(*i, memory()),
+            standing_text(standing, intervals),
         );
     }
     md.push('\n');
@@ -103,7 +110,7 @@ fn path_section(md: &mut String, evidence: &Evidence, choice: &PathChoice, conf:
     not_tested(md, evidence, choice);
 }
 
-fn standing_text(standing: &Standing) -> String {
+fn standing_text(standing: &Standing, intervals: Intervals) -> String {
     match standing {
         Standing::Chosen => "**chosen**".into(),
         Standing::Eligible => "lost: more memory than the choice".into(),
@@ -111,11 +118,11 @@ fn standing_text(standing: &Standing) -> String {
         Standing::Default => "the default (savings are measured against it)".into(),
         Standing::GoodputBelowBest(c) => format!(
             "lost: goodput clearly below the best ({})",
-            verdict::change_text(goodput(), c)
+            verdict::change_text(goodput(), c, intervals)
         ),
         Standing::SavingNotClear(Some(c)) => format!(
             "lost: memory saving over the default not clear ({})",
-            verdict::change_text(queued(), c)
+            verdict::change_text(queued(), c, intervals)
         ),
         Standing::SavingNotClear(None) => "lost: no memory figure to compare".into(),
         Standing::MoreLimited {
@@ -155,20 +162,20 @@ fn what_binds(md: &mut String, evidence: &Evidence, choice: &PathChoice) {
     if r.mean >= BINDS_SHARE {
         binds.push(format!(
             "receive-window limited {} of the fast phases: the receiver's `tcp_rmem` max or `tcp_adv_win_scale` binds; lowat does not",
-            estimate_text(rwnd, Some(&r))
+            estimate_text(rwnd, Some(&r), Intervals::PerFigure)
         ));
     }
     if s.mean >= BINDS_SHARE {
         binds.push(format!(
             "send-buffer limited {} of the fast phases: `SO_SNDBUF` or the `tcp_wmem` max binds",
-            estimate_text(sndbuf, Some(&s))
+            estimate_text(sndbuf, Some(&s), Intervals::PerFigure)
         ));
     }
     let said = match binds.is_empty() {
         true => format!(
             "no buffer binds (receive window {}, send buffer {} of the fast phases): the network (cwnd, pacing) or the writer sets the pace",
-            estimate_text(rwnd, Some(&r)),
-            estimate_text(sndbuf, Some(&s))
+            estimate_text(rwnd, Some(&r), Intervals::PerFigure),
+            estimate_text(sndbuf, Some(&s), Intervals::PerFigure)
         ),
         false => binds.join("; "),
     };
@@ -264,7 +271,8 @@ pub fn sysctl_conf(
         scope,
     };
     let (lowat, wmem, rmem) = sysctls(&evidence, i);
-    let text = |m: &Metric| estimate_text(m, evidence.estimate(i, m).as_ref());
+    let text =
+        |m: &Metric| estimate_text(m, evidence.estimate(i, m).as_ref(), evidence.intervals());
     let vs = |against: Option<usize>, m: &Metric| evidence.versus(i, against, m);
     let cycles = summaries.iter().map(RunSummary::cycles).max().unwrap_or(0);
     let mut conf = String::new();

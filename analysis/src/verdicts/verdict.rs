@@ -108,6 +108,23 @@ pub fn workload_warnings(configs: &[Configuration], cells: &[Vec<Cell>]) -> Vec<
 /// What `≥` before a figure means.
 pub const LOWER_BOUND_NOTE: &str = "≥: at least; some write or marker was still waiting when its run ended, and its wait so far counts as a lower bound";
 
+/// `LOWER_BOUND_NOTE` with its full stop, where some configuration's figure among those
+/// shown (`metrics`) carries a `≥`; none where none does (a legend for a sign nobody sees
+/// misleads).
+pub fn lower_bound_note(
+    summaries: &[RunSummary],
+    configs: &[Configuration],
+    metrics: &[&Metric],
+    scope: Scope,
+) -> Option<String> {
+    let any = configs.iter().any(|c| {
+        metrics
+            .iter()
+            .any(|m| is_lower_bound(summaries, c, m, scope))
+    });
+    any.then(|| format!("{LOWER_BOUND_NOTE}."))
+}
+
 /// Whether a configuration's figure is only a lower bound: some run's is
 /// (`metrics::lower_bound`: a wait still running when the run ended).
 pub fn is_lower_bound(
@@ -127,15 +144,50 @@ pub fn is_lower_bound(
 pub fn estimate_text_of(
     summaries: &[RunSummary],
     config: &Configuration,
-    metric: &Metric,
-    cell: &Cell,
+    (metric, cell): (&Metric, &Cell),
     scope: Scope,
+    intervals: Intervals,
 ) -> String {
-    let text = estimate_text(metric, cell.estimate.as_ref());
+    let text = estimate_text(metric, cell.estimate.as_ref(), intervals);
     if cell.estimate.is_some() && is_lower_bound(summaries, config, metric, scope) {
         format!("≥ {text}")
     } else {
         text
+    }
+}
+
+/// Why a change has no interval when a side has one run.
+const TOO_FEW_RUNS: &str = "too few runs for an interval";
+
+/// Whether figures have intervals. With one run in every configuration none has: the
+/// report says so once, beside its run count (`Intervals::once`), and shows each figure
+/// plainly rather than followed by the same caveat (issue 37: twelve times on one page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intervals {
+    /// Some configuration has two runs or more: a figure without an interval says why.
+    PerFigure,
+    /// One run in every configuration: said once.
+    NoneOneRunEach,
+}
+
+impl Intervals {
+    pub fn of(configs: &[Configuration]) -> Self {
+        match configs.iter().all(|c| c.runs.len() < 2) {
+            true => Self::NoneOneRunEach,
+            false => Self::PerFigure,
+        }
+    }
+
+    /// The caveat said once beside the run count, where it holds for every figure.
+    pub fn once(self) -> Option<String> {
+        (self == Self::NoneOneRunEach).then(|| {
+            format!("one run each: {TOO_FEW_RUNS}, so each figure is one run's and each change one run against another")
+        })
+    }
+
+    /// Whether `why` is said once rather than after the figure.
+    fn said_once(self, why: NoInterval) -> bool {
+        self == Self::NoneOneRunEach && why == NoInterval::TooFewRuns
     }
 }
 
@@ -154,8 +206,8 @@ pub fn values(
 }
 
 /// `803.9 Mbit/s [790.1, 817.7]` over several runs, `803.9 Mbit/s (1 run: too few for an
-/// interval)` over one.
-pub fn estimate_text(metric: &Metric, estimate: Option<&Estimate>) -> String {
+/// interval)` over one, `803.9 Mbit/s` where `intervals` says that once.
+pub fn estimate_text(metric: &Metric, estimate: Option<&Estimate>, intervals: Intervals) -> String {
     let Some(e) = estimate else {
         return "n/a".into();
     };
@@ -166,6 +218,7 @@ pub fn estimate_text(metric: &Metric, estimate: Option<&Estimate>) -> String {
             metric.unit.number(lo),
             metric.unit.number(hi)
         ),
+        None if intervals == Intervals::NoneOneRunEach => metric.unit.text(e.mean),
         None => format!(
             "{} (1 run: too few for an interval)",
             metric.unit.text(e.mean)
@@ -180,17 +233,18 @@ fn percent(p: f64) -> String {
 /// Why a change has no interval, in a few words.
 fn no_interval_words(why: NoInterval) -> &'static str {
     match why {
-        NoInterval::TooFewRuns => "too few runs for an interval",
+        NoInterval::TooFewRuns => TOO_FEW_RUNS,
         NoInterval::NoisyBaseline => "no interval: a baseline too noisy to tell from zero",
         NoInterval::ZeroInBoth => "0 in both",
     }
 }
 
 /// The change in words: a clear change, or noise at this number of runs.
-pub fn change_text(metric: &Metric, change: &Change) -> String {
+pub fn change_text(metric: &Metric, change: &Change, intervals: Intervals) -> String {
     let (lo, hi) = match change.ci_percent {
         Ok(ci) => ci,
         Err(NoInterval::ZeroInBoth) => return no_interval_words(NoInterval::ZeroInBoth).into(),
+        Err(why) if intervals.said_once(why) => return percent(change.percent),
         Err(why) => {
             return format!(
                 "{} ({}; more runs would tell)",
@@ -223,10 +277,11 @@ pub fn change_text(metric: &Metric, change: &Change) -> String {
 
 /// The change in a few words, for a sentence or a table cell: `-88% [-90%, -86%]` when
 /// clear, `no clear change (+1% [-4%, +6%])` when not, and what is missing otherwise.
-pub fn brief_change(change: &Change) -> String {
+pub fn brief_change(change: &Change, intervals: Intervals) -> String {
     let (lo, hi) = match change.ci_percent {
         Ok(ci) => ci,
         Err(NoInterval::ZeroInBoth) => return no_interval_words(NoInterval::ZeroInBoth).into(),
+        Err(why) if intervals.said_once(why) => return percent(change.percent),
         Err(why) => return format!("{} ({})", percent(change.percent), no_interval_words(why)),
     };
     let figures = format!(
@@ -244,18 +299,29 @@ pub fn brief_change(change: &Change) -> String {
 
 /// The verdict of one cell for a configuration: `baseline`, the change in words, or why
 /// there is none.
-pub fn verdict_text(metric: &Metric, cell: &Cell, is_baseline: bool, has_baseline: bool) -> String {
-    let words = verdict_words(metric, cell, is_baseline, has_baseline);
+pub fn verdict_text(
+    (metric, cell): (&Metric, &Cell),
+    is_baseline: bool,
+    has_baseline: bool,
+    intervals: Intervals,
+) -> String {
+    let words = verdict_words(metric, cell, is_baseline, has_baseline, intervals);
     match cell.workload_differs {
         Some(rates) if !is_baseline => format!("{words}; {}", workload_warning(rates)),
         _ => words,
     }
 }
 
-fn verdict_words(metric: &Metric, cell: &Cell, is_baseline: bool, has_baseline: bool) -> String {
+fn verdict_words(
+    metric: &Metric,
+    cell: &Cell,
+    is_baseline: bool,
+    has_baseline: bool,
+    intervals: Intervals,
+) -> String {
     match (&cell.change, is_baseline) {
         (_, true) => "baseline".into(),
-        (Some(change), false) => change_text(metric, change),
+        (Some(change), false) => change_text(metric, change, intervals),
         (None, false) if cell.estimate.is_none() => "n/a".into(),
         (None, false) if cell.from_zero => {
             "0 in every run of the baseline: no change in percent".into()
@@ -269,6 +335,7 @@ fn verdict_words(metric: &Metric, cell: &Cell, is_baseline: bool, has_baseline: 
 mod tests {
     use super::*;
     use crate::figures::metrics::metric;
+    use Intervals::{NoneOneRunEach, PerFigure};
 
     #[test]
     fn verdicts_in_words() {
@@ -278,40 +345,53 @@ mod tests {
             ci_percent: Ok((-88.0, -82.4)),
         };
         assert_eq!(
-            change_text(goodput, &clear),
+            change_text(goodput, &clear, PerFigure),
             "-85% [-88%, -82%]: clearly lower (worse)"
         );
         let queued = metric("slow_queued_mean_mib");
-        assert!(change_text(queued, &clear).ends_with("clearly lower (better)"));
+        assert!(change_text(queued, &clear, PerFigure).ends_with("clearly lower (better)"));
         let noise = Change {
             percent: -10.0,
             ci_percent: Ok((-31.0, 11.0)),
         };
         assert_eq!(
-            change_text(goodput, &noise),
+            change_text(goodput, &noise, PerFigure),
             "-10% [-31%, +11%]: no clear change; more runs would tell"
         );
         let one = Estimate::of(&[2e6], goodput.range()).unwrap();
         assert_eq!(
-            estimate_text(goodput, Some(&one)),
+            estimate_text(goodput, Some(&one), PerFigure),
             "2.0 Mbit/s (1 run: too few for an interval)"
         );
         let two = Estimate::of(&[1e6, 3e6], goodput.range()).unwrap();
-        assert!(estimate_text(goodput, Some(&two)).starts_with("2.0 Mbit/s ["));
+        assert!(estimate_text(goodput, Some(&two), PerFigure).starts_with("2.0 Mbit/s ["));
         let few = Change {
             percent: 50.0,
             ci_percent: Err(NoInterval::TooFewRuns),
         };
         assert_eq!(
-            change_text(goodput, &few),
+            change_text(goodput, &few, PerFigure),
             "+50% (too few runs for an interval; more runs would tell)"
         );
-        assert_eq!(brief_change(&few), "+50% (too few runs for an interval)");
+        assert_eq!(
+            brief_change(&few, PerFigure),
+            "+50% (too few runs for an interval)"
+        );
         let zero = Change {
             percent: 0.0,
             ci_percent: Err(NoInterval::ZeroInBoth),
         };
-        assert_eq!(change_text(goodput, &zero), "0 in both");
-        assert_eq!(brief_change(&zero), "0 in both");
+        assert_eq!(change_text(goodput, &zero, PerFigure), "0 in both");
+        assert_eq!(brief_change(&zero, PerFigure), "0 in both");
+        // One run in every configuration: said once, and each figure plain.
+        assert_eq!(brief_change(&few, NoneOneRunEach), "+50%");
+        assert_eq!(change_text(goodput, &few, NoneOneRunEach), "+50%");
+        assert_eq!(
+            estimate_text(goodput, Some(&one), NoneOneRunEach),
+            "2.0 Mbit/s"
+        );
+        assert_eq!(brief_change(&zero, NoneOneRunEach), "0 in both");
+        assert!(NoneOneRunEach.once().unwrap().contains("too few runs"));
+        assert_eq!(PerFigure.once(), None);
     }
 }

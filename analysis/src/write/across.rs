@@ -3,6 +3,7 @@
 //! recommendation and the page, each picture recorded for the manifest.
 
 use crate::charts::overlay_chart::{path_overlay, Alignment, PathRuns};
+use crate::charts::record::FigureRecord;
 use crate::charts::{comparison, draw, headline, interval_draw, mesh, path_chart};
 use crate::error::ReportError;
 use crate::load::configs::{self, Configuration};
@@ -12,9 +13,9 @@ use crate::load::summary::RunSummary;
 use crate::options::ReportConfig;
 use crate::verdicts::recommend::{self, PathChoice};
 use crate::verdicts::recommendation_text;
-use crate::verdicts::verdict::{self, Cell};
-use crate::write::manifest::FigureRecord;
+use crate::verdicts::verdict::{self, Cell, Intervals};
 use crate::write::out_dir::write;
+use crate::write::summary_md::Summary;
 use crate::write::{config_table, html, table};
 
 /// The goodput tolerance of the headline's recommendation when `--recommend` gave none.
@@ -103,6 +104,12 @@ impl Across<'_> {
         Ok(names)
     }
 
+    /// The answer's title, the same on `headline.png` and in `summary.md`.
+    fn answer_title(&self) -> String {
+        let figures = self.config.scope.text(self.cycles());
+        headline::title(&figures, Intervals::of(self.configs))
+    }
+
     fn out(&self, name: &str) -> std::path::PathBuf {
         self.config.out_dir.join(name)
     }
@@ -121,7 +128,7 @@ impl Across<'_> {
         records: &mut Vec<FigureRecord>,
     ) -> Result<String, ReportError> {
         let name = "headline.png";
-        let paragraphs = headline::paragraphs(headlines, &self.config.scope.text(self.cycles()));
+        let paragraphs = headline::paragraphs(headlines, self.answer_title());
         let texts = draw::draw_text_page(&paragraphs, &self.out(name))?;
         records.push(FigureRecord {
             file: name.into(),
@@ -190,16 +197,18 @@ impl Across<'_> {
     ) -> Result<Vec<(String, String)>, ReportError> {
         let (summaries, configs) = (self.summaries, self.configs);
         let run_baselines = run_baselines(summaries, configs);
+        let summary_md = Summary {
+            summaries,
+            configs,
+            cells,
+            scope: self.config.scope,
+            headlines,
+            title: self.answer_title(),
+            run_baselines: &run_baselines,
+        };
         Ok(vec![
             ("summary.csv".into(), table::csv(summaries, &run_baselines)?),
-            (
-                "summary.md".into(),
-                answer_first(
-                    table::markdown(summaries, &run_baselines),
-                    &verdict::workload_warnings(configs, cells),
-                    headlines,
-                ),
-            ),
+            ("summary.md".into(), summary_md.markdown()),
             (
                 "configurations.csv".into(),
                 config_table::configurations_csv(summaries, configs, cells, self.config.scope)?,
@@ -228,34 +237,6 @@ impl Across<'_> {
         }
         files
     }
-}
-
-/// The summary with the comparisons of different workloads flagged under its title, where
-/// nobody reads past them.
-/// `summary.md` answers first, as `index.html` does: the warnings, then each path's
-/// answer, and only then the per-run table.
-fn answer_first(md: String, warnings: &[String], headlines: &[headline::PathHeadline]) -> String {
-    use crate::write::html::escape_markdown;
-    let (title, rest) = md.split_once("\n\n").unwrap_or((&md, ""));
-    let mut head: String = warnings
-        .iter()
-        .map(|w| format!("- **{}**\n", escape_markdown(w)))
-        .collect();
-    if !head.is_empty() {
-        head.push('\n');
-    }
-    head.push_str("## The answer\n\n");
-    for h in headlines {
-        head.push_str(&format!("### Path: {}\n\n", escape_markdown(&h.path)));
-        if let Some(warning) = &h.warning {
-            head.push_str(&format!("**{}**\n\n", escape_markdown(warning)));
-        }
-        for sentence in &h.sentences {
-            head.push_str(&format!("{}\n\n", escape_markdown(sentence)));
-        }
-        head.push_str(&format!("**{}**\n\n", escape_markdown(&h.recommendation)));
-    }
-    format!("{title}\n\n{head}## Runs\n\n{rest}")
 }
 
 /// For each run, the run `summary.csv` compares it with: the first run of its

@@ -1,9 +1,10 @@
 //! `configurations.csv` (one row per configuration: each figure's mean, 95% interval and
 //! change against the baseline) and `cycles.csv` (one row per cycle of every run).
 
-use crate::figures::metrics::{lower_bound, Metric, Window, METRICS};
+use crate::figures::metrics::{lower_bound, Metric, METRICS};
 use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
+use crate::load::window::Window;
 use crate::verdicts::verdict::{self, Cell};
 use crate::write::table::cell;
 

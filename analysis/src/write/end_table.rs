@@ -109,6 +109,9 @@ fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError> {
         }
         text.push('\n');
     }
+    if let Some(once) = verdict::Intervals::of(&configs).once() {
+        text.push_str(&format!("{once}\n"));
+    }
     for warning in verdict::workload_warnings(&configs, &cells) {
         text.push_str(&format!("{warning}\n"));
     }

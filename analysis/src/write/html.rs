@@ -20,7 +20,7 @@ use crate::load::configs::Configuration;
 use crate::load::input::relative;
 use crate::load::summary::{RunSummary, Scope};
 use crate::verdicts::shown_figures::shown;
-use crate::verdicts::verdict::{self, brief_change, Cell};
+use crate::verdicts::verdict::{self, brief_change, Cell, Intervals};
 
 /// What the page shows, all already computed.
 pub struct Page<'a> {
@@ -135,11 +135,16 @@ pub fn page(p: &Page) -> String {
         .max()
         .unwrap_or(0);
     let mut html = String::new();
+    // A caveat of every figure, said once beside the run count.
+    let once = Intervals::of(p.configs)
+        .once()
+        .map_or(String::new(), |once| format!(", {once}"));
     let _ = write!(
         html,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>oscil report</title><style>{STYLE}</style></head><body>\n<h1>oscil report</h1>\n<p>{} runs in {} configurations; figures {}.</p>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>oscil report</title><style>{STYLE}</style></head><body>\n<h1>oscil report</h1>\n<p>{} runs in {} configurations{}; figures {}.</p>\n",
         p.summaries.len(),
         p.configs.len(),
+        escape(&once),
         escape(&p.scope.text(cycles))
     );
     for line in p.warnings {
@@ -179,11 +184,17 @@ fn answer(html: &mut String, p: &Page) {
         }
         let _ = writeln!(html, "<p><b>{}</b></p>", escape(&h.recommendation));
     }
+    let reading = match Intervals::of(p.configs) {
+        Intervals::NoneOneRunEach => "a change is one run's figure against the baseline's run.".to_string(),
+        Intervals::PerFigure => format!("a change is the ratio of the means against the baseline, a figure alone a mean over the runs, each with its interval. {} A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. \"No interval\": a baseline whose runs are too far apart to tell its mean from zero; more runs give one.", crate::figures::stats::METHOD),
+    };
+    // The page shows every figure (its configurations table).
+    let all: Vec<&Metric> = METRICS.iter().collect();
     let _ = write!(
         html,
-        "</div>\n<p class=\"note\">How to read the figures: a change is the ratio of the means against the baseline, a figure alone a mean over the runs, each with its interval. {} A change is clear when its interval leaves out zero; \"no clear change\" means the interval holds zero, and more runs would tell. \"No interval\": a baseline whose runs are too far apart to tell its mean from zero; more runs give one. {} The same answer as a picture: <a href=\"{}\">headline.png</a>.</p>\n",
-        escape(crate::figures::stats::METHOD),
-        escape(&format!("{}.", verdict::LOWER_BOUND_NOTE)),
+        "</div>\n<p class=\"note\">How to read the figures: {} {} The same answer as a picture: <a href=\"{}\">headline.png</a>.</p>\n",
+        escape(&reading),
+        escape(&verdict::lower_bound_note(p.summaries, p.configs, &all, p.scope).unwrap_or_default()),
         link(Path::new("headline.png"))
     );
 }
@@ -291,6 +302,7 @@ fn verdicts(html: &mut String, p: &Page) {
         .collect();
     html.push_str("<h2 id=\"verdicts\">Verdicts: each configuration against its baseline</h2>\n");
     let shown = shown(p.cells);
+    let intervals = Intervals::of(p.configs);
     if compared.is_empty() {
         html.push_str("<p>No configuration has a baseline to compare with (none has the kernel's default lowat; pass --baseline NAME).</p>\n");
     } else {
@@ -309,7 +321,10 @@ fn verdicts(html: &mut String, p: &Page) {
             let _ = write!(html, "<tr><td>{}</td>", escape(METRICS[m].title));
             for (i, _) in &compared {
                 let (words, class) = match &p.cells[*i][m].change {
-                    Some(change) => (brief_change(change), class_of(&METRICS[m], change)),
+                    Some(change) => (
+                        brief_change(change, intervals),
+                        class_of(&METRICS[m], change),
+                    ),
                     None => ("no figure on both sides".to_string(), ""),
                 };
                 let _ = write!(html, "<td class=\"{class}\">{}</td>", escape(&words));
@@ -360,6 +375,7 @@ fn configurations(html: &mut String, p: &Page) {
     };
     row(html, "path", all.iter().map(path).collect());
     let mut unmeasured = Vec::new();
+    let intervals = Intervals::of(p.configs);
     for (m, metric) in METRICS.iter().enumerate() {
         if p.cells.iter().all(|row| row[m].estimate.is_none()) {
             unmeasured.push(metric.title);
@@ -368,7 +384,8 @@ fn configurations(html: &mut String, p: &Page) {
         let cells = (0..p.configs.len())
             .map(|i| {
                 let cell = &p.cells[i][m];
-                verdict::estimate_text_of(p.summaries, &p.configs[i], metric, cell, p.scope)
+                let of = (metric, cell);
+                verdict::estimate_text_of(p.summaries, &p.configs[i], of, p.scope, intervals)
             })
             .collect();
         row(html, metric.title, cells);

@@ -9,4 +9,5 @@ mod html;
 pub(crate) mod manifest;
 pub(crate) mod openmetrics;
 pub(crate) mod out_dir;
+mod summary_md;
 mod table;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use oscil_model::campaign::{Backend, Campaign, CampaignRun, Order, CAMPAIGN_FORMAT_VERSION};
 use oscil_testkit::{number, workspace_bin, Csv, Daemon};
 use serde_json::Value;
 
@@ -56,6 +57,24 @@ pub fn report(args: &[&Path], out: &Path, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .expect("run oscil-report")
+}
+
+/// A campaign.json holding `runs`.
+pub fn plan(runs: Vec<CampaignRun>, repeat: u32) -> Campaign {
+    Campaign {
+        format_version: CAMPAIGN_FORMAT_VERSION,
+        software: "campaign test".into(),
+        created_unix_ms: 1,
+        backend: Backend::Hosts,
+        sender: "127.0.0.1".into(),
+        receiver: "127.0.0.1".into(),
+        order: Order::Grouped,
+        seed: 1,
+        repeat,
+        runs,
+        hosts: None,
+        calibrations: Vec::new(),
+    }
 }
 
 /// Width and height from a PNG's signature and IHDR chunk.

@@ -35,24 +35,69 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// The literal address when the host is one (no lookup needed).
+    /// The literal address when the host is one (no lookup needed), without its scope.
     pub fn ip(&self) -> Option<IpAddr> {
-        self.host.parse().ok()
+        let (address, _) = split_scope(&self.host);
+        address.parse().ok()
     }
 
-    /// `HOST:PORT`, with brackets around IPv6 literals: what `lookup_host` takes.
+    /// `HOST:PORT`, with brackets around IPv6 literals and a link-local scope as the
+    /// interface's index (`[fe80::1%2]:5250`): what `lookup_host` takes.
     pub fn lookup_form(&self) -> String {
-        self.to_string()
+        match (self.ip(), split_scope(&self.host).1) {
+            (Some(IpAddr::V6(ip)), Some(zone)) => {
+                let index = interface_index(zone).unwrap_or(0);
+                format!("[{ip}%{index}]:{}", self.port)
+            }
+            _ => self.to_string(),
+        }
     }
 }
 
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let zone = split_scope(&self.host).1.map(|z| format!("%{z}"));
         match self.ip() {
-            Some(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port),
+            Some(IpAddr::V6(ip)) => write!(f, "[{ip}{}]:{}", zone.unwrap_or_default(), self.port),
             _ => write!(f, "{}:{}", self.host, self.port),
         }
     }
+}
+
+/// `fe80::1%eth0` into the address and its scope (an interface's name or index).
+fn split_scope(host: &str) -> (&str, Option<&str>) {
+    match host.split_once('%') {
+        Some((address, zone)) => (address, Some(zone)),
+        None => (host, None),
+    }
+}
+
+/// The index of the interface a scope names: a number, or a name this host has.
+fn interface_index(zone: &str) -> Option<u32> {
+    if let Ok(index) = zone.parse::<u32>() {
+        return Some(index);
+    }
+    let safe = !zone.is_empty() && !zone.contains('/') && zone != "." && zone != "..";
+    let text = std::fs::read_to_string(format!("/sys/class/net/{zone}/ifindex")).ok();
+    text.filter(|_| safe)?.trim().parse().ok()
+}
+
+/// An IPv6 literal with a scope (`fe80::1%eth0`), checked: the address is IPv6 and the
+/// interface is on this host; `None` when `host` has no scope.
+fn scoped_v6(host: &str) -> Option<Result<String, String>> {
+    let (address, zone) = split_scope(host);
+    let zone = zone?;
+    if address.parse::<Ipv6Addr>().is_err() {
+        return Some(Err(
+            "a %SCOPE follows an IPv6 address only (fe80::1%eth0)".into()
+        ));
+    }
+    Some(match interface_index(zone) {
+        Some(_) => Ok(host.to_owned()),
+        None => Err(format!(
+            "no interface {zone:?} on this host for the scope of {address}"
+        )),
+    })
 }
 
 /// An address that does not fit the grammar; the message shows the forms expected.
@@ -82,6 +127,15 @@ pub fn parse_bind(input: &str) -> Result<IpAddr, AddressError> {
     let trimmed = input.trim();
     if let Ok(ip) = trimmed.parse::<IpAddr>() {
         return Ok(ip);
+    }
+    if let (address, Some(_)) = split_scope(trimmed) {
+        if address.parse::<Ipv6Addr>().is_ok() {
+            return Err(AddressError {
+                input: input.to_owned(),
+                problem: format!("-B takes no %SCOPE: give the scope with the daemon's address (-c fe80::...%IFACE) and -B {address}, or leave out -B"),
+                expected: BIND_FORMS,
+            });
+        }
     }
     let problem = match trimmed.parse::<std::net::SocketAddr>() {
         Ok(with_port) => format!(
@@ -144,7 +198,9 @@ fn parse_host_port(
         let (host, after) = rest
             .split_once(']')
             .ok_or_else(|| error("a '[' without its ']'"))?;
-        if host.parse::<Ipv6Addr>().is_err() {
+        if let Some(scoped) = scoped_v6(host) {
+            scoped.map_err(|problem| error(&problem))?;
+        } else if host.parse::<Ipv6Addr>().is_err() {
             return Err(error("brackets hold an IPv6 address only"));
         }
         let port = match after {
@@ -157,6 +213,13 @@ fn parse_host_port(
         return Ok(Endpoint {
             host: host.to_owned(),
             port,
+        });
+    }
+    if let Some(scoped) = scoped_v6(trimmed) {
+        let host = scoped.map_err(|problem| error(&problem))?;
+        return Ok(Endpoint {
+            host,
+            port: DEFAULT_PORT,
         });
     }
     if trimmed.parse::<Ipv6Addr>().is_ok() {
@@ -295,6 +358,24 @@ mod tests {
         assert!(message.contains("write ::1"), "{message}");
         let message = parse_bind("host.example").unwrap_err().to_string();
         assert!(message.contains("not an IP address"), "{message}");
+    }
+
+    #[test]
+    fn link_local_addresses_keep_their_scope() {
+        let bare = parse_connect("fe80::1%lo").unwrap();
+        assert_eq!(bare.port, DEFAULT_PORT);
+        assert_eq!(bare.to_string(), "[fe80::1%lo]:5250");
+        assert_eq!(bare.lookup_form(), "[fe80::1%1]:5250");
+        let bracketed = parse_connect("[fe80::1%lo]:6000").unwrap();
+        assert_eq!(bracketed.lookup_form(), "[fe80::1%1]:6000");
+        assert!(parse_listen("[fe80::1%1]:0").is_ok());
+        let message = parse_connect("fe80::1%nosuchif0").unwrap_err().to_string();
+        assert!(
+            message.contains("no interface \"nosuchif0\" on this host"),
+            "{message}"
+        );
+        let message = parse_bind("fe80::1%lo").unwrap_err().to_string();
+        assert!(message.contains("-B takes no %SCOPE"), "{message}");
     }
 
     #[test]

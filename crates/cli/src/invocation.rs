@@ -4,6 +4,7 @@
 //! grammar the binary parses. Each binary's own tests parse these back to the same values,
 //! so a flag renamed there cannot drift from here unseen.
 
+use oscil_model::pattern::BitRate;
 use oscil_protocol::request::SessionRequest;
 
 use crate::request_args::TypedDuration;
@@ -80,7 +81,15 @@ impl ReaderInvocation {
             argv.value("--cycles", p.cycles);
             argv.switch("--full-speed", p.full_speed);
         }
-        argv.value("--flows", r.flows);
+        // Groups say their flows; each SPEC carries all its settings, so the flags below
+        // (their defaults) change none of them.
+        match r.groups.is_empty() {
+            true => argv.value("--flows", r.flows),
+            false => r
+                .groups
+                .iter()
+                .for_each(|group| argv.value("--group", crate::group::spec_of(group))),
+        }
         argv.value("--interval", TypedDuration(r.interval));
         argv.some("--marker-every", r.marker_every.map(TypedDuration));
         argv.some("--write-size", r.write_size_bytes);
@@ -89,17 +98,14 @@ impl ReaderInvocation {
             "--write-mode",
             Some(r.write_mode).filter(|m| !m.is_until_eagain()),
         );
-        argv.some(
-            "--slow-rate",
-            r.slow_rate_bps.map(|bps| format!("{bps}bit")),
-        );
+        argv.some("--slow-rate", r.slow_rate_bps);
         let s = &r.sender;
         argv.some("--notsent-lowat", s.notsent_lowat_bytes);
         argv.some("--sndbuf", s.sndbuf_bytes);
         argv.some("--congestion", s.congestion.as_ref());
         argv.some(
             "--pacing-rate",
-            s.max_pacing_rate_bps.map(|bps| format!("{bps}bit")),
+            s.max_pacing_rate_bps.map(BitRate::from_bps),
         );
         argv.switch("--zerocopy", s.zerocopy);
         argv.some("--rcvbuf", self.rcvbuf_bytes);

@@ -2,6 +2,8 @@
 //! error is printed, and the placeholders its help shows.
 
 pub mod address;
+pub mod files;
+pub mod group;
 mod habits;
 pub mod invocation;
 pub mod list;
@@ -252,6 +254,10 @@ where
                     Some(pointer) => {
                         NotParsed::Usage(format!("{name}: {pointer} (see {name} --help)"))
                     }
+                    None if habits::far_suggestion(&error) => NotParsed::Usage(format!(
+                        "{name}: {} (see {name} --help)",
+                        habits::unexpected(&error)
+                    )),
                     None => NotParsed::Usage(usage_line(&name, &error)),
                 }
             }

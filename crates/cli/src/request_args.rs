@@ -6,6 +6,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use oscil_model::pattern::BitRate;
 use oscil_protocol::request::{check_pacing_rate, check_slow_rate, check_write_size, RequestError};
 
 use crate::units::{parse_bytes, parse_duration, parse_rate_bps, UnitError};
@@ -31,9 +32,10 @@ pub fn parse_pacing_rate(input: &str) -> Result<u64, ArgError> {
     Ok(check_pacing_rate(parse_rate_bps(input)?)?)
 }
 
-/// `--slow-rate`, as typed (tc's units), bit/s.
-pub fn parse_slow_rate(input: &str) -> Result<u64, ArgError> {
-    Ok(check_slow_rate(parse_rate_bps(input)?)?)
+/// `--slow-rate`, as typed (tc's units): the grammar `BitRate`'s text is read back with.
+pub fn parse_slow_rate(input: &str) -> Result<BitRate, ArgError> {
+    let bps = check_slow_rate(parse_rate_bps(input)?)?;
+    Ok(BitRate::from_bps(bps))
 }
 
 /// `--slow-rate`'s word for each run's own peak: `--fraction` of the most TCP delivered in
@@ -43,14 +45,14 @@ pub const AUTO_PER_RUN: &str = "auto-per-run";
 /// `--slow-rate`, as typed: an absolute rate, or each run's own peak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlowRateArg {
-    /// All flows together, bit/s.
-    Bps(u64),
+    /// All flows together.
+    Bps(BitRate),
     AutoPerRun,
 }
 
 impl SlowRateArg {
-    /// The absolute rate, bit/s; `None` for each run's own peak.
-    pub fn bps(self) -> Option<u64> {
+    /// The absolute rate; `None` for each run's own peak.
+    pub fn bps(self) -> Option<BitRate> {
         match self {
             SlowRateArg::Bps(bps) => Some(bps),
             SlowRateArg::AutoPerRun => None,
@@ -138,11 +140,30 @@ mod tests {
             .contains("read nothing"));
     }
 
+    /// The one text a rate is written in reads back to the same rate, through the grammar
+    /// every binary's `--slow-rate` and `--pacing-rate` use.
+    #[test]
+    fn a_rate_written_for_a_command_line_reads_back_the_same() {
+        for bps in [
+            8,
+            8_001,
+            1_500,
+            1_500_000,
+            5_000_000,
+            2_500_000_000,
+            40_000_000_000,
+        ] {
+            let rate = BitRate::from_bps(bps);
+            assert_eq!(parse_slow_rate(&rate.to_string()), Ok(rate), "{rate}");
+            assert_eq!(parse_pacing_rate(&rate.to_string()), Ok(bps), "{rate}");
+        }
+    }
+
     #[test]
     fn a_slow_rate_is_a_rate_or_each_runs_own_peak() {
         assert_eq!(
             parse_slow_rate_arg("5mbit"),
-            Ok(SlowRateArg::Bps(5_000_000))
+            Ok(SlowRateArg::Bps(BitRate::from_bps(5_000_000)))
         );
         assert_eq!(
             parse_slow_rate_arg("auto-per-run"),

@@ -28,7 +28,7 @@ pub struct UnitError {
 }
 
 impl UnitError {
-    fn new(what: &'static str, input: &str, expected: impl Into<String>) -> Self {
+    pub(crate) fn new(what: &'static str, input: &str, expected: impl Into<String>) -> Self {
         UnitError {
             what,
             input: input.to_owned(),
@@ -88,6 +88,7 @@ fn parse_bytes_below(input: &str, max: u64, too_large: &str) -> Result<u64, Unit
     const EXPECTED: &str = "a byte count such as 16384, 128k, 128KiB or 4M";
     let err = || UnitError::new("size", input, EXPECTED);
     let (number, suffix) = split_number(input).ok_or_else(err)?;
+    refuse_bits(input)?;
     let scale: u64 = match suffix.as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
@@ -107,6 +108,30 @@ fn parse_bytes_below(input: &str, max: u64, too_large: &str) -> Result<u64, Unit
         ));
     }
     Ok(bytes as u64)
+}
+
+/// A size spelled with a small `b` (`128Kb`, `4mb`, `64b`): network tools read it as bits,
+/// storage ones as bytes, so it is refused with both readings; `B` (`128KB`, `128KiB`) and
+/// no `b` at all (`128k`) are bytes.
+fn refuse_bits(input: &str) -> Result<(), UnitError> {
+    let trimmed = input.trim();
+    let Some(number_prefix) = trimmed.strip_suffix('b') else {
+        return Ok(());
+    };
+    let number_prefix = number_prefix.strip_suffix('i').unwrap_or(number_prefix);
+    let prefix = number_prefix
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+        .to_ascii_lowercase();
+    if !["", "k", "m", "g"].contains(&prefix.as_str()) {
+        return Ok(());
+    }
+    let number = &number_prefix[..number_prefix.len() - prefix.len()];
+    let bytes = format!("{number}{}", prefix.to_ascii_uppercase());
+    Err(UnitError::new(
+        "size",
+        input,
+        format!("B for bytes: a small b reads as bits; did you mean {bytes} (bytes) or a rate {number}{prefix}bit?"),
+    ))
 }
 
 /// Parses a rate as tc writes it, into bits per second: `bit` (or a bare number), `kbit`,
@@ -197,8 +222,24 @@ pub fn parse_percent(input: &str) -> Result<f64, UnitError> {
     }
 }
 
-/// Parses a duration in humantime form: `5s`, `250ms`, `1m30s`; a bare `0` is zero.
+/// The longest duration any flag takes: no run, phase, path or timeout of oscil lasts a
+/// week, and longer ones overflow the protocol's microseconds (`99999999999h`).
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// What a duration past [`MAX_DURATION`] is told.
+const TOO_LONG: &str = "at most 7d (a week): no run, phase or timeout of oscil lasts longer";
+
+/// Parses a duration in humantime form: `5s`, `250ms`, `1m30s`; a bare `0` is zero; at most
+/// [`MAX_DURATION`].
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
+    match parse_any_duration(input)? {
+        d if d > MAX_DURATION => Err(UnitError::new("duration", input, TOO_LONG)),
+        d => Ok(d),
+    }
+}
+
+/// [`parse_duration`] without the upper bound.
+fn parse_any_duration(input: &str) -> Result<Duration, UnitError> {
     refuse_negative("duration", input)?;
     if input.trim() == "0" {
         return Ok(Duration::ZERO);
@@ -211,8 +252,10 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
             format!("a unit: {n}s? {n}ms?"),
         ));
     }
-    humantime::parse_duration(input.trim())
-        .map_err(|_| UnitError::new("duration", input, "a duration such as 5s, 250ms or 1m"))
+    humantime::parse_duration(input.trim()).map_err(|e| match e {
+        humantime::DurationError::NumberOverflow => UnitError::new("duration", input, TOO_LONG),
+        _ => UnitError::new("duration", input, "a duration such as 5s, 250ms or 1m"),
+    })
 }
 
 /// Parses a duration that must be longer than zero.
@@ -220,6 +263,30 @@ pub fn parse_positive_duration(input: &str) -> Result<Duration, UnitError> {
     match parse_duration(input)? {
         d if d.is_zero() => Err(UnitError::new("duration", input, "a duration above zero")),
         d => Ok(d),
+    }
+}
+
+/// A clap value parser of durations from `min` to `max`, with the reason for the
+/// bounds (`why`): a daemon's timeout so short that every session would fail.
+pub fn duration_within(
+    min: Duration,
+    max: Duration,
+    why: &'static str,
+) -> impl Fn(&str) -> Result<Duration, UnitError> + Clone + Send + Sync + 'static {
+    move |input| {
+        let duration = parse_duration(input)?;
+        match (min..=max).contains(&duration) {
+            true => Ok(duration),
+            false => Err(UnitError::new(
+                "duration",
+                input,
+                format!(
+                    "{} to {}: {why}",
+                    humantime::format_duration(min),
+                    humantime::format_duration(max)
+                ),
+            )),
+        }
     }
 }
 
@@ -413,6 +480,40 @@ mod tests {
         assert_eq!(parse_bytes_u32("4294967295"), Ok(u32::MAX));
         let message = parse_bytes("1.5").unwrap_err().to_string();
         assert!(message.contains("a whole number of bytes"), "{message}");
+    }
+
+    #[test]
+    fn a_small_b_is_bits_and_refused_for_a_size() {
+        for (input, offer) in [
+            ("128Kb", "did you mean 128K (bytes) or a rate 128kbit?"),
+            ("4mb", "did you mean 4M (bytes) or a rate 4mbit?"),
+            ("64b", "did you mean 64 (bytes) or a rate 64bit?"),
+        ] {
+            let message = parse_bytes(input).unwrap_err().to_string();
+            assert!(message.ends_with(offer), "{input}: {message}");
+        }
+        assert_eq!(parse_bytes("128KB"), Ok(131072));
+        assert_eq!(parse_bytes("128kB"), Ok(131072));
+        assert_eq!(parse_bytes("64B"), Ok(64));
+    }
+
+    #[test]
+    fn durations_past_a_week_are_refused_before_they_overflow() {
+        assert_eq!(parse_duration("7d"), Ok(MAX_DURATION));
+        for input in ["8d", "99999999999h", "999999999999999999999s"] {
+            let message = parse_duration(input).unwrap_err().to_string();
+            assert!(
+                message.ends_with(
+                    "at most 7d (a week): no run, phase or timeout of oscil lasts longer"
+                ),
+                "{input}: {message}"
+            );
+        }
+        let timeout = duration_within(Duration::from_secs(1), MAX_DURATION, "why");
+        assert!(timeout("1ms")
+            .unwrap_err()
+            .to_string()
+            .ends_with("1s to 7days: why"));
     }
 
     #[test]

@@ -1558,3 +1558,355 @@ fn listen_and_connect_go_one_way_and_keyed() {
         expect("oscil-daemon", args, 2, holds);
     }
 }
+
+/// Round 4 of the sweep's inputs: a directory holding what the cases name (a file, an empty
+/// directory, a run's, a campaign whose campaign.json is cut) and a closed port.
+struct Sweep {
+    _dir: tempfile::TempDir,
+    out: String,
+    file: String,
+    empty: String,
+    run_like: String,
+    cut: String,
+    closed: String,
+}
+
+impl Sweep {
+    fn new() -> Sweep {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name).display().to_string();
+        let (out, file, empty, run_like, cut) =
+            (at("run"), at("afile"), at("empty"), at("a-run"), at("cut"));
+        std::fs::write(&file, "").unwrap();
+        for made in [&empty, &run_like, &cut] {
+            std::fs::create_dir(made).unwrap();
+        }
+        std::fs::write(Path::new(&run_like).join("run.json"), "{}").unwrap();
+        let cut_json = "{\"format_version\": 1,\n\"runs\": [";
+        std::fs::write(Path::new(&cut).join("campaign.json"), cut_json).unwrap();
+        let closed = format!("127.0.0.1:{}", free_port());
+        Sweep {
+            _dir: dir,
+            out,
+            file,
+            empty,
+            run_like,
+            cut,
+            closed,
+        }
+    }
+
+    /// The reader toward the closed port: a value refused only after connecting would
+    /// show as exit 1.
+    fn reader(&self, extra: &[&str]) -> Vec<String> {
+        let head = ["-c", self.closed.as_str(), "-o", self.out.as_str()];
+        head.iter().chain(extra).map(|a| a.to_string()).collect()
+    }
+
+    fn link(&self, extra: &[&str]) -> Vec<String> {
+        let head = ["--rate", "10mbit", "--delay", "5ms"];
+        head.iter().chain(extra).map(|a| a.to_string()).collect()
+    }
+
+    /// Runs each case, then checks that nothing was left behind.
+    fn check(&self, cases: &[(&str, Vec<String>, i32, &str)]) {
+        for (binary, args, code, holds) in cases {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            expect(binary, &args, *code, holds);
+        }
+        assert!(
+            !Path::new(&self.out).exists(),
+            "a refused run left {} behind",
+            self.out
+        );
+        let left = std::fs::read_dir(&self.empty).unwrap().count();
+        assert_eq!(left, 0, "a check left a file behind");
+    }
+}
+
+fn plain(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// Round 4 of the sweep, values: for each class of input the issue found wrong or
+/// confusing, a few of this table's own (not the issue's examples), each with docs/cli.md's
+/// exit code and a phrase of its one line.
+#[test]
+fn round_4_sweep_values_in_every_binary() {
+    let sweep = Sweep::new();
+    let (reader, link) = (|e: &[&str]| sweep.reader(e), |e: &[&str]| sweep.link(e));
+    sweep.check(&[
+        // Durations that overflow or are absurd: refused before connecting.
+        (
+            "oscil-reader",
+            reader(&["--slow", "30d"]),
+            2,
+            "expected at most 7d (a week)",
+        ),
+        (
+            "oscil-reader",
+            reader(&["--marker-every", "1000000000000s"]),
+            2,
+            "expected at most 7d",
+        ),
+        (
+            "oscil-reader",
+            reader(&["--fast", "5d", "--slow", "2d", "--cycles", "2"]),
+            2,
+            "at most a week per session",
+        ),
+        (
+            "oscil-lab",
+            plain(&["--fast", "3d", "--slow", "3d", "--cycles", "2", "--dry-run"]),
+            2,
+            "at most a week per session",
+        ),
+        (
+            "oscil-report",
+            plain(&["run", "--max-time", "400000000000000000000ms"]),
+            2,
+            "expected at most 7d",
+        ),
+        (
+            "oscil-link",
+            link(&["--reverse-delay", "6s"]),
+            2,
+            "expected at most 5s: no real path is longer",
+        ),
+        // Sizes with a small b: bits or bytes?
+        (
+            "oscil-reader",
+            reader(&["--sndbuf", "4mb"]),
+            2,
+            "did you mean 4M (bytes) or a rate 4mbit?",
+        ),
+        (
+            "oscil-daemon",
+            plain(&["--trace-budget", "64Mb"]),
+            2,
+            "did you mean 64M (bytes) or a rate 64mbit?",
+        ),
+        (
+            "oscil-lab",
+            plain(&["--write-size", "64kb", "--dry-run"]),
+            2,
+            "did you mean 64K (bytes)",
+        ),
+        (
+            "oscil-report",
+            plain(&["run", "--max-memory", "2Gb"]),
+            2,
+            "did you mean 2G (bytes)",
+        ),
+    ]);
+}
+
+/// Round 4 of the sweep: daemon values that would fail every later session, as above.
+#[test]
+fn round_4_sweep_daemon_values() {
+    Sweep::new().check(&[
+        // Daemon values that would fail every later session.
+        (
+            "oscil-daemon",
+            plain(&["--handshake-timeout", "20ms"]),
+            2,
+            "a handshake takes a few round trips",
+        ),
+        (
+            "oscil-daemon",
+            plain(&["--max-session-time", "200ms"]),
+            2,
+            "a shorter limit would refuse every run",
+        ),
+        (
+            "oscil-daemon",
+            plain(&["--min-interval", "50s", "--max-session-time", "30s"]),
+            2,
+            "is not below --max-session-time",
+        ),
+        (
+            "oscil-daemon",
+            plain(&["--max-startups", "0:60:40"]),
+            2,
+            "START 0 refuses connections",
+        ),
+    ]);
+}
+
+/// Round 4 of the sweep, paths, addresses and other tools' habits, as above.
+#[test]
+fn round_4_sweep_paths_addresses_and_habits_in_every_binary() {
+    let sweep = Sweep::new();
+    let (reader, link) = (|e: &[&str]| sweep.reader(e), |e: &[&str]| sweep.link(e));
+    let (out, file, empty, closed) = (&sweep.out, &sweep.file, &sweep.empty, &sweep.closed);
+    let (run_like, cut) = (&sweep.run_like, &sweep.cut);
+    let in_file = format!("{file}/m");
+    let no_dir_port = format!("{empty}/no/port");
+    sweep.check(&[
+        // Files a flag writes, checked before the work.
+        ("oscil-daemon", plain(&["--port-file", &no_dir_port]), 2, "no directory"),
+        ("oscil-daemon", plain(&["--port-file", empty]), 2, "a directory is there, not a file"),
+        ("oscil-link", link(&["--stats", empty]), 2, "--stats"),
+        ("oscil-report", plain(&["/no/such/run", "--metrics", &in_file]), 2, "a file is there, not a directory"),
+        ("oscil-report", plain(&["/no/such/run", "--metrics", "/proc/sys/oscil-metrics"]), 2, "--metrics /proc/sys/oscil-metrics: cannot write in /proc/sys"),
+        // Directories of the wrong kind, and a cut campaign.json.
+        ("oscil-lab", plain(&["--resume", run_like]), 2, "a run directory (run.json, oscil-reader's), not a campaign directory"),
+        ("oscil-lab", plain(&["restore", run_like]), 2, "not a campaign directory"),
+        ("oscil-lab", plain(&["restore", empty]), 2, "not a campaign directory (no campaign.json)"),
+        ("oscil-lab", plain(&["restore", file]), 2, "a file, not a campaign directory"),
+        ("oscil-lab", plain(&["--resume", cut]), 2, "it is cut short (it ends at line 2 inside the JSON)"),
+        ("oscil-report", plain(&[cut]), 2, "it is cut short"),
+        ("oscil-report", plain(&[file]), 2, "a file, not a run directory"),
+        // Plans that cannot work.
+        ("oscil-lab", plain(&["--loss", "75", "--dry-run"]), 2, "at most 50%"),
+        ("oscil-link", link(&["--loss", "51%"]), 2, "at most 50%"),
+        ("oscil-lab", plain(&["--rtt", "100ms,1h", "--dry-run"]), 2, "at most 10s: no real path is longer"),
+        ("oscil-link", plain(&["--rate", "1mbit", "--delay", "90m"]), 2, "at most 5s"),
+        // A network namespace that is not there.
+        ("oscil-link", link(&["--b-netns", "oscil-no-such-ns"]), 2, "--b-netns oscil-no-such-ns: no such network namespace (/run/netns/oscil-no-such-ns is missing; ip netns add oscil-no-such-ns makes one)"),
+        ("oscil-link", link(&["--a-netns", &in_file]), 2, "no such network namespace"),
+        // Link-local addresses with a scope: taken, or refused for the right reason.
+        ("oscil-reader", plain(&["-c", "fe80::1%oscilnoif0", "-o", out]), 2, "no interface \"oscilnoif0\" on this host"),
+        ("oscil-reader", plain(&["-c", "[fe80::1%lo]:1", "-o", out]), 1, "cannot connect to the daemon at [fe80::1%"),
+        ("oscil-reader", reader(&["-B", "fe80::2%lo"]), 2, "-B takes no %SCOPE"),
+        ("oscil-daemon", plain(&["--listen", "[fe80::1%oscilnoif0]:0"]), 2, "no interface \"oscilnoif0\""),
+        // ~ in paths: another user's home is refused with a hint.
+        ("oscil-reader", plain(&["-c", closed, "-o", "~oscil/run"]), 2, "~USER is not expanded here"),
+        ("oscil-daemon", plain(&["--key-file", "~oscil/key"]), 2, "~USER is not expanded here"),
+        ("oscil-lab", plain(&["--out", "~oscil/lab", "--dry-run"]), 2, "~USER is not expanded here"),
+        // Habits of other tools, and no far clap suggestion.
+        ("oscil-reader", reader(&["--window", "4M"]), 2, "iperf3's --window: --sndbuf BYTES sets the daemon's SO_SNDBUF; --rcvbuf BYTES"),
+        ("oscil-daemon", plain(&["--fq-rate", "1gbit"]), 2, "iperf3's --fq-rate: --max-rate RATE caps every session's pacing rate"),
+        ("oscil-lab", plain(&["--bitrate", "10mbit"]), 2, "iperf3's --bitrate: --pacing-rate RATE"),
+        ("oscil-lab", plain(&["--tcp-write-prefetch", "64k"]), 2, "iperf2's --tcp-write-prefetch (TCP_NOTSENT_LOWAT): --tcp-notsent-lowat LIST sets the sysctl"),
+        ("oscil-daemon", plain(&["--tcp-write-prefetch", "64k"]), 2, "--notsent-lowat BYTES (e.g. 128k) sets the socket option"),
+        ("oscil-report", plain(&["run", "--tcp-write-prefetch", "64k"]), 2, "oscil-reader --notsent-lowat BYTES"),
+        ("oscil-link", link(&["--mss", "1400"]), 2, "iperf2's --mss: oscil sets no MSS"),
+        ("oscil-reader", reader(&["--nodelay"]), 2, "iperf2's --nodelay: oscil sets no TCP_NODELAY"),
+        ("oscil-lab", plain(&["--parallel", "4"]), 2, "iperf3's --parallel: --flows N"),
+        ("oscil-reader", reader(&["--bytes", "1G"]), 2, "a run lasts a time, not a byte count"),
+        ("oscil-daemon", plain(&["-D"]), 2, "oscil-daemon stays in the foreground"),
+        ("oscil-reader", reader(&["--title", "x"]), 2, "unexpected argument '--title' found (see oscil-reader --help)"),
+        ("oscil-reader", reader(&["--cyles", "2"]), 2, "a similar argument exists: '--cycles'"),
+    ]);
+}
+
+/// `~/` is `$HOME`, as a shell would have read it.
+#[test]
+fn a_tilde_is_home() {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(workspace_bin("oscil-report"))
+        .args(["~/no-run-here"])
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "oscil-report: {}/no-run-here: no such directory\n",
+            home.path().display()
+        )
+    );
+}
+
+/// `binary args` on a pseudo-terminal (util-linux's `script`) with `TERM=term`: its
+/// exit code and all it wrote; `None` where there is no `script`.
+fn on_a_terminal(term: &str, binary: &str, args: &[&str]) -> Option<(Option<i32>, String)> {
+    let line = std::iter::once(workspace_bin(binary).display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let output = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("TERM", term)
+        .env_remove("OSCIL_KEY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    Some((
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    ))
+}
+
+#[test]
+fn a_terminal_is_never_waited_on_in_silence_and_a_dumb_one_sees_progress() {
+    let Some((code, text)) =
+        on_a_terminal("xterm", "oscil-lab", &["--inventory", "-", "--dry-run"])
+    else {
+        eprintln!("no `script` here: the terminal cases are skipped");
+        return;
+    };
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("--inventory -: standard input is a terminal, not an inventory"),
+        "{text}"
+    );
+    // TERM=dumb: plain lines, one a phase at least, and no escape code.
+    let daemon = Daemon::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run").display().to_string();
+    let addr = daemon.addr.to_string();
+    let args = [
+        "-c", &addr, "-o", &out, "--fast", "1s", "--slow", "1s", "--cycles", "1",
+    ];
+    let (code, text) = on_a_terminal("dumb", "oscil-reader", &args).unwrap();
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("oscil-reader: 0 s: cycle 1/1 fast"), "{text}");
+    assert!(text.contains(": cycle 1/1 slow"), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "an escape code on a dumb terminal: {text:?}"
+    );
+}
+
+/// A directory the OS will not open to this user: its words ("permission denied"), exit 2,
+/// never "not a run directory". Root reads everything, so the binaries run as nobody
+/// (util-linux's setpriv); skipped where that cannot be done.
+#[test]
+fn permission_denied_is_said_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("sub");
+    std::fs::create_dir(&inside).unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let inside = inside.display().to_string();
+    let as_nobody = |binary: &str, args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(workspace_bin(binary))
+            .args(args)
+            .env_remove("OSCIL_KEY")
+            .output()
+            .ok()
+    };
+    let runs = as_nobody("oscil-report", &["--version"]).is_some_and(|o| o.status.success());
+    if !runs {
+        eprintln!("cannot run the binaries as nobody here: skipped");
+        return;
+    }
+    for (binary, args, file) in [
+        (
+            "oscil-report",
+            vec![inside.as_str(), "-o", "/nonexistent/report"],
+            "run.json",
+        ),
+        (
+            "oscil-lab",
+            vec!["--resume", inside.as_str()],
+            "campaign.json",
+        ),
+    ] {
+        let output = as_nobody(binary, &args).unwrap();
+        assert_eq!(output.status.code(), Some(2), "{binary} {args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!("{binary}: {inside}/{file}: permission denied\n"),
+            "{binary} {args:?}"
+        );
+    }
+}

@@ -692,6 +692,7 @@ mod tests {
             budget_bytes: 0,
             span_s: 0.1,
             delivered_bytes: None,
+            group: None,
         }
     }
 

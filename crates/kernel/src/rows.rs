@@ -1,18 +1,24 @@
 //! The rows of a run's CSVs from what the kernel said of a socket or a host at one tick.
 
+use std::time::Duration;
+
 use oscil_model::files::rows::{HostSample, Phase, ReaderSample, SenderSample, Side};
 use oscil_model::host::{QueueEvents, Sockstat};
 
-use crate::{SkMemInfo, TcpInfo};
+use crate::socket::diag::Sampled;
+use crate::socket::meminfo::SkMemInfo;
+use crate::socket::tcp_info::TcpInfo;
 
-/// A row from sockstat, the namespace's receive-queue events since the last row and,
-/// when summed at this tick, the namespace's charged TCP memory.
+/// A row from sockstat, the namespace's receive-queue events since the last row,
+/// when summed at this tick, the namespace's charged TCP memory, and the longest any of
+/// the process's threads waited for a CPU since the last row.
 pub fn host_sample(
     t_s: f64,
     side: Side,
     s: &Sockstat,
     queue: Option<QueueEvents>,
     tcp_mem_ns_bytes: Option<u64>,
+    run_queue_wait: Option<Duration>,
 ) -> HostSample {
     HostSample {
         t_s,
@@ -29,6 +35,7 @@ pub fn host_sample(
         tcp_ofo_pruned: queue.map(|q| q.ofo_pruned),
         tcp_rcvq_drop: queue.map(|q| q.rcvq_drop),
         tcp_backlog_drop: queue.map(|q| q.backlog_drop),
+        run_queue_wait_ms: run_queue_wait.map(|d| d.as_secs_f64() * 1e3),
     }
 }
 
@@ -37,8 +44,7 @@ pub fn sender_sample(
     t_s: f64,
     flow: u32,
     (bytes, span_s): (u64, f64),
-    info: &TcpInfo,
-    mem: &SkMemInfo,
+    Sampled { info, mem, bbr }: &Sampled,
 ) -> SenderSample {
     SenderSample {
         t_s,
@@ -58,7 +64,13 @@ pub fn sender_sample(
         pacing_rate_bps: info.pacing_rate_bps,
         span_s,
         min_rtt_us: info.min_rtt_us,
-        // The writer's and the chrono counters' columns are filled by the daemon's sampler.
+        bbr_bw_bps: bbr.and_then(|b| b.bw_bps),
+        bbr_min_rtt_us: bbr.and_then(|b| b.min_rtt_us),
+        bbr_pacing_gain: bbr.map(|b| b.pacing_gain),
+        bbr_cwnd_gain: bbr.map(|b| b.cwnd_gain),
+        ecn_negotiated: Some(info.ecn_negotiated),
+        // The writer's columns and the counters' shares of the span (chrono, acked and
+        // CE-marked) are filled by the daemon's sampler.
         ..SenderSample::default()
     }
 }
@@ -88,5 +100,7 @@ pub fn reader_sample(
         budget_bytes,
         span_s,
         delivered_bytes: None,
+        // The reader's sampler knows the flow's group.
+        group: None,
     }
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pattern::PatternConfig;
+use crate::pattern::{BitRate, PatternConfig};
 use crate::socket::WriteMode;
 use crate::sysctl::{Sysctl, SysctlValue};
 
@@ -137,7 +137,7 @@ pub struct RunSettings {
     /// The reader's absolute `--slow-rate`, bit/s; `None`: `fraction` x the peak TCP
     /// delivered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slow_rate_bps: Option<u64>,
+    pub slow_rate_bps: Option<BitRate>,
     /// How `slow_rate_bps` was chosen; `None` in campaigns made before it was recorded (and
     /// for a pattern with no slow phase).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,6 +148,11 @@ pub struct RunSettings {
     /// The reader's `--trace`: trace every ACK on both sides.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace: bool,
+    /// The lab's `--group`s, resolved over this run's settings, their flows adding up to
+    /// `flows`; a group's `slow_rate_bps` is its own, or when `None` its flows' share of
+    /// `slow_rate_bps`. Empty: one group of the settings above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<crate::group::FlowGroup>,
 }
 
 /// How the lab chose a run's slow rate. Every configuration of a path must read its slow
@@ -251,6 +256,7 @@ impl RunSettings {
             no_probe: false,
             trace: false,
             pattern,
+            groups: Vec::new(),
         }
     }
 

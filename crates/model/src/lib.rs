@@ -7,6 +7,7 @@
 pub mod campaign;
 pub mod error_text;
 pub mod files;
+pub mod group;
 pub mod host;
 pub mod lab;
 pub mod pattern;

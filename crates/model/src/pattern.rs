@@ -96,6 +96,11 @@ impl Fraction {
         (self.0 * peak as f64).round() as u64
     }
 
+    /// The slow rate from a peak rate: the plan's rule.
+    pub fn of_rate(self, peak: BitRate) -> BitRate {
+        BitRate(self.of(peak.0))
+    }
+
     /// The inverse: the peak a slow rate of `slow` was taken from.
     pub fn peak_of(self, slow: u64) -> u64 {
         (slow as f64 / self.0).round() as u64
@@ -125,6 +130,51 @@ impl From<Fraction> for f64 {
 impl std::fmt::Display for Fraction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)
+    }
+}
+
+/// A rate in bits per second: the slow phases' rate from the plan to the reader's
+/// command line, and a link's or a pacing rate. Written in one form only, tc's, in the
+/// largest unit that keeps it whole (`5mbit`, `1500kbit`), which every binary's rate
+/// grammar reads back to the same value; the reader's pacer counts it in bytes/s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BitRate(u64);
+
+impl BitRate {
+    pub const fn from_bps(bps: u64) -> BitRate {
+        BitRate(bps)
+    }
+
+    /// From what a reader recorded it read, bytes/s.
+    pub const fn from_bytes_per_s(bytes_per_s: u64) -> BitRate {
+        BitRate(bytes_per_s.saturating_mul(8))
+    }
+
+    pub const fn bps(self) -> u64 {
+        self.0
+    }
+
+    /// Whole bytes per second, as the pacer budgets its reads.
+    pub const fn bytes_per_s(self) -> u64 {
+        self.0 / 8
+    }
+}
+
+impl std::fmt::Display for BitRate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bps = self.0;
+        let unit = [
+            (1_000_000_000, "gbit"),
+            (1_000_000, "mbit"),
+            (1_000, "kbit"),
+        ]
+        .into_iter()
+        .find(|&(scale, _)| bps >= scale && bps.is_multiple_of(scale));
+        match unit {
+            Some((scale, unit)) => write!(f, "{}{unit}", bps / scale),
+            None => write!(f, "{bps}bit"),
+        }
     }
 }
 
@@ -237,6 +287,19 @@ mod tests {
             ]
         );
         assert_eq!(PatternConfig::CLOUDFLARE.total(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_rate_is_written_in_the_largest_whole_unit() {
+        let shown = |bps| BitRate::from_bps(bps).to_string();
+        assert_eq!(shown(5_000_000), "5mbit");
+        assert_eq!(shown(2_500_000_000), "2500mbit");
+        assert_eq!(shown(1_500_000), "1500kbit");
+        assert_eq!(shown(1_500), "1500bit");
+        assert_eq!(shown(1_000_000_000), "1gbit");
+        assert_eq!(shown(8_001), "8001bit");
+        assert_eq!(shown(0), "0bit");
+        assert_eq!(BitRate::from_bytes_per_s(625_000).bytes_per_s(), 625_000);
     }
 
     #[test]

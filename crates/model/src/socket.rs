@@ -85,6 +85,8 @@ pub enum FieldGroup {
     DeliveryRate,
     /// `tcpi_busy_time`, `tcpi_rwnd_limited`, `tcpi_sndbuf_limited`.
     Chrono,
+    /// `tcpi_delivered`, `tcpi_delivered_ce`.
+    Delivered,
     /// `tcpi_bytes_sent`, `tcpi_bytes_retrans`.
     BytesSent,
     /// `tcpi_snd_wnd`.
@@ -94,12 +96,13 @@ pub enum FieldGroup {
 }
 
 impl FieldGroup {
-    pub const ALL: [FieldGroup; 8] = [
+    pub const ALL: [FieldGroup; 9] = [
         FieldGroup::PacingRate,
         FieldGroup::ByteCounts,
         FieldGroup::Notsent,
         FieldGroup::DeliveryRate,
         FieldGroup::Chrono,
+        FieldGroup::Delivered,
         FieldGroup::BytesSent,
         FieldGroup::SndWnd,
         FieldGroup::RcvWnd,
@@ -115,6 +118,7 @@ impl FieldGroup {
             FieldGroup::Notsent => 152,
             FieldGroup::DeliveryRate => 168,
             FieldGroup::Chrono => 192,
+            FieldGroup::Delivered => 200,
             FieldGroup::BytesSent => 216,
             FieldGroup::SndWnd => 232,
             FieldGroup::RcvWnd => 236,
@@ -129,6 +133,7 @@ impl FieldGroup {
             FieldGroup::Notsent => "4.6",
             FieldGroup::DeliveryRate => "4.9",
             FieldGroup::Chrono => "4.10",
+            FieldGroup::Delivered => "4.18",
             FieldGroup::BytesSent => "4.19",
             FieldGroup::SndWnd => "5.4",
             FieldGroup::RcvWnd => "6.2",
@@ -143,6 +148,7 @@ impl FieldGroup {
             FieldGroup::Notsent => &["tcpi_notsent_bytes", "tcpi_min_rtt"],
             FieldGroup::DeliveryRate => &["tcpi_delivery_rate"],
             FieldGroup::Chrono => &["tcpi_busy_time", "tcpi_rwnd_limited", "tcpi_sndbuf_limited"],
+            FieldGroup::Delivered => &["tcpi_delivered", "tcpi_delivered_ce"],
             FieldGroup::BytesSent => &["tcpi_bytes_sent", "tcpi_bytes_retrans"],
             FieldGroup::SndWnd => &["tcpi_snd_wnd"],
             FieldGroup::RcvWnd => &["tcpi_rcv_wnd"],

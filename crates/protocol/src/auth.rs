@@ -20,7 +20,9 @@
 use hmac::Mac;
 use sha2::{Digest, Sha256};
 
-use crate::control::{Challenge, DaemonMessage, Hello, ReaderMessage, PROTOCOL_VERSION};
+use crate::control::{
+    Challenge, DaemonMessage, Hello, ReaderMessage, OLDEST_PROTOCOL_VERSION, PROTOCOL_VERSION,
+};
 use crate::key::Key;
 use crate::proof::{hmac_with, DataKey, HexBytes, Nonce, Tag};
 
@@ -28,7 +30,7 @@ use crate::proof::{hmac_with, DataKey, HexBytes, Nonce, Tag};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// The peer speaks another protocol version.
-    #[error("the peer speaks protocol version {found}; this end speaks {PROTOCOL_VERSION}")]
+    #[error("the peer speaks protocol version {found}; this end speaks {OLDEST_PROTOCOL_VERSION} to {PROTOCOL_VERSION}")]
     Version { found: u32 },
     /// A message came out of order.
     #[error("expected {expected}, got another message")]
@@ -48,12 +50,14 @@ const DAEMON_ROLE: &[u8] = b"oscil daemon proof\0";
 const READER_ROLE: &[u8] = b"oscil reader proof\0";
 const DATA_ROLE: &[u8] = b"oscil data key\0";
 
-/// SHA-256 over the hello (canonical JSON, length first) and the daemon's nonce.
+/// SHA-256 over the session's version, the hello (canonical JSON, length first) and the
+/// daemon's nonce.
 fn transcript(hello: &Hello, daemon_nonce: &Nonce) -> [u8; 32] {
+    let version = hello.version;
     let hello = serde_json::to_vec(hello).expect("a hello always serializes");
     let mut hash = Sha256::new();
     hash.update(b"oscil handshake\0");
-    hash.update(PROTOCOL_VERSION.to_be_bytes());
+    hash.update(version.to_be_bytes());
     hash.update((hello.len() as u64).to_be_bytes());
     hash.update(&hello);
     hash.update(daemon_nonce.0);
@@ -67,11 +71,19 @@ fn tag(key: Option<&Key>, role: &[u8], transcript: &[u8; 32]) -> Tag {
     HexBytes(mac.finalize().into_bytes().into())
 }
 
-fn same_version(found: u32) -> Result<(), AuthError> {
-    if found == PROTOCOL_VERSION {
-        Ok(())
-    } else {
-        Err(AuthError::Version { found })
+/// A hello's version this daemon serves: it answers in the same version.
+fn served_version(found: u32) -> Result<(), AuthError> {
+    match (OLDEST_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&found) {
+        true => Ok(()),
+        false => Err(AuthError::Version { found }),
+    }
+}
+
+/// The daemon's challenge must speak the version of the reader's hello.
+fn same_version(hello: &Hello, found: u32) -> Result<(), AuthError> {
+    match found == hello.version {
+        true => Ok(()),
+        false => Err(AuthError::Version { found }),
     }
 }
 
@@ -122,10 +134,10 @@ impl DaemonHandshake {
                 expected: "a hello",
             });
         };
-        same_version(hello.version)?;
+        served_version(hello.version)?;
         let transcript = transcript(&hello, &self.nonce);
         let challenge = DaemonMessage::Challenge(Challenge {
-            version: PROTOCOL_VERSION,
+            version: hello.version,
             nonce: self.nonce,
             mac: self
                 .key
@@ -190,7 +202,7 @@ impl ReaderHandshake {
                 expected: "a challenge",
             });
         };
-        same_version(challenge.version)?;
+        same_version(&self.hello, challenge.version)?;
         let transcript = transcript(&self.hello, &challenge.nonce);
         if self.key.is_none() && challenge.mac.is_some() {
             return Err(AuthError::KeyNeeded);
@@ -231,6 +243,7 @@ mod tests {
             marker_every_us: None,
             probe: false,
             trace: false,
+            groups: Vec::new(),
         }
     }
 
@@ -327,6 +340,21 @@ mod tests {
             daemon.on_hello(ReaderMessage::Hello(old)).unwrap_err(),
             AuthError::Version { found: 1 }
         );
+    }
+
+    #[test]
+    fn a_version_4_hello_is_answered_in_version_4() {
+        let mut old = hello(1);
+        old.version = 4;
+        let (reader, first) = ReaderHandshake::new(key("a"), old);
+        let (_, challenge) = DaemonHandshake::new(key("a"), HexBytes([2; 32]))
+            .on_hello(first)
+            .unwrap();
+        let DaemonMessage::Challenge(Challenge { version, .. }) = &challenge else {
+            panic!("{challenge:?}");
+        };
+        assert_eq!(*version, 4);
+        assert!(reader.on_challenge(challenge).is_ok());
     }
 
     #[test]

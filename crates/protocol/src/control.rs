@@ -17,7 +17,9 @@
 
 use std::collections::BTreeMap;
 
+use oscil_model::group::{FlowGroup, Reading};
 use oscil_model::host::{HostFacts, ProcessCost};
+use oscil_model::pattern::Fraction;
 #[cfg(doc)]
 use oscil_model::socket::DEFAULT_WRITE_BYTES;
 use oscil_model::socket::{OptionsInForce, SocketOptions, Source, WriteMode};
@@ -36,7 +38,21 @@ use oscil_model::text::escape_peer;
 /// `Stop` names the intervals the reader sampled, and samples may come several to a write.
 /// Version 4: every data connection answers a fresh challenge of the daemon (a replayed
 /// data hello can no longer take or end a flow), and a daemon at its limits says `busy`.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// Version 5: the hello may carry groups of flows, each with its own options and writer
+/// ([`Hello::groups`]), and the welcome says the options in force per group. A daemon of
+/// version 5 still serves a version 4 hello (one group), in version 4's words; a reader
+/// speaks 4 unless its session has more than one group, so older daemons serve it. An
+/// older daemon refuses a version 5 hello before authentication.
+pub const PROTOCOL_VERSION: u32 = 5;
+
+/// The oldest hello a daemon still serves.
+pub const OLDEST_PROTOCOL_VERSION: u32 = 4;
+
+/// The first version whose hello carries groups.
+pub const GROUPS_PROTOCOL_VERSION: u32 = 5;
+
+/// The version a [`DataHello`] carries: its bytes have not changed since version 4.
+const DATA_HELLO_VERSION: u32 = 4;
 
 /// A control frame larger than this ends the session: samples of 200 flows are ~60 KB.
 pub const MAX_FRAME_BYTES: usize = 4 << 20;
@@ -44,8 +60,9 @@ pub const MAX_FRAME_BYTES: usize = 4 << 20;
 /// The daemon's limit on what an authenticated reader sends (start, stop).
 pub const MAX_READER_FRAME_BYTES: usize = 64 << 10;
 
-/// The daemon's limit on a frame before authentication (a hello is ~300 bytes): a stranger
-/// cannot make it hold more than this per connection.
+/// The daemon's limit on a frame before authentication (a hello is ~300 bytes, one with
+/// [`crate::request::MAX_GROUPS`] groups at most ~3 KB): a stranger cannot make it hold
+/// more than this per connection.
 pub const MAX_PREAUTH_FRAME_BYTES: usize = 4 << 10;
 
 /// The reader's opening message on the control connection.
@@ -79,6 +96,30 @@ pub struct Hello {
     /// and says what it traced in `Ended`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace: bool,
+    /// The session's groups of flows, in flow order (version 5); empty: one group of
+    /// `flows` with `options`, `write_size_bytes` and `write_mode`. With groups, `flows` is
+    /// their total and the daemon takes every group's options from here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<FlowGroup>,
+}
+
+impl Hello {
+    /// The session's groups: as asked, or the one group of a hello without any (its
+    /// reading fields, which the daemon does not use, at their defaults).
+    pub fn groups(&self) -> Vec<FlowGroup> {
+        if !self.groups.is_empty() {
+            return self.groups.clone();
+        }
+        vec![FlowGroup {
+            flows: self.flows,
+            sender: self.options.clone(),
+            write_size_bytes: self.write_size_bytes,
+            write_mode: self.write_mode,
+            pattern: Reading::default(),
+            fraction: Fraction::CLOUDFLARE,
+            slow_rate_bps: None,
+        }]
+    }
 }
 
 /// The largest write size a session may ask for: the daemon holds one such buffer per
@@ -103,6 +144,10 @@ pub struct Welcome {
     /// never says, and is taken to write until `EAGAIN`.
     #[serde(default, skip_serializing_if = "WriteMode::is_until_eagain")]
     pub write_mode: WriteMode,
+    /// Per group of a hello with groups, in order, the options read back after applying
+    /// that group's request (`options_in_force` is the first group's); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups_in_force: Vec<OptionsInForce>,
 }
 
 /// The daemon's answer to a hello: its nonce and, when it has a key, its proof.
@@ -386,20 +431,20 @@ impl DataHello {
     pub fn encode(&self) -> [u8; Self::LEN] {
         let mut out = [0u8; Self::LEN];
         out[..4].copy_from_slice(&Self::MAGIC);
-        out[4..8].copy_from_slice(&PROTOCOL_VERSION.to_be_bytes());
+        out[4..8].copy_from_slice(&DATA_HELLO_VERSION.to_be_bytes());
         out[8..24].copy_from_slice(&self.session_id.0);
         out[24..28].copy_from_slice(&self.flow.to_be_bytes());
         out[28..].copy_from_slice(&self.mac.0);
         out
     }
 
-    /// `None` when the bytes are not an oscil data hello of this protocol version.
+    /// `None` when the bytes are not an oscil data hello of version 4's form.
     pub fn decode(bytes: &[u8; Self::LEN]) -> Option<Self> {
         let (magic, rest) = bytes.split_first_chunk::<4>()?;
         let (version, rest) = rest.split_first_chunk::<4>()?;
         let (session_id, rest) = rest.split_first_chunk::<16>()?;
         let (flow, mac) = rest.split_first_chunk::<4>()?;
-        if *magic != Self::MAGIC || u32::from_be_bytes(*version) != PROTOCOL_VERSION {
+        if *magic != Self::MAGIC || u32::from_be_bytes(*version) != DATA_HELLO_VERSION {
             return None;
         }
         Some(DataHello {
@@ -501,6 +546,7 @@ mod tests {
             marker_every_us: None,
             probe: false,
             trace: false,
+            groups: Vec::new(),
         };
         let (reader, first) = ReaderHandshake::new(None, hello);
         let (daemon, challenge) = DaemonHandshake::new(None, HexBytes([2; 32]))
@@ -509,6 +555,47 @@ mod tests {
         let (proof, key) = reader.on_challenge(challenge).unwrap();
         daemon.on_proof(proof).unwrap();
         key
+    }
+
+    #[test]
+    fn a_hello_with_the_most_groups_fits_the_first_frame() {
+        let longest = FlowGroup {
+            flows: crate::request::MAX_FLOWS,
+            sender: SocketOptions {
+                notsent_lowat_bytes: Some(u32::MAX),
+                sndbuf_bytes: Some(u32::MAX),
+                rcvbuf_bytes: Some(u32::MAX),
+                congestion: Some("c".repeat(crate::request::MAX_CONGESTION_NAME_BYTES)),
+                max_pacing_rate_bps: Some(u64::MAX),
+                zerocopy: true,
+            },
+            write_size_bytes: Some(MAX_WRITE_BYTES),
+            write_mode: WriteMode::PerWake,
+            pattern: Reading::FullSpeed,
+            fraction: Fraction::new(0.012345678901234567).unwrap(),
+            slow_rate_bps: Some(u64::MAX),
+        };
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            software: concat!("oscil-reader ", env!("CARGO_PKG_VERSION"), "-some-build").into(),
+            nonce: HexBytes([0xff; 32]),
+            flows: u32::MAX,
+            options: longest.sender.clone(),
+            interval_us: u64::MAX,
+            duration_us: u64::MAX,
+            write_size_bytes: Some(MAX_WRITE_BYTES),
+            write_mode: WriteMode::PerWake,
+            marker_every_us: Some(u64::MAX),
+            probe: true,
+            trace: true,
+            groups: vec![longest; crate::request::MAX_GROUPS],
+        };
+        let frame = encode_frame(&ReaderMessage::Hello(hello));
+        assert!(
+            frame.len() <= MAX_PREAUTH_FRAME_BYTES,
+            "{} bytes",
+            frame.len()
+        );
     }
 
     #[test]
@@ -580,7 +667,7 @@ mod tests {
         let hello = DataHello::signed(&key, HexBytes([0xa5; 16]), 7);
         let bytes = hello.encode();
         assert_eq!(&bytes[..4], b"OSCD");
-        assert_eq!(&bytes[4..8], &PROTOCOL_VERSION.to_be_bytes());
+        assert_eq!(&bytes[4..8], &DATA_HELLO_VERSION.to_be_bytes());
         assert_eq!(&bytes[8..24], &[0xa5; 16]);
         assert_eq!(&bytes[24..28], &[0, 0, 0, 7]);
         let decoded = DataHello::decode(&bytes).unwrap();

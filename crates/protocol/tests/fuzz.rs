@@ -43,6 +43,7 @@ fn hello() -> Hello {
         marker_every_us: None,
         probe: false,
         trace: false,
+        groups: Vec::new(),
     }
 }
 
@@ -96,6 +97,7 @@ fn corpus() -> Vec<Vec<u8>> {
         options_in_force: Default::default(),
         probe: false,
         write_mode: Default::default(),
+        groups_in_force: Vec::new(),
     });
     vec![
         encode_frame(&first),

@@ -23,15 +23,29 @@ pub enum CampaignError {
     NoSuchDir(PathBuf),
     #[error("{0}: not a campaign directory (no campaign.json)")]
     NotACampaign(PathBuf),
+    /// A run's directory where a campaign's was expected.
+    #[error("{0}: a run directory (run.json, oscil-reader's), not a campaign directory (campaign.json, oscil-lab's --out)")]
+    RunNotCampaign(PathBuf),
+    /// A file where a campaign directory was expected.
+    #[error("{0}: a file, not a campaign directory")]
+    FileNotCampaign(PathBuf),
+    /// The OS would not say whether the directory holds a campaign (a permission, most often).
+    #[error("{}: {}", .path.display(), oscil_model::error_text::os_error(.error))]
+    Unreadable {
+        path: PathBuf,
+        /// Said in the line, not as a cause after it.
+        error: std::io::Error,
+    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: not a valid campaign.json: {source}")]
+    #[error("{}: not a campaign.json this oscil-lab can read: {}", .path.display(), crate::json_error::describe(.error))]
     Bad {
         path: PathBuf,
-        source: serde_json::Error,
+        /// Said in the line, not as a cause after it.
+        error: serde_json::Error,
     },
     #[error("{path}: campaign format {found} is newer than this build reads ({CAMPAIGN_FORMAT_VERSION})")]
     NewerFormat { path: PathBuf, found: u32 },
@@ -130,10 +144,27 @@ fn check_runs(path: &Path, campaign: &Campaign) -> Result<(), CampaignError> {
 
 /// `dir` is there and holds a `campaign.json`, or which of the two it lacks.
 pub fn check_is_campaign(dir: &Path) -> Result<(), CampaignError> {
-    match (dir.symlink_metadata().is_ok(), is_campaign(dir)) {
-        (_, true) => Ok(()),
-        (false, false) => Err(CampaignError::NoSuchDir(dir.to_owned())),
-        (true, false) => Err(CampaignError::NotACampaign(dir.to_owned())),
+    use std::io::ErrorKind;
+    let path = dir.join(CAMPAIGN_JSON);
+    let unreadable = |path: &Path, error| CampaignError::Unreadable {
+        path: path.to_owned(),
+        error,
+    };
+    match path.symlink_metadata() {
+        Ok(_) => return Ok(()),
+        Err(e) if !matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Err(unreadable(&path, e))
+        }
+        Err(_) => {}
+    }
+    match dir.metadata() {
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(CampaignError::NoSuchDir(dir.to_owned())),
+        Err(e) => Err(unreadable(dir, e)),
+        Ok(meta) if !meta.is_dir() => Err(CampaignError::FileNotCampaign(dir.to_owned())),
+        Ok(_) if dir.join(oscil_model::run::RUN_JSON).exists() => {
+            Err(CampaignError::RunNotCampaign(dir.to_owned()))
+        }
+        Ok(_) => Err(CampaignError::NotACampaign(dir.to_owned())),
     }
 }
 
@@ -143,7 +174,12 @@ impl CampaignError {
     pub fn is_bad_path(&self) -> bool {
         matches!(
             self,
-            CampaignError::NoSuchDir(_) | CampaignError::NotACampaign(_)
+            CampaignError::NoSuchDir(_)
+                | CampaignError::NotACampaign(_)
+                | CampaignError::RunNotCampaign(_)
+                | CampaignError::FileNotCampaign(_)
+                | CampaignError::Unreadable { .. }
+                | CampaignError::Bad { .. }
         )
     }
 }
@@ -163,9 +199,9 @@ pub fn load(dir: &Path) -> Result<Campaign, CampaignError> {
             found: found as u32,
         });
     }
-    let campaign = serde_json::from_slice(&text).map_err(|source| CampaignError::Bad {
+    let campaign = serde_json::from_slice(&text).map_err(|error| CampaignError::Bad {
         path: path.clone(),
-        source,
+        error,
     })?;
     check_runs(&path, &campaign)?;
     Ok(campaign)

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use oscil_model::files::rows::MAX_BBR_GAIN;
 use oscil_model::run::FORMAT_VERSION;
 
 use crate::bounds::{CLOCK_RESOLUTION_S, MAX_BYTES_PER_S, MAX_FLOWS, MAX_RUN_S};
@@ -14,6 +15,19 @@ pub enum RunDirError {
     NoSuchDir(PathBuf),
     #[error("{0}: not a run directory (no run.json)")]
     NotARunDir(PathBuf),
+    /// A campaign's directory where a run's was expected.
+    #[error("{0}: a campaign directory (campaign.json), not a run directory (run.json)")]
+    CampaignNotRun(PathBuf),
+    /// A file where a run directory was expected.
+    #[error("{0}: a file, not a run directory")]
+    FileNotRun(PathBuf),
+    /// The OS would not say whether the directory holds a run (a permission, most often).
+    #[error("{}: {}", .path.display(), oscil_model::error_text::os_error(.error))]
+    Unreadable {
+        path: PathBuf,
+        /// Said in the line, not as a cause after it.
+        error: std::io::Error,
+    },
     #[error("{0}: the directory is not empty (pass --force to write into it)")]
     NotEmpty(PathBuf),
     #[error("{path}: {source}")]
@@ -24,10 +38,11 @@ pub enum RunDirError {
     /// A directory to write (`-o`, `--out`) cannot be made there.
     #[error("cannot create {}: {reason}", path.display())]
     CannotCreate { path: PathBuf, reason: String },
-    #[error("{path}: not a valid run.json: {source}")]
+    #[error("{}: not a run.json this build can read: {}", .path.display(), crate::json_error::describe(.error))]
     BadMeta {
         path: PathBuf,
-        source: serde_json::Error,
+        /// Said in the line, not as a cause after it.
+        error: serde_json::Error,
     },
     #[error(
         "{path}: run directory format {found} is newer than this build reads ({FORMAT_VERSION})"
@@ -105,6 +120,9 @@ pub enum RowError {
         span_s: f64,
         rate: f64,
     },
+    /// A BBR gain the kernel cannot give (not a number, below 0, past a u32 over 256).
+    #[error("a BBR gain of {gain:?} is not one the kernel can give (0 to {MAX_BBR_GAIN:e})")]
+    Gain { gain: f64 },
 }
 
 impl RunDirError {
@@ -115,6 +133,9 @@ impl RunDirError {
             self,
             RunDirError::NoSuchDir(_)
                 | RunDirError::NotARunDir(_)
+                | RunDirError::CampaignNotRun(_)
+                | RunDirError::FileNotRun(_)
+                | RunDirError::Unreadable { .. }
                 | RunDirError::NotEmpty(_)
                 | RunDirError::NewerFormat { .. }
         )
@@ -127,6 +148,9 @@ impl RunDirError {
             self,
             RunDirError::NoSuchDir(_)
                 | RunDirError::NotARunDir(_)
+                | RunDirError::CampaignNotRun(_)
+                | RunDirError::FileNotRun(_)
+                | RunDirError::Unreadable { .. }
                 | RunDirError::NotEmpty(_)
                 | RunDirError::CannotCreate { .. }
         )

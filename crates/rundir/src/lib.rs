@@ -19,6 +19,7 @@
 mod bounds;
 pub mod campaign;
 mod error;
+pub mod json_error;
 pub mod lab;
 mod limits;
 mod load;

@@ -45,7 +45,11 @@ impl Columns for SenderSample {
         limits.check_sample(self.flow, self.t_s, self.span_s)?;
         let span_s = self.span_or(limits.interval_s);
         limits.check_rate("bytes", Some(self.bytes), span_s)?;
-        limits.check_rate("acked_bytes", self.acked_bytes, span_s)
+        limits.check_rate("acked_bytes", self.acked_bytes, span_s)?;
+        match self.bbr_gain_out_of_range() {
+            Some(gain) => Err(RowError::Gain { gain }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -55,7 +59,12 @@ impl Columns for HostSample {
         2 * limits.intervals
     }
     fn check(&self, limits: &Limits) -> Result<(), RowError> {
-        limits.check_time("t_s", self.t_s)
+        limits.check_time("t_s", self.t_s)?;
+        // No thread waits for a CPU longer than the run.
+        match self.run_queue_wait_ms {
+            Some(ms) => limits.check_time("run_queue_wait_ms", ms / 1e3),
+            None => Ok(()),
+        }
     }
 }
 

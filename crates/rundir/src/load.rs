@@ -45,15 +45,36 @@ impl Run {
     }
 }
 
+/// `dir` holds a `run.json` at `path`, or what it is instead (nothing, a file, a campaign);
+/// a failure that is not "absent" (a permission) keeps the OS's word.
+fn check_is_run_dir(dir: &Path, path: &Path) -> Result<(), RunDirError> {
+    use std::io::ErrorKind;
+    let unreadable = |path: &Path, error| RunDirError::Unreadable {
+        path: path.to_owned(),
+        error,
+    };
+    match path.symlink_metadata() {
+        Ok(_) => return Ok(()),
+        Err(e) if !matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Err(unreadable(path, e))
+        }
+        Err(_) => {}
+    }
+    match dir.metadata() {
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(RunDirError::NoSuchDir(dir.to_owned())),
+        Err(e) => Err(unreadable(dir, e)),
+        Ok(meta) if !meta.is_dir() => Err(RunDirError::FileNotRun(dir.to_owned())),
+        Ok(_) if crate::campaign::is_campaign(dir) => {
+            Err(RunDirError::CampaignNotRun(dir.to_owned()))
+        }
+        Ok(_) => Err(RunDirError::NotARunDir(dir.to_owned())),
+    }
+}
+
 /// Reads `run.json` alone: a regular file of bounded size whose declarations are in range.
 pub fn load_meta(dir: &Path) -> Result<RunMeta, RunDirError> {
     let path = dir.join(RUN_JSON);
-    if path.symlink_metadata().is_err() {
-        return Err(match dir.symlink_metadata() {
-            Err(_) => RunDirError::NoSuchDir(dir.to_owned()),
-            Ok(_) => RunDirError::NotARunDir(dir.to_owned()),
-        });
-    }
+    check_is_run_dir(dir, &path)?;
     let text = safe_fs::read_bounded(&path, MAX_META_BYTES)?;
     let version: Option<u32> = serde_json::from_slice::<serde_json::Value>(&text)
         .ok()
@@ -64,9 +85,9 @@ pub fn load_meta(dir: &Path) -> Result<RunMeta, RunDirError> {
     }
     let meta = serde_json::from_slice::<RunMeta>(&text)
         .or_else(|error| upgraded(&text).ok_or(error))
-        .map_err(|source| RunDirError::BadMeta {
+        .map_err(|error| RunDirError::BadMeta {
             path: path.clone(),
-            source,
+            error,
         })?;
     Limits::of(&meta).map_err(|why| RunDirError::Damaged {
         path,

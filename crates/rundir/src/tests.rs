@@ -53,6 +53,7 @@ fn meta() -> RunMeta {
             write_mode: Default::default(),
             marker_every_us: None,
             slow_rate: None,
+            groups: Vec::new(),
         },
         schedule: PatternConfig::CLOUDFLARE.schedule(),
         reader_host: host(),
@@ -71,6 +72,7 @@ fn meta() -> RunMeta {
         probe: None,
         trace: None,
         absent: Vec::new(),
+        sender_options_by_group: Vec::new(),
     }
 }
 
@@ -90,6 +92,7 @@ fn reader_row(t_s: f64) -> ReaderSample {
         budget_bytes: 52428,
         span_s: 0.1,
         delivered_bytes: Some(1 << 19),
+        group: None,
     }
 }
 
@@ -259,6 +262,42 @@ fn network_goodput_and_pending_writes_read_back_and_older_files_still_load() {
     assert_eq!(old.sender[0].acked_bytes, None);
     assert_eq!(old.sender[0].pending_write_age_us, None);
     assert!(!old.markers[0].censored);
+}
+
+#[test]
+fn bbrs_state_and_ecn_read_back_and_a_gain_no_kernel_gives_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = RunWriter::create(dir.path(), false, meta()).unwrap();
+    let bbr = SenderSample {
+        t_s: 0.1,
+        bbr_bw_bps: Some(9_600_000_000),
+        bbr_min_rtt_us: Some(42),
+        bbr_pacing_gain: Some(739.0 / 256.0),
+        bbr_cwnd_gain: Some(2.0),
+        ecn_negotiated: Some(true),
+        delivered_ce_segs: Some(0),
+        ..SenderSample::default()
+    };
+    let cubic = SenderSample {
+        ecn_negotiated: Some(false),
+        ..SenderSample::default()
+    };
+    writer.sender_row(&bbr).unwrap();
+    writer.sender_row(&cubic).unwrap();
+    writer.reader_row(&reader_row(0.1)).unwrap();
+    writer.flush().unwrap();
+    let text = fs::read_to_string(dir.path().join("sender.csv")).unwrap();
+    // The cubic row: every BBR column and the CE count empty, never 0.
+    assert!(
+        text.lines().nth(2).unwrap().ends_with(",,,,,false,"),
+        "{text}"
+    );
+    assert_eq!(load(dir.path()).unwrap().sender, [bbr, cubic]);
+
+    let nan = text.replacen(&(739.0f64 / 256.0).to_string(), "NaN", 1);
+    fs::write(dir.path().join("sender.csv"), nan).unwrap();
+    let message = load(dir.path()).unwrap_err().to_string();
+    assert!(message.contains("BBR gain of NaN"), "{message}");
 }
 
 #[test]

@@ -57,3 +57,20 @@ fn todays_run_json_round_trips() {
     let again: oscil_model::run::RunMeta = serde_json::from_slice(&text).unwrap();
     assert_eq!(again, meta);
 }
+
+/// A run from before groups is one group of all its flows, with the run's settings, and
+/// its rows name none.
+#[test]
+fn a_run_of_before_groups_loads_as_one_group() {
+    let run = oscil_rundir::load(&fixture("lab-run")).expect("loads");
+    let config = &run.meta.config;
+    assert!(config.groups.is_empty());
+    let groups = config.flow_groups();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].flows, config.flows);
+    assert_eq!(groups[0].sender, config.sender_request);
+    assert_eq!(groups[0].fraction, config.pattern.fraction);
+    assert!(run.meta.sender_options_by_group.is_empty());
+    assert!(run.reader.iter().all(|row| row.group.is_none()));
+    assert!(run.sender.iter().all(|row| row.group.is_none()));
+}

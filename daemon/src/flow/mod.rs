@@ -21,6 +21,8 @@ use payload::Payload;
 #[derive(Clone)]
 pub(crate) struct Flow {
     pub(crate) index: u32,
+    /// The flow's group in the session (`--group`), from 0.
+    pub(crate) group: u32,
     /// Shared by the writer task and the sampler, which finds it by its cookie.
     pub(crate) stream: Arc<TcpStream>,
     /// Bytes the kernel accepted since the last sample.
@@ -31,9 +33,10 @@ pub(crate) struct Flow {
 
 impl Flow {
     /// A flow whose writes are timestamped when `timestamps` (the kernel took them).
-    pub(crate) fn new(index: u32, stream: TcpStream, timestamps: bool) -> Self {
+    pub(crate) fn new((index, group): (u32, u32), stream: TcpStream, timestamps: bool) -> Self {
         Flow {
             index,
+            group,
             stream: Arc::new(stream),
             written: Arc::new(AtomicU64::new(0)),
             probe: Arc::new(TxProbe::new(timestamps)),

@@ -8,6 +8,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use oscil_kernel::host::netstat::QueueEventsSince;
+use oscil_kernel::host::schedstat::RunQueueWaits;
 use oscil_kernel::rows::{host_sample, sender_sample};
 use oscil_kernel::socket::diag::{Probe, Watched};
 use oscil_kernel::socket::tcp_info::{self, TcpInfo};
@@ -48,6 +49,8 @@ struct Sampler {
     queue: QueueEventsSince,
     /// Each flow's cumulative counters at the last sample.
     last: Vec<FlowCounters>,
+    /// The process's threads' waits for a CPU at the last sample: a starved writer.
+    waits: RunQueueWaits,
 }
 
 /// A flow's cumulative `tcp_info` counters, kept between samples to give each row its
@@ -57,6 +60,16 @@ struct FlowCounters {
     /// `tcpi_bytes_acked` counts the SYN; one byte in a first row is not worth a rule.
     bytes_acked: Option<u64>,
     chrono: Option<Chrono>,
+    /// `tcpi_delivered_ce`, kept only where ECN was negotiated: without it no segment can
+    /// be marked, and its column is empty rather than 0.
+    delivered_ce_segs: Option<u32>,
+}
+
+/// What a flow's counters grew by between two samples.
+struct Growth {
+    spent: Option<Chrono>,
+    acked_bytes: Option<u64>,
+    delivered_ce_segs: Option<u64>,
 }
 
 impl FlowCounters {
@@ -64,18 +77,23 @@ impl FlowCounters {
         FlowCounters {
             bytes_acked: info.bytes_acked,
             chrono: tcp_info::chrono(info),
+            delivered_ce_segs: info.delivered_ce_segs.filter(|_| info.ecn_negotiated),
         }
     }
 
-    /// Time spent and bytes acknowledged between `before` and `self` (a first sample
-    /// counts from zero).
-    fn since(self, before: FlowCounters) -> (Option<Chrono>, Option<u64>) {
-        (
-            self.chrono
+    /// Time spent, bytes acknowledged and segments marked between `before` and `self` (a
+    /// first sample counts from zero).
+    fn since(self, before: FlowCounters) -> Growth {
+        let grown = |now: u64, then: Option<u64>| now.saturating_sub(then.unwrap_or(0));
+        Growth {
+            spent: self
+                .chrono
                 .map(|now| now.since(before.chrono.unwrap_or_default())),
-            self.bytes_acked
-                .map(|now| now.saturating_sub(before.bytes_acked.unwrap_or(0))),
-        )
+            acked_bytes: self.bytes_acked.map(|now| grown(now, before.bytes_acked)),
+            delivered_ce_segs: self
+                .delivered_ce_segs
+                .map(|now| grown(now.into(), before.delivered_ce_segs.map(u64::from))),
+        }
     }
 }
 
@@ -92,6 +110,7 @@ impl Sampler {
         Ok(Sampler {
             queue: QueueEventsSince::new(proc.tcpext().ok().as_ref()),
             last: vec![FlowCounters::default(); flows.len()],
+            waits: RunQueueWaits::new(),
             flows,
             probe,
             proc,
@@ -127,9 +146,9 @@ impl Sampler {
             .zip(snapshot.sockets)
             .zip(self.last.iter_mut())
             .filter_map(|((flow, socket), last)| {
-                let (info, mem) = socket.as_ref()?;
-                let now = FlowCounters::of(info);
-                let (spent, acked_bytes) = now.since(std::mem::replace(last, now));
+                let socket = socket.as_ref()?;
+                let now = FlowCounters::of(&socket.info);
+                let grown = now.since(std::mem::replace(last, now));
                 let bytes = flow.written.swap(0, Ordering::Relaxed);
                 // Also asks the writer for the next interval's tagged write.
                 let completed = flow.probe.collect(now_unix);
@@ -139,11 +158,13 @@ impl Sampler {
                         residence_us: completed.residence_us,
                         write_to_ack_us: completed.write_to_ack_us,
                         pending_write_age_us: completed.pending_write_age_us,
-                        acked_bytes,
-                        ..sender_sample(t_s, flow.index, (bytes, span_s), info, mem)
+                        acked_bytes: grown.acked_bytes,
+                        delivered_ce_segs: grown.delivered_ce_segs,
+                        group: Some(flow.group),
+                        ..sender_sample(t_s, flow.index, (bytes, span_s), socket)
                     }
                     .with_wakeups(&wakeups)
-                    .with_chrono(spent),
+                    .with_chrono(grown.spent),
                 )
             })
             .collect();
@@ -154,6 +175,7 @@ impl Sampler {
                 &sockstat,
                 self.queue.next(self.proc.tcpext().ok().as_ref()),
                 snapshot.namespace_charged_bytes,
+                self.waits.since_last(),
             ),
             flows,
         })

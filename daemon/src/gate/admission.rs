@@ -42,6 +42,9 @@ pub enum StartupLimitsError {
     Form(String),
     #[error("{0:?}: need 0 < FULL, START <= FULL and RATE <= 100")]
     Range(String),
+    /// START 0: connections dropped before any is pending, RATE% of them or (at 100) all.
+    #[error("{0:?}: START 0 refuses connections before any is pending (every one at RATE 100): give START of at least 1")]
+    StartZero(String),
 }
 
 impl std::str::FromStr for StartupLimits {
@@ -69,6 +72,9 @@ impl std::str::FromStr for StartupLimits {
         };
         if limits.full == 0 || limits.start > limits.full || limits.rate_percent > 100 {
             return Err(StartupLimitsError::Range(text.to_owned()));
+        }
+        if limits.start == 0 {
+            return Err(StartupLimitsError::StartZero(text.to_owned()));
         }
         Ok(limits)
     }

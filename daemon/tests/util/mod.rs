@@ -77,6 +77,7 @@ pub fn hello(flows: u32, options: SocketOptions, interval: Duration, duration: D
         marker_every_us: None,
         probe: false,
         trace: false,
+        groups: Vec::new(),
     }
 }
 

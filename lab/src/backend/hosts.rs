@@ -14,7 +14,8 @@ use oscil_model::lab::{LabRecord, Sides};
 use oscil_model::sysctl::{Side, SysctlValues};
 use oscil_rundir::Limits;
 
-use crate::campaign::execute::{run_session, Backend, LabError};
+use super::{run_session, Backend};
+use crate::campaign::error::LabError;
 use crate::campaign::meta::run_warnings;
 use crate::campaign::session::{Ends, ReaderEnd, RunFiles};
 use crate::campaign::sysctl::{self, HostRestore, RestoreFile, RunningDaemon, TempDirRecord};

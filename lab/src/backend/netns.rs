@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 use oscil_cli::path_args::default_queue_limit;
 use oscil_model::campaign::{CampaignRun, PathSettings};
 use oscil_model::lab::{bdp_bytes, LabRecord, LinkKind, LinkRecord, OneWay, Sides};
+use oscil_model::pattern::BitRate;
 use oscil_model::sysctl::{Sysctl, SysctlValue, SysctlValues};
 
-use crate::campaign::execute::{Backend, LabError};
+use super::Backend;
+use crate::campaign::error::LabError;
 use crate::campaign::meta::run_warnings;
 use crate::campaign::session::{Ends, ReaderEnd, RunFiles};
 use crate::campaign::sysctl;
@@ -107,10 +109,8 @@ impl Netns {
         // leftovers once this one has ended, however it ended.
         let tag = crate::leftovers::tag();
         let (snd, rcv) = (format!("{tag}_snd"), format!("{tag}_rcv"));
-        let tmp = crate::campaign::execute::private_dir()?;
-        let key = crate::campaign::execute::write_key(tmp.path())?
-            .display()
-            .to_string();
+        let tmp = super::private_dir()?;
+        let key = super::write_key(tmp.path())?.display().to_string();
         let port_file = tmp.path().join("daemon.port").display().to_string();
         let mut lab = Netns {
             link_kind,
@@ -291,7 +291,7 @@ impl Netns {
         let _ = std::fs::remove_file(&stats);
         let [snd, rcv] = self.names.clone();
         let (rate, delay, loss) = (
-            format!("{}bit", path.rate_bps),
+            BitRate::from_bps(path.rate_bps).to_string(),
             format!("{one_way_us}us"),
             path.loss_pct.to_string(),
         );
@@ -372,7 +372,7 @@ impl Netns {
         let limit = (queue + bdp_packets).to_string();
         let (delay, rate, loss) = (
             format!("{one_way_us}us"),
-            format!("{}bit", path.rate_bps),
+            BitRate::from_bps(path.rate_bps).to_string(),
             format!("{}%", path.loss_pct),
         );
         for ns in &self.names {
@@ -542,7 +542,7 @@ impl Netns {
             daemon_log: &logs.join("daemon.log"),
             reader_log: &logs.join("reader.log"),
         };
-        crate::campaign::execute::run_session(&self.ends, run, &files, tick, None)
+        super::run_session(&self.ends, run, &files, tick, None)
     }
 }
 

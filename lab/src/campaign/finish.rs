@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::execute::{CampaignDir, LabError};
+use super::dir::CampaignDir;
+use super::error::LabError;
 use super::{bounded, ui};
 
 /// Where a campaign's figures for Prometheus go (`oscil-report --metrics`).

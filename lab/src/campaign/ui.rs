@@ -28,6 +28,8 @@ pub struct Ui {
     last_goodput: (Instant, String),
     /// Every distinct warning the runs recorded, each shown once.
     pub warnings: Vec<String>,
+    /// A terminal without cursor movement: each run's start said in a line of its own.
+    plain: bool,
 }
 
 /// `45s`, `2m05s`, `2h01m`: the plan's total and the progress line's ETA.
@@ -78,10 +80,13 @@ pub fn last_second_goodput(points: &[(f64, u64)], interval_us: u64) -> Option<St
 
 impl Ui {
     pub fn new(runs_to_do: u64, planned: Duration, overhead: Duration, bin: &Path) -> Ui {
-        let bar = if std::io::stderr().is_terminal() {
-            ProgressBar::new(runs_to_do)
-        } else {
-            ProgressBar::hidden()
+        // A terminal without cursor movement (TERM=dumb) gets no bar, which indicatif would
+        // not draw there, but a plain line as each run starts.
+        let terminal = std::io::stderr().is_terminal();
+        let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
+        let bar = match terminal && !dumb {
+            true => ProgressBar::new(runs_to_do),
+            false => ProgressBar::hidden(),
         };
         bar.set_length(runs_to_do);
         bar.set_style(
@@ -98,6 +103,7 @@ impl Ui {
             run_started: Instant::now(),
             last_goodput: (Instant::now(), String::new()),
             warnings: Vec::new(),
+            plain: terminal && dumb,
         }
     }
 
@@ -119,13 +125,17 @@ impl Ui {
     pub fn start_run(&mut self, run: &CampaignRun) {
         self.run_started = Instant::now();
         self.last_goodput = (Instant::now(), String::new());
-        self.bar.set_message(format!(
+        let starting = format!(
             "{} {} rep-{}: starting, ETA {}",
             self.counter(),
             run.label,
             run.repetition,
             human_duration(self.remaining)
-        ));
+        );
+        if self.plain {
+            self.line(&format!("oscil-lab: {starting}"));
+        }
+        self.bar.set_message(starting);
     }
 
     pub fn tick(&mut self, run: &CampaignRun, run_dir: &Path, elapsed: Duration) {

@@ -5,13 +5,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use oscil_cli::group::{parse_group, GroupSpec};
 use oscil_cli::list::{list, list_or_default, List};
+use oscil_cli::path_args::{parse_loss, parse_rtt};
 use oscil_cli::request_args::{
     parse_pacing_rate, parse_slow_rate_arg, parse_write_size, SlowRateArg,
 };
 use oscil_cli::units::{
-    parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_percent,
-    parse_positive_duration, parse_rate_bps, whole, UnitError,
+    parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_positive_duration,
+    parse_rate_bps, whole, UnitError,
 };
 use oscil_model::lab::LinkKind;
 use oscil_model::pattern::Fraction;
@@ -41,13 +43,13 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", value_parser = list(parse_rate_bps), help_heading = "Emulated path")]
     pub rate: Option<List<u64>>,
     /// Round-trip times, split into two equal one-way delays [default: 466ms].
-    #[arg(long, value_name = "LIST", value_parser = list(parse_positive_duration), help_heading = "Emulated path")]
+    #[arg(long, value_name = "LIST", value_parser = list(parse_rtt), help_heading = "Emulated path")]
     pub rtt: Option<List<Duration>>,
     /// Bottleneck queue in packets [default: what drains in 60 ms, at least 50].
     #[arg(long, value_name = "PKTS", value_parser = whole("count", 1, 1_000_000u32), help_heading = "Emulated path")]
     pub queue: Option<u32>,
     /// Random loss per packet, percent (0.5 or 0.5%) [default: 0].
-    #[arg(long, value_name = "PCT", value_parser = parse_percent, help_heading = "Emulated path")]
+    #[arg(long, value_name = "PCT", value_parser = parse_loss, help_heading = "Emulated path")]
     pub loss: Option<f64>,
     /// oscil-link over TUN, or veth + netem where the kernel has sch_netem [default: tun].
     #[arg(long, value_parser = link_kind(), help_heading = "Emulated path")]
@@ -105,6 +107,15 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", value_parser = list(parse_pattern), help_heading = "Settings (axes)")]
     pub pattern: Option<List<ReadPattern>>,
 
+    /// A group of flows with settings of its own, the same in every configuration
+    /// (repeatable): SPEC is oscil-reader's --group grammar, a comma list of flows=N and any
+    /// of notsent-lowat= (the socket option, not --tcp-notsent-lowat's sysctl), sndbuf=,
+    /// congestion=, pacing-rate=, write-mode=, write-size=, pattern=, fraction=, slow-rate=.
+    /// Each configuration's settings are every group's defaults, which its SPEC overrides; a
+    /// group without slow-rate= reads its flows' share of the path's. Refused beside
+    /// --flows: the SPECs say the flows.
+    #[arg(long, value_name = "SPEC", value_parser = parse_group, conflicts_with = "flows", help_heading = "Reading pattern")]
+    pub group: Vec<GroupSpec>,
     /// Data connections per run [default: 1].
     #[arg(long, value_name = "N", value_parser = whole("count", 1, MAX_FLOWS), help_heading = "Reading pattern")]
     pub flows: Option<u32>,
@@ -168,13 +179,13 @@ pub struct Cli {
     #[arg(long, value_name = "N", value_parser = whole("seed", 0, u64::MAX), help_heading = "Campaign")]
     pub seed: Option<u64>,
     /// The campaign directory [default: lab-<date>-<time>].
-    #[arg(long, short = 'o', value_name = "DIR", help_heading = "Campaign")]
+    #[arg(value_parser = oscil_cli::files::path, long, short = 'o', value_name = "DIR", help_heading = "Campaign")]
     pub out: Option<PathBuf>,
     /// Start afresh in a non-empty --out, deleting its campaign.json, runs/ and report/.
     #[arg(long, help_heading = "Campaign")]
     pub force: bool,
     /// Continue the campaign in DIR: skip complete runs, rerun partial and failed ones.
-    #[arg(long, value_name = "DIR", help_heading = "Campaign")]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = "DIR", help_heading = "Campaign")]
     pub resume: Option<PathBuf>,
     /// Print every run and the total duration; touch nothing.
     #[arg(long, help_heading = "Campaign")]
@@ -203,7 +214,7 @@ pub struct Cli {
     /// `ansible-inventory --list` prints (FILE, or - for standard input); without Ansible,
     /// INI and YAML inventories are read by the lab itself. Pairs of hosts are measured in
     /// rounds, no host in two runs at once.
-    #[arg(long, value_name = "FILE|DIR|-", help_heading = "Many hosts")]
+    #[arg(value_parser = oscil_cli::files::path, long, value_name = "FILE|DIR|-", help_heading = "Many hosts")]
     pub inventory: Option<PathBuf>,
     /// Let ansible-inventory run the inventory plugins an inventory names (auto, script,
     /// generator, a cloud's): they run code as this user, even for --dry-run. Without it
@@ -221,6 +232,7 @@ pub enum Sub {
     /// Put back every sysctl a campaign on real hosts changed, and stop its daemon (after a crash).
     Restore {
         /// The campaign directory.
+        #[arg(value_parser = oscil_cli::files::path)]
         dir: PathBuf,
     },
 }

@@ -52,6 +52,8 @@ pub enum CliError {
     Request { label: String, source: RequestError },
     #[error("--pairs: pairs of what? give --inventory")]
     PairsWithoutInventory,
+    #[error("--inventory -: standard input is a terminal, not an inventory: pipe one in (ansible-inventory -i hosts.ini --list | oscil-lab --inventory - ...) or give its file")]
+    InventoryFromTerminal,
     #[error("--inventory: names the hosts; leave out --sender and --receiver")]
     InventoryWithHosts,
     #[error("--inventory: {path}: {source}")]
@@ -145,6 +147,7 @@ impl Cli {
             ("--write-mode", self.write_mode.is_some()),
             ("--pattern", self.pattern.is_some()),
             ("--flows", self.flows.is_some()),
+            ("--group", !self.group.is_empty()),
             ("--fast", self.fast.is_some()),
             ("--slow", self.slow.is_some()),
             ("--fraction", self.fraction.is_some()),
@@ -282,6 +285,7 @@ impl Cli {
             no_probe: self.no_probe,
             trace: self.trace,
             pattern,
+            groups: self.group.clone(),
         };
         // Every run's session, by the rules the reader and the daemon will apply to it.
         for config in crate::plan::matrix::configurations(&matrix) {
@@ -448,6 +452,11 @@ pub fn check_congestion_available(
 /// `--inventory FILE --pairs …` (with `--ssh-option`, `--remote-bin`, `--install`): the
 /// fleet, or why not in one line (the file and the line when the inventory is at fault).
 fn fleet_spec(cli: &Cli, path: &std::path::Path) -> Result<BackendSpec, CliError> {
+    use std::io::IsTerminal;
+    // Waiting for a terminal's input no one knows is asked for looks like a hang.
+    if path == std::path::Path::new("-") && std::io::stdin().is_terminal() {
+        return Err(CliError::InventoryFromTerminal);
+    }
     let plugins = match cli.inventory_plugins {
         true => Plugins::Allowed,
         false => Plugins::StaticOnly,

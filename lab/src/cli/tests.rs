@@ -74,7 +74,7 @@ fn defaults_are_the_cloudflare_comparison() {
 fn the_slow_rate_is_one_per_path_unless_asked_otherwise() {
     let settings = |args: &[&str]| {
         let s = &configurations(&new(args).matrix)[0].settings;
-        (s.slow_rate_bps, s.slow_rate_basis)
+        (s.slow_rate_bps.map(|r| r.bps()), s.slow_rate_basis)
     };
     // 5% of the default path's 1 Gbit/s.
     assert_eq!(
@@ -495,4 +495,63 @@ fn pcap_asks_the_tun_link_for_its_capture_and_nothing_else() {
     assert!(error(&["--pcap", "--link", "netem"]).contains("oscil-link's"));
     let hosts = error(&["--sender", "root@a", "--receiver", "local", "--pcap"]);
     assert!(hosts.contains("--pcap"), "{hosts}");
+}
+
+#[test]
+fn groups_are_the_same_in_every_configuration_over_its_settings() {
+    let campaign = new(&[
+        "--cc",
+        "cubic,bbr",
+        "--rate",
+        "100mbit",
+        "--group",
+        "flows=4,notsent-lowat=128k",
+        "--group",
+        "flows=4,congestion=reno",
+    ]);
+    let configs = configurations(&campaign.matrix);
+    assert_eq!(configs.len(), 4, "the groups add no axis");
+    for config in &configs {
+        let s = &config.settings;
+        assert_eq!(s.flows, 8);
+        let request = oscil_protocol::request::SessionRequest::of_run(s);
+        assert_eq!(request.validate(), Ok(()));
+        let [lowat, reno] = &request.groups[..] else {
+            panic!("{:?}", request.groups);
+        };
+        // The configuration's congestion control is the lowat group's default.
+        assert_eq!(lowat.sender.congestion, s.congestion);
+        assert_eq!(lowat.sender.notsent_lowat_bytes, Some(128 << 10));
+        assert_eq!(reno.sender.congestion.as_deref(), Some("reno"));
+        // 5% of the path's 100 Mbit/s, shared by the 8 flows.
+        assert_eq!(lowat.slow_rate_bps, Some(2_500_000));
+        let argv = oscil_cli::invocation::ReaderInvocation {
+            connect: "10.0.0.1:1".into(),
+            key_file: "/k".into(),
+            out: "/o".into(),
+            lab_record: None,
+            label: None,
+            request,
+            rcvbuf_bytes: None,
+            probe: true,
+            trace: false,
+            quiet: true,
+        }
+        .argv();
+        let specs: Vec<&String> = argv
+            .iter()
+            .zip(argv.iter().skip(1))
+            .filter(|(flag, _)| *flag == "--group")
+            .map(|(_, spec)| spec)
+            .collect();
+        assert_eq!(specs.len(), 2, "{argv:?}");
+        assert!(specs[0].contains("notsent-lowat=131072"), "{specs:?}");
+        assert!(!argv.contains(&"--flows".to_string()), "{argv:?}");
+    }
+    assert!(error(&["--group", "flows=1", "--flows", "2"]).contains("--flows"));
+    refused(
+        &["--group", "flows=2,cc=bbr"],
+        "--group",
+        "unknown key \"cc\"",
+    );
 }

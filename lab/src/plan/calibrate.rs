@@ -4,7 +4,7 @@
 //! (`calibrations`, and each run's `slow_rate_bps`), so `--resume` reuses it and a report
 //! can tell how the rate was chosen. The namespace lab needs none: it knows its path's
 //! rate (`plan::matrix::SlowRateChoice`). Here, what the calibration run is and what it
-//! fixes; the campaign's loop makes it (`crate::campaign::execute::calibrate_before`).
+//! fixes; the campaign's loop makes it (`crate::backend::calibration::calibrate_before`).
 //!
 //! A run of its own rather than the baseline's first repetition: that repetition would
 //! read its slow phases at its own peak before any rate was fixed (so the baseline would
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use oscil_model::campaign::{
     Calibration, Campaign, CampaignRun, CampaignRunStatus, RunSettings, SlowRateBasis,
 };
-use oscil_model::pattern::{Fraction, PatternConfig};
+use oscil_model::pattern::{BitRate, Fraction, PatternConfig};
 
 /// The calibration's directory under the campaign's, and its label in logs.
 pub const CALIBRATION: &str = "calibration";
@@ -78,7 +78,9 @@ pub fn measured(run: &CampaignRun, run_dir: &Path, measured_unix_ms: u64) -> Opt
         pair: run.pair.clone(),
         dir: run.dir.clone(),
         full_speed_ms: pattern.fast_ms,
-        peak_bps: pattern.fraction.peak_of(chosen * 8),
+        peak_bps: pattern
+            .fraction
+            .peak_of(BitRate::from_bytes_per_s(chosen).bps()),
         measured_unix_ms,
     })
 }
@@ -89,8 +91,11 @@ pub fn apply_to(run: &mut CampaignRun, calibration: &Calibration) {
         return;
     }
     let s = &mut run.settings;
-    let bps = s.pattern.fraction.of(calibration.peak_bps);
-    s.slow_rate_bps = Some(bps);
+    s.slow_rate_bps = Some(
+        s.pattern
+            .fraction
+            .of_rate(BitRate::from_bps(calibration.peak_bps)),
+    );
     s.slow_rate_basis = Some(SlowRateBasis::Calibration {
         peak_bps: Some(calibration.peak_bps),
     });
@@ -193,7 +198,7 @@ mod tests {
         let rates: Vec<Option<u64>> = campaign
             .runs
             .iter()
-            .map(|r| r.settings.slow_rate_bps)
+            .map(|r| r.settings.slow_rate_bps.map(BitRate::bps))
             .collect();
         assert_eq!(
             rates,
@@ -209,6 +214,9 @@ mod tests {
         // Again (a resumed campaign's later calibration of the same pair): one record.
         apply(&mut campaign, calibration);
         assert_eq!(campaign.calibrations.len(), 1);
-        assert_eq!(campaign.runs[1].settings.slow_rate_bps, Some(4_700_000));
+        assert_eq!(
+            campaign.runs[1].settings.slow_rate_bps,
+            Some(BitRate::from_bps(4_700_000))
+        );
     }
 }

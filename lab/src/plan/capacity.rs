@@ -4,6 +4,7 @@
 //! verdicts. Pure: the plan's paths and flows in, words out.
 
 use oscil_model::campaign::PathSettings;
+use oscil_model::pattern::BitRate;
 
 /// One measured cell: full-speed flows through oscil-link at this rate with this many flows
 /// kept at most 0.1% of packets over 1 ms late (docs/PERFORMANCE.md, "What the emulator
@@ -36,24 +37,14 @@ pub fn warning(path: &PathSettings, flows: u32, held: &[HeldCell]) -> Option<Str
     }
     let known: Vec<String> = held
         .iter()
-        .map(|c| format!("{} flow(s) at {}", c.flows, rate_text(c.rate_bps)))
+        .map(|c| format!("{} flow(s) at {}", c.flows, BitRate::from_bps(c.rate_bps)))
         .collect();
     Some(format!(
         "{} flow(s) at {}: past what oscil-link was measured to hold on time on 2 vCPUs ({}; docs/PERFORMANCE.md); its runs may come back flagged as spoiled by the link and be left out of the verdicts",
         flows,
-        rate_text(path.rate_bps),
+        BitRate::from_bps(path.rate_bps),
         known.join(", ")
     ))
-}
-
-/// A rate as tc writes it, in the largest unit that keeps it whole.
-fn rate_text(bps: u64) -> String {
-    match bps {
-        b if b >= 1_000_000_000 && b % 1_000_000_000 == 0 => format!("{}gbit", b / 1_000_000_000),
-        b if b >= 1_000_000 && b % 1_000_000 == 0 => format!("{}mbit", b / 1_000_000),
-        b if b >= 1_000 && b % 1_000 == 0 => format!("{}kbit", b / 1_000),
-        b => format!("{b}bit"),
-    }
 }
 
 #[cfg(test)]
@@ -93,6 +84,5 @@ mod tests {
             "{many}"
         );
         assert!(warning(&path(10_000_000_000), 1, &held).is_some());
-        assert_eq!(rate_text(2_500_000_000), "2500mbit");
     }
 }

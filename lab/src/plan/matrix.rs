@@ -5,11 +5,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oscil_cli::group::GroupSpec;
 use oscil_model::campaign::{
     CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings, SlowRateBasis,
 };
-use oscil_model::pattern::PatternConfig;
+use oscil_model::group::{total_flows, FlowGroup, Reading};
+use oscil_model::pattern::{BitRate, PatternConfig};
 use oscil_model::socket::WriteMode;
+use oscil_protocol::request::SessionRequest;
 
 /// One value of one axis: what it sets, and the words it adds to the label (none when the
 /// label leaves it out because it is the backend's default).
@@ -69,6 +72,8 @@ pub struct Matrix {
     pub no_probe: bool,
     /// The reader's `--trace`.
     pub trace: bool,
+    /// `--group`: the same groups in every configuration, each over its settings.
+    pub groups: Vec<GroupSpec>,
 }
 
 /// The lab's defaults: one flow, the default sampling interval, the Cloudflare pattern,
@@ -85,6 +90,7 @@ impl Default for Matrix {
             slow_rate: SlowRateChoice::PerPath,
             no_probe: false,
             trace: false,
+            groups: Vec::new(),
         }
     }
 }
@@ -92,8 +98,8 @@ impl Default for Matrix {
 /// `--slow-rate`: how each run's slow rate is made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SlowRateChoice {
-    /// `--slow-rate RATE`, bit/s.
-    Given(u64),
+    /// `--slow-rate RATE`.
+    Given(BitRate),
     /// The default: one rate per path, `fraction` x the emulated path's rate in the lab,
     /// `fraction` x the pair's calibration peak on real hosts (`crate::plan::calibrate`).
     PerPath,
@@ -112,9 +118,10 @@ impl SlowRateChoice {
         }
         let (bps, basis) = match (self, &settings.path) {
             (SlowRateChoice::Given(bps), _) => (Some(bps), SlowRateBasis::Given),
-            (SlowRateChoice::PerPath, Some(path)) => {
-                (Some(p.fraction.of(path.rate_bps)), SlowRateBasis::PathRate)
-            }
+            (SlowRateChoice::PerPath, Some(path)) => (
+                Some(p.fraction.of_rate(BitRate::from_bps(path.rate_bps))),
+                SlowRateBasis::PathRate,
+            ),
             (SlowRateChoice::PerPath, None) => {
                 (None, SlowRateBasis::Calibration { peak_bps: None })
             }
@@ -151,9 +158,31 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
             .collect::<Vec<_>>()
     });
     for config in &mut configs {
+        with_groups(&mut config.settings, &matrix.groups);
         matrix.slow_rate.apply(&mut config.settings);
     }
     configs
+}
+
+/// The groups over a configuration's settings (its socket options, writer and pattern are
+/// every group's defaults), their flows the run's; the run's timetable oscillates while any
+/// group does. A group's own slow rate stays; without one it is `None`, its share of the
+/// path's rate ([`RunSettings::groups`]).
+fn with_groups(settings: &mut RunSettings, specs: &[GroupSpec]) {
+    if specs.is_empty() {
+        return;
+    }
+    let base = FlowGroup {
+        // Left to the run's own rate, fixed per path after this.
+        slow_rate_bps: None,
+        ..SessionRequest::of_run(settings).flow_groups().remove(0)
+    };
+    settings.groups = oscil_cli::group::resolve(specs, &base);
+    settings.flows = u32::try_from(total_flows(&settings.groups)).unwrap_or(u32::MAX);
+    settings.pattern.full_speed = settings
+        .groups
+        .iter()
+        .all(|g| g.pattern == Reading::FullSpeed);
 }
 
 fn extend(config: &Configuration, value: &AxisValue) -> Configuration {
@@ -343,7 +372,10 @@ mod tests {
         // 5% of each path's rate, whatever the lowat or sndbuf: 0.5 and 50 Mbit/s.
         for config in &configs {
             let rate_bps = config.settings.path.as_ref().unwrap().rate_bps;
-            assert_eq!(config.settings.slow_rate_bps, Some(rate_bps / 20));
+            assert_eq!(
+                config.settings.slow_rate_bps,
+                Some(BitRate::from_bps(rate_bps / 20))
+            );
             assert_eq!(
                 config.settings.slow_rate_basis,
                 Some(SlowRateBasis::PathRate)
@@ -366,12 +398,18 @@ mod tests {
                 ..hosts.clone()
             };
             let settings = &configurations(&matrix)[0].settings;
-            (settings.slow_rate_bps, settings.slow_rate_basis)
+            (
+                settings.slow_rate_bps.map(BitRate::bps),
+                settings.slow_rate_basis,
+            )
         };
         let calibration = Some(SlowRateBasis::Calibration { peak_bps: None });
         assert_eq!(basis(SlowRateChoice::PerPath, false), (None, calibration));
         let given = (Some(5_000_000), Some(SlowRateBasis::Given));
-        assert_eq!(basis(SlowRateChoice::Given(5_000_000), false), given);
+        assert_eq!(
+            basis(SlowRateChoice::Given(BitRate::from_bps(5_000_000)), false),
+            given
+        );
         let per_run = (None, Some(SlowRateBasis::PerRun));
         assert_eq!(basis(SlowRateChoice::PerRun, false), per_run);
         assert_eq!(basis(SlowRateChoice::PerPath, true), (None, None));

@@ -1,5 +1,7 @@
 //! The lab's own test helpers: one campaign through `scripts/lab`, removed afterwards.
 
+#![allow(dead_code)] // each test file uses its own share of these
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -43,24 +45,64 @@ pub fn run_lab_with(prefix: &str, args: &[&str], bin: &Path) -> (Campaign, Strin
         "scripts/lab failed: {}\n{stdout}",
         output.status
     );
-    println!(
-        "the spoiled-run rule (a late link, a starved reader or sender) redid {} run(s) of {}",
-        redone_runs(&out.0),
-        out.0.display()
-    );
+    println!("{} ({})", Spoiled::count(&out.0), out.0.display());
     (out, stdout)
 }
 
-/// Runs of a fresh campaign kept as `rep-<k>.attempt-<n>`: attempts the lab redid because
-/// they were spoiled (a fresh campaign resumes nothing).
-pub fn redone_runs(out: &Path) -> usize {
-    let Ok(labels) = std::fs::read_dir(out.join("runs")) else {
-        return 0;
-    };
-    labels
-        .filter_map(|l| std::fs::read_dir(l.ok()?.path()).ok())
-        .flatten()
-        .filter_map(|r| r.ok()?.file_name().into_string().ok())
-        .filter(|name| name.contains(".attempt-"))
-        .count()
+/// What the two rules that spoil a run did in a fresh campaign (which resumes nothing):
+/// the runs each redid (the attempts kept as `rep-<k>.attempt-<n>`) and left out of the
+/// verdicts (the last attempt spoiled too).
+#[derive(Debug, Default, PartialEq)]
+pub struct Spoiled {
+    pub starved_redone: usize,
+    pub starved_left_out: usize,
+    pub late_redone: usize,
+    pub late_left_out: usize,
+}
+
+impl Spoiled {
+    pub fn count(out: &Path) -> Spoiled {
+        let mut spoiled = Spoiled::default();
+        let Ok(labels) = std::fs::read_dir(out.join("runs")) else {
+            return spoiled;
+        };
+        let runs = labels
+            .filter_map(|l| std::fs::read_dir(l.ok()?.path()).ok())
+            .flatten()
+            .filter_map(|r| r.ok().map(|r| r.path()));
+        for run in runs {
+            let redone = run.to_string_lossy().contains(".attempt-");
+            let late = oscil_rundir::lab::link_health(&run).spoiled.is_some();
+            let counter = match (late, redone) {
+                (true, true) => &mut spoiled.late_redone,
+                (true, false) => &mut spoiled.late_left_out,
+                (false, true) => &mut spoiled.starved_redone,
+                (false, false) if oscil_rundir::lab::spoiled(&run).is_some() => {
+                    &mut spoiled.starved_left_out
+                }
+                (false, false) => continue,
+            };
+            *counter += 1;
+        }
+        spoiled
+    }
+}
+
+impl std::fmt::Display for Spoiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the starvation rule (a reader or sender starved of CPU) redid {} run(s) and left {} out of the verdicts; the late-link rule redid {} and left {} out",
+            self.starved_redone, self.starved_left_out, self.late_redone, self.late_left_out
+        )
+    }
+}
+
+/// Why the lab left `run` (a run directory of a campaign) out of the verdicts, said on
+/// stdout; `None` when it measured the path. A test reads no figure from a run the lab
+/// refused: its reader or sender was starved, or its link late, twice.
+pub fn left_out(run: &Path) -> Option<String> {
+    let why = oscil_rundir::lab::spoiled(run)?;
+    println!("{}: left out of the verdicts, {why}", run.display());
+    Some(why)
 }

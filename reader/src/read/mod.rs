@@ -56,6 +56,8 @@ const SLOTS: usize = 64;
 /// A data connection shared by its reading task and the sampler.
 pub struct Flow {
     pub index: u32,
+    /// The flow's group (`--group`), from 0.
+    pub group: u32,
     pub stream: TcpStream,
     interval: Duration,
     /// Bytes read, filed under the sample interval in which each read completed, so that a
@@ -70,9 +72,15 @@ pub struct Flow {
 }
 
 impl Flow {
-    pub fn new(index: u32, stream: TcpStream, interval: Duration, markers: Option<Book>) -> Self {
+    pub fn new(
+        (index, group): (u32, u32),
+        stream: TcpStream,
+        interval: Duration,
+        markers: Option<Book>,
+    ) -> Self {
         Flow {
             index,
+            group,
             stream,
             interval,
             bytes_by_interval: std::array::from_fn(|_| AtomicU64::new(0)),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use oscil_kernel::trace::tracer::SENDER_KINDS;
 use oscil_model::files::rows::{HostSample, SenderSample, Side};
 use oscil_model::files::trace::{SenderTrace, TraceRow};
+use oscil_model::group::{group_by_flow, FlowGroup};
 use oscil_model::host::ProcessCost;
 use oscil_protocol::control::{Ended, Welcome};
 use serde::de::DeserializeOwned;
@@ -33,6 +34,9 @@ pub enum WelcomeError {
     /// Not a power of two from 1 KiB to 1 MiB.
     #[error("a page size of {0} bytes")]
     PageSize(u64),
+    /// Options in force for another number of groups than the session's.
+    #[error("options in force for {said} groups of a session of {asked}")]
+    Groups { said: usize, asked: usize },
     #[error(transparent)]
     Text(#[from] EscapeError),
 }
@@ -64,6 +68,8 @@ pub enum SampleError {
     NamespaceTcpMem(u64),
     #[error("t_s {t_s} is outside the session (0 to {elapsed_s:.3} s so far)")]
     OutsideSession { t_s: f64, elapsed_s: f64 },
+    #[error("a wait for a CPU of {wait_ms} ms {elapsed_s:.3} s into the session")]
+    RunQueueWait { wait_ms: f64, elapsed_s: f64 },
     #[error("t_s {t_s} does not follow {last_t_s}")]
     NotAfter { t_s: f64, last_t_s: f64 },
     #[error("{messages} samples by t_s {t_s}, more than one per {interval_s} s interval")]
@@ -76,6 +82,8 @@ pub enum SampleError {
     TooManyRows { rows: usize, flows: u32 },
     #[error("a row for flow {flow}; the session has flows 0 to {last_flow}")]
     NoSuchFlow { flow: u32, last_flow: u32 },
+    #[error("a row of flow {flow} in group {said}; the session put it in group {asked}")]
+    Group { flow: u32, said: u32, asked: u32 },
     #[error("two rows for flow {flow} at t_s {t_s}")]
     TwoRows { flow: u32, t_s: f64 },
     #[error("a row of flow {flow} covering {span_s} s at t_s {t_s}")]
@@ -86,6 +94,8 @@ pub enum SampleError {
     Wait { flow: u32, us: u64 },
     #[error("flow {flow}'s wake-ups with a median above their largest value")]
     MedianAboveMax { flow: u32 },
+    #[error("flow {flow} with a BBR gain of {gain:?}, which no kernel gives")]
+    Gain { flow: u32, gain: f64 },
 }
 
 /// Why the daemon's end of session cannot be true ([`SampleCheck::ended`]).
@@ -106,10 +116,18 @@ pub enum EndError {
 /// The welcome with its words escaped and bounded; refused when its host facts cannot be
 /// true: today the page size, which turns `tcp_mem_pages` into bytes (a power of two from
 /// 1 KiB to 1 MiB).
-pub fn check_welcome(welcome: &Welcome) -> Result<Welcome, WelcomeError> {
+pub fn check_welcome(welcome: &Welcome, groups: usize) -> Result<Welcome, WelcomeError> {
     let page = welcome.host.page_size_bytes;
     if !page.is_power_of_two() || !(1 << 10..=1 << 20).contains(&page) {
         return Err(WelcomeError::PageSize(page));
+    }
+    // A session of one group speaks version 4, where the welcome has no groups.
+    let said = welcome.groups_in_force.len();
+    if groups > 1 && said != groups {
+        return Err(WelcomeError::Groups {
+            said,
+            asked: groups,
+        });
     }
     Ok(escaped(welcome)?)
 }
@@ -117,15 +135,19 @@ pub fn check_welcome(welcome: &Welcome) -> Result<Welcome, WelcomeError> {
 /// What the daemon has sent so far in a session of `flows` flows.
 pub struct SampleCheck {
     flows: u32,
+    /// Each flow's group; a row that names one must name its flow's.
+    group_by_flow: Vec<u32>,
     interval_s: f64,
     messages: u64,
     last_t_s: f64,
 }
 
 impl SampleCheck {
-    pub fn new(flows: u32, interval: Duration) -> Self {
+    pub fn new(groups: &[FlowGroup], interval: Duration) -> Self {
+        let group_by_flow = group_by_flow(groups);
         SampleCheck {
-            flows,
+            flows: group_by_flow.len() as u32,
+            group_by_flow,
             interval_s: interval.as_secs_f64(),
             messages: 0,
             last_t_s: f64::NEG_INFINITY,
@@ -155,6 +177,14 @@ impl SampleCheck {
         }
         if !(0.0..=elapsed_s + CLOCK_SLACK_S).contains(&t_s) {
             return Err(SampleError::OutsideSession { t_s, elapsed_s });
+        }
+        // A thread cannot have waited longer than the session (its sampler counts from just
+        // before the start).
+        if let Some(wait_ms) = host
+            .run_queue_wait_ms
+            .filter(|w| !(0.0..=(elapsed_s + CLOCK_SLACK_S) * 1e3).contains(w))
+        {
+            return Err(SampleError::RunQueueWait { wait_ms, elapsed_s });
         }
         if t_s <= self.last_t_s {
             return Err(SampleError::NotAfter {
@@ -194,6 +224,10 @@ impl SampleCheck {
                 });
             };
             let flow = row.flow;
+            let asked = self.group_by_flow[flow as usize];
+            if let Some(said) = row.group.filter(|&said| said != asked) {
+                return Err(SampleError::Group { flow, said, asked });
+            }
             if std::mem::replace(slot, true) {
                 return Err(SampleError::TwoRows { flow, t_s });
             }
@@ -219,6 +253,9 @@ impl SampleCheck {
             ];
             if medians.iter().any(|&(p50, max)| p50 > max) {
                 return Err(SampleError::MedianAboveMax { flow });
+            }
+            if let Some(gain) = row.bbr_gain_out_of_range() {
+                return Err(SampleError::Gain { flow, gain });
             }
         }
         Ok(())
@@ -318,9 +355,11 @@ mod tests {
         serde_json::from_value(json).expect("a sender row")
     }
 
-    /// Two flows, sampled every 100 ms.
+    /// Two flows in two groups, sampled every 100 ms.
     fn check() -> SampleCheck {
-        SampleCheck::new(2, Duration::from_millis(100))
+        let interval = Duration::from_millis(100);
+        let one = oscil_protocol::request::SessionRequest::new(1, interval, None).flow_groups();
+        SampleCheck::new(&[one.clone(), one].concat(), interval)
     }
 
     #[test]
@@ -377,6 +416,22 @@ mod tests {
                 "bytes of namespace TCP memory",
             ),
             (
+                HostSample {
+                    run_queue_wait_ms: Some(f64::NAN),
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "a wait for a CPU of NaN ms",
+            ),
+            (
+                HostSample {
+                    run_queue_wait_ms: Some(1e9),
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "a wait for a CPU of 1000000000 ms",
+            ),
+            (
                 host(0.1, Side::Sender),
                 vec![SenderSample {
                     span_s: f64::NAN,
@@ -400,6 +455,22 @@ mod tests {
                 }],
                 "median above",
             ),
+            (
+                host(0.1, Side::Sender),
+                vec![SenderSample {
+                    group: Some(0),
+                    ..row(0.1, 1)
+                }],
+                "in group 0; the session put it in group 1",
+            ),
+            (
+                host(0.1, Side::Sender),
+                vec![SenderSample {
+                    bbr_pacing_gain: Some(-1.0),
+                    ..row(0.1, 0)
+                }],
+                "BBR gain of -1.0",
+            ),
         ];
         for (h, rows, expected) in cases {
             let reason = check().check(&h, &rows, 1.0).unwrap_err().to_string();
@@ -417,11 +488,16 @@ mod tests {
             options_in_force: Default::default(),
             probe: false,
             write_mode: Default::default(),
+            groups_in_force: Vec::new(),
         };
-        assert_eq!(check_welcome(&welcome), Ok(welcome.clone()));
+        assert_eq!(check_welcome(&welcome, 1), Ok(welcome.clone()));
+        assert_eq!(
+            check_welcome(&welcome, 2),
+            Err(WelcomeError::Groups { said: 0, asked: 2 })
+        );
         for bad in [0, 3000, 1 << 40, u64::MAX] {
             welcome.host.page_size_bytes = bad;
-            let reason = check_welcome(&welcome).unwrap_err();
+            let reason = check_welcome(&welcome, 1).unwrap_err();
             assert_eq!(reason, WelcomeError::PageSize(bad));
             assert!(reason.to_string().contains("page size"));
         }

@@ -58,6 +58,8 @@ impl Recorder {
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
         self.reader_ticks
             .tick(host.t_s, span_s, rows.iter().map(|r| r.flow));
+        self.reader_ticks
+            .run_queue_wait(host.t_s, host.run_queue_wait_ms);
         self.host(host)
     }
 
@@ -70,6 +72,8 @@ impl Recorder {
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
         self.sender_ticks
             .tick(host.t_s, span_s, rows.iter().map(|r| r.flow));
+        self.sender_ticks
+            .run_queue_wait(host.t_s, host.run_queue_wait_ms);
         self.host(host)
     }
 

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oscil_kernel::host::netstat::QueueEventsSince;
+use oscil_kernel::host::schedstat::RunQueueWaits;
 use oscil_kernel::host::{netstat, sockstat};
 use oscil_kernel::rows::{host_sample, reader_sample};
-use oscil_kernel::socket::diag::{Probe, Watched};
+use oscil_kernel::socket::diag::{Probe, Sampled, Watched};
 use oscil_kernel::ticker::{covered_s, Ticker};
 use oscil_kernel::{ProcFile, TcpExt};
 use oscil_model::files::rows::{Phase, ReaderSample, Side};
@@ -56,6 +57,9 @@ struct Sources {
     queue: QueueEventsSince,
     /// Each flow's `tcpi_bytes_received` at the last sample, for `delivered_bytes`.
     received_bytes: Vec<u64>,
+    /// The process's threads' waits for a CPU at the last sample: the reading threads
+    /// starved while this one, in the real-time class, still wakes on time.
+    waits: RunQueueWaits,
 }
 
 impl Sampler {
@@ -72,6 +76,7 @@ impl Sampler {
             queue: QueueEventsSince::new(netstat.read().ok().as_ref()),
             netstat,
             received_bytes: vec![0; self.flows.len()],
+            waits: RunQueueWaits::new(),
         };
         // Said once, in run.json: a sampler without sock_diag sees only its own sockets.
         if let Some(absent) = absent::of_sampling(Side::Reader, sources.probe.source()) {
@@ -115,7 +120,7 @@ impl Sampler {
         let mut rows = Vec::with_capacity(self.flows.len());
         let received = sources.received_bytes.iter_mut();
         for ((flow, socket), received) in self.flows.iter().zip(snapshot.sockets).zip(received) {
-            let (info, mem) = socket
+            let Sampled { info, mem, .. } = socket
                 .as_ref()
                 .ok_or(SampleError::Socket { flow: flow.index })?;
             let bytes = flow.take_bytes_read(intervals.clone());
@@ -127,6 +132,7 @@ impl Sampler {
             });
             rows.push(ReaderSample {
                 delivered_bytes,
+                group: Some(flow.group),
                 ..reader_sample(
                     t_s,
                     flow.index,
@@ -144,6 +150,7 @@ impl Sampler {
             &sources.sockstat.read()?,
             sources.queue.next(sources.netstat.read().ok().as_ref()),
             snapshot.namespace_charged_bytes,
+            sources.waits.since_last(),
         );
         self.recorder.record(|r| r.reader(&rows, &host))?;
         self.progress.update(t_s, total_bytes);

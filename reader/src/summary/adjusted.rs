@@ -3,6 +3,7 @@
 //! so that `--sndbuf 0` becoming 4608 bytes or a pacing rate capped by the daemon's
 //! `--max-rate` is not found out from the figures.
 
+use oscil_model::pattern::BitRate;
 use oscil_model::socket::{OptionsInForce, SocketOptions};
 
 /// One line each: the kernel's notes on the daemon's sockets, and the daemon's own cap.
@@ -16,32 +17,17 @@ pub fn adjustments(asked: &SocketOptions, in_force: &OptionsInForce) -> Vec<Stri
     let capped = match (asked.max_pacing_rate_bps, in_force.max_pacing_rate_bps) {
         (Some(asked), Some(got)) if got + 8 <= asked => Some(format!(
             "--pacing-rate {} asked; the daemon paces each flow at {} (its --max-rate caps a session)",
-            rate(asked),
-            rate(got)
+            BitRate::from_bps(asked),
+            BitRate::from_bps(got)
         )),
         (None, Some(got)) => Some(format!(
             "the daemon paces each flow at {} (its --max-rate caps a session)",
-            rate(got)
+            BitRate::from_bps(got)
         )),
         _ => None,
     };
     lines.extend(capped);
     lines
-}
-
-/// A rate as tc writes it, in the largest unit that keeps it whole (`100mbit`), else bit/s.
-fn rate(bps: u64) -> String {
-    [
-        (1_000_000_000, "gbit"),
-        (1_000_000, "mbit"),
-        (1_000, "kbit"),
-    ]
-    .iter()
-    .find(|(scale, _)| bps.is_multiple_of(*scale))
-    .map_or_else(
-        || format!("{bps}bit"),
-        |(scale, unit)| format!("{}{unit}", bps / scale),
-    )
 }
 
 #[cfg(test)]

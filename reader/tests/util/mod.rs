@@ -2,10 +2,11 @@
 
 #![allow(dead_code)] // each test file uses its own share of these
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
-use oscil_testkit::{workspace_bin, Daemon};
+use oscil_testkit::{workspace_bin, Daemon, Netns};
 
 pub fn reader() -> Command {
     Command::new(workspace_bin("oscil-reader"))
@@ -62,4 +63,52 @@ pub fn json_and_meta(out: &Path, output: &Output) -> (serde_json::Value, serde_j
         summary,
         serde_json::from_str(&text).expect("run.json parses"),
     )
+}
+
+/// One reader run against a daemon, both in a fresh namespace named from `prefix` that
+/// `prepare` sets up first (given its name): the scratch directory (kept while it lives),
+/// the run directory and the reader's output. Needs root.
+pub fn run_in_namespace(
+    prefix: &str,
+    prepare: impl FnOnce(&str),
+    args: &[&str],
+) -> (tempfile::TempDir, PathBuf, Output) {
+    // Killed, with the daemon in it, however the test ends.
+    let ns = Netns::new(prefix);
+    prepare(&ns.0);
+    let in_ns = |program: PathBuf| {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &ns.0]).arg(program);
+        command
+    };
+    // `ip netns exec` execs the program in its own place: the child is the daemon.
+    let mut daemon = in_ns(workspace_bin("oscil-daemon"))
+        .args(["--listen", "127.0.0.1:5250"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start oscil-daemon in the namespace");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let listening = || {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &ns.0, "ss", "-Hltn", "sport = :5250"])
+            .output()
+            .expect("run ss");
+        !out.stdout.is_empty()
+    };
+    while !listening() {
+        assert!(Instant::now() < deadline, "oscil-daemon never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = in_ns(workspace_bin("oscil-reader"))
+        .args(["--connect", "127.0.0.1:5250", "--quiet", "--out"])
+        .arg(&out)
+        .args(args)
+        .output()
+        .expect("run oscil-reader in the namespace");
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    assert_success(&output);
+    (dir, out, output)
 }

@@ -1,9 +1,11 @@
 //! The facts of a host that decide what a run measures: kernel, buffer sysctls, clock; and
-//! its files under `/proc` read each interval (sockstat, `TcpExt`, the process's own cost).
+//! its files under `/proc` read each interval (sockstat, `TcpExt`, the process's own cost,
+//! its threads' wait for a CPU).
 
 pub mod cost;
 pub mod netstat;
 pub(crate) mod proc;
+pub mod schedstat;
 pub mod sockstat;
 
 use std::os::unix::fs::MetadataExt;

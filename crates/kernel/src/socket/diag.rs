@@ -1,5 +1,6 @@
 //! `NETLINK_SOCK_DIAG`: every TCP socket of the caller's network namespace in one dump, each
-//! with its `TCP_INFO` and `SK_MEMINFO` (what `ss -tim` shows). One dump per sampling tick
+//! with its `TCP_INFO`, `SK_MEMINFO` and its congestion control's state (what `ss -tim`
+//! shows). One dump per sampling tick
 //! costs far less than two `getsockopt` calls per socket once there are hundreds of flows,
 //! and the same dump gives the namespace's own TCP memory, which `/proc/net/sockstat`
 //! cannot (its `mem` is global across namespaces).
@@ -9,13 +10,14 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
+use netlink_packet_core::Nla as _;
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLMSG_DONE, NLMSG_ERROR, NLM_F_DUMP,
     NLM_F_REQUEST,
 };
 use netlink_packet_sock_diag::constants::{
-    AF_INET, AF_INET6, INET_DIAG_SKMEMINFO, IPPROTO_TCP, TCP_CLOSE_WAIT, TCP_CLOSING,
-    TCP_ESTABLISHED, TCP_FIN_WAIT1, TCP_FIN_WAIT2, TCP_LAST_ACK, TCP_SYN_SENT,
+    AF_INET, AF_INET6, INET_DIAG_BBRINFO, INET_DIAG_SKMEMINFO, IPPROTO_TCP, TCP_CLOSE_WAIT,
+    TCP_CLOSING, TCP_ESTABLISHED, TCP_FIN_WAIT1, TCP_FIN_WAIT2, TCP_LAST_ACK, TCP_SYN_SENT,
 };
 use netlink_packet_sock_diag::inet::{
     nlas::Nla, ExtensionFlags, InetRequest, InetResponse, SocketId, StateFlags,
@@ -23,6 +25,7 @@ use netlink_packet_sock_diag::inet::{
 use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket};
 
+use crate::socket::cc_info::{self, BbrInfo};
 use crate::socket::meminfo::SkMemInfo;
 use crate::sys;
 use oscil_model::socket::Source;
@@ -30,7 +33,7 @@ use oscil_model::socket::Source;
 use crate::socket::tcp_info::{self, TcpInfo};
 
 /// One TCP socket as the dump describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SocketDiag {
     /// The kernel's id of the socket, the same as `SO_COOKIE` on its fd.
     pub cookie: u64,
@@ -40,6 +43,17 @@ pub struct SocketDiag {
     pub state: u8,
     pub info: Option<TcpInfo>,
     pub mem: Option<SkMemInfo>,
+    /// Where the socket runs BBR (`INET_DIAG_BBRINFO`).
+    pub bbr: Option<BbrInfo>,
+}
+
+/// What one tick learns of one watched socket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampled {
+    pub info: TcpInfo,
+    pub mem: SkMemInfo,
+    /// BBR's own state, where the socket runs BBR.
+    pub bbr: Option<BbrInfo>,
 }
 
 impl SocketDiag {
@@ -135,11 +149,7 @@ impl Diag {
     /// Each watched socket by exact lookup (4-tuple and cookie), into `found` in the watched
     /// order: the requests built once, `LOOKUPS_PER_SEND` to a send, a hash lookup each in
     /// the kernel however many sockets it holds.
-    fn look_up(
-        &mut self,
-        watched: &Watched,
-        found: &mut [Option<(TcpInfo, SkMemInfo)>],
-    ) -> io::Result<()> {
+    fn look_up(&mut self, watched: &Watched, found: &mut [Option<Sampled>]) -> io::Result<()> {
         found.fill(None);
         for (batch, request) in watched.requests.iter().enumerate() {
             let count = (found.len() - batch * LOOKUPS_PER_SEND).min(LOOKUPS_PER_SEND);
@@ -150,7 +160,11 @@ impl Diag {
                 walk_messages(&self.buf[..len], &mut |sequence, answer| {
                     answered += 1;
                     if let (Some(socket), Some(slot)) = (answer, found.get_mut(sequence as usize)) {
-                        *slot = socket.info.zip(socket.mem);
+                        *slot = socket.info.zip(socket.mem).map(|(info, mem)| Sampled {
+                            info,
+                            mem,
+                            bbr: socket.bbr,
+                        });
                     }
                 })?;
             }
@@ -273,10 +287,14 @@ struct Query {
 }
 
 impl Query {
-    /// `TCP_INFO` and `SK_MEMINFO` of sockets in any state.
+    /// `TCP_INFO`, `SK_MEMINFO` and the congestion control's state of sockets in any state.
+    /// The request's extension bits are a byte, too few for `INET_DIAG_BBRINFO` (16): the
+    /// kernel gives any congestion control's state to the `VEGASINFO` bit.
     fn full() -> Query {
         Query {
-            extensions: ExtensionFlags::INFO | ExtensionFlags::SKMEMINFO,
+            extensions: ExtensionFlags::INFO
+                | ExtensionFlags::SKMEMINFO
+                | ExtensionFlags::VEGASINFO,
             states: StateFlags::all(),
         }
     }
@@ -413,7 +431,7 @@ impl Watched {
 #[derive(Debug)]
 pub struct Snapshot<'a> {
     /// In the watched order; `None` for a socket the kernel no longer has.
-    pub sockets: &'a [Option<(TcpInfo, SkMemInfo)>],
+    pub sockets: &'a [Option<Sampled>],
     /// TCP memory charged to every TCP socket of the namespace, bytes; only on ticks at
     /// least `NAMESPACE_EVERY` apart, further where a walk costs more (`namespace_spacing`).
     /// Read with getsockopt ([`Source::Getsockopt`]), the sum of the watched sockets only.
@@ -438,7 +456,7 @@ pub struct Probe {
     source: Source,
     watched: Watched,
     /// Each tick's answers, in the watched order: reused, so a tick allocates no list.
-    found: Vec<Option<(TcpInfo, SkMemInfo)>>,
+    found: Vec<Option<Sampled>>,
     /// The last sum of the namespace, and the time to the next.
     namespace_at: Option<(Instant, Duration)>,
 }
@@ -552,7 +570,7 @@ impl Probe {
                     self.found
                         .iter()
                         .flatten()
-                        .map(|(_, m)| charged_of(m))
+                        .map(|s| charged_of(&s.mem))
                         .sum()
                 })
             }
@@ -564,11 +582,15 @@ impl Probe {
     }
 }
 
-/// `TCP_INFO` and `SO_MEMINFO` of one socket; `None` once it is closed (as sock_diag no
-/// longer lists it) or the kernel will not say.
-fn ask(fd: BorrowedFd<'_>) -> Option<(TcpInfo, SkMemInfo)> {
+/// `TCP_INFO`, `SO_MEMINFO` and `TCP_CC_INFO` of one socket; `None` once it is closed (as
+/// sock_diag no longer lists it) or the kernel will not say.
+fn ask(fd: BorrowedFd<'_>) -> Option<Sampled> {
     let info = tcp_info::read(fd).ok()?;
-    (info.state != TCP_CLOSE).then_some((info, crate::socket::meminfo::read(fd).ok()?))
+    (info.state != TCP_CLOSE).then_some(Sampled {
+        info,
+        mem: crate::socket::meminfo::read(fd).ok()?,
+        bbr: cc_info::read_bbr(fd).ok()?,
+    })
 }
 
 /// `TCP_CLOSE` (include/net/tcp_states.h).
@@ -632,10 +654,14 @@ fn socket_diag(response: &InetResponse) -> SocketDiag {
         state: response.header.state,
         info: None,
         mem: None,
+        bbr: None,
     };
     for nla in &response.nlas {
         match nla {
             Nla::TcpInfo(bytes) => diag.info = Some(tcp_info::from_bytes(bytes)),
+            Nla::Other(attribute) if attribute.kind() == INET_DIAG_BBRINFO => {
+                diag.bbr = bbr_of(attribute)
+            }
             Nla::MemInfo(m) => {
                 diag.mem = Some(SkMemInfo {
                     rmem_alloc_bytes: m.receive_queue,
@@ -653,6 +679,13 @@ fn socket_diag(response: &InetResponse) -> SocketDiag {
         }
     }
     diag
+}
+
+/// BBR's state from its attribute (the parser keeps attributes it does not know as bytes).
+fn bbr_of(attribute: &impl netlink_packet_core::Nla) -> Option<BbrInfo> {
+    let mut bytes = vec![0u8; attribute.value_len()];
+    attribute.emit_value(&mut bytes);
+    cc_info::bbr_from_bytes(&bytes)
 }
 
 /// The kernel's id of a socket (`SO_COOKIE`), as the dump reports it.
@@ -723,15 +756,19 @@ mod tests {
         let start = Instant::now();
         let fds = || [&server, &client, &other];
         let first = probe.snapshot(start, fds()).unwrap();
-        let (server_info, server_mem) = first.sockets[0].expect("server found");
-        let (client_info, _) = first.sockets[1].expect("client found");
+        let Sampled {
+            info: server_info,
+            mem: server_mem,
+            ..
+        } = first.sockets[0].expect("server found");
+        let client_info = first.sockets[1].expect("client found").info;
         assert!(
             server_info.bytes_received >= Some(30_000),
             "{server_info:?}"
         );
         assert!(server_mem.rmem_alloc_bytes >= 30_000, "{server_mem:?}");
         assert_eq!(client_info.bytes_received, Some(0));
-        assert_eq!(first.sockets[2].map(|(info, _)| info.state), Some(1));
+        assert_eq!(first.sockets[2].map(|s| s.info.state), Some(1));
         assert!(first.namespace_charged_bytes.unwrap() >= 30_000);
         // The sum is due again only after NAMESPACE_EVERY, or later if the walk was costly.
         let (_, spacing) = probe.namespace_at.unwrap();
@@ -749,7 +786,7 @@ mod tests {
         other.shutdown(std::net::Shutdown::Both).unwrap();
         let later = probe.snapshot(start + NAMESPACE_EVERY * 3, fds()).unwrap();
         assert!(
-            !matches!(later.sockets[2], Some((info, _)) if info.state == 1),
+            !matches!(later.sockets[2], Some(s) if s.info.state == 1),
             "{later:?}"
         );
         assert!(later.sockets[0].is_some());
@@ -758,6 +795,16 @@ mod tests {
     #[test]
     fn by_getsockopt_a_snapshot_says_what_sock_diag_says_and_sums_only_its_sockets() {
         let (mut client, server) = loopback_pair();
+        for (socket, congestion) in [(&client, "bbr"), (&server, "cubic")] {
+            let name = congestion.as_bytes();
+            sys::set_bytes(
+                socket.as_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_CONGESTION,
+                name,
+            )
+            .unwrap();
+        }
         client.write_all(&[7u8; 30_000]).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
         let watched = || Watched::new([&server, &client]).unwrap();
@@ -770,11 +817,23 @@ mod tests {
         let (by_diag, namespace) = (dumped.sockets.to_vec(), dumped.namespace_charged_bytes);
         let by_getsockopt = asked.snapshot(now, [&server, &client]).unwrap();
         for (a, b) in by_diag.iter().zip(by_getsockopt.sockets) {
-            let ((a_info, a_mem), (b_info, b_mem)) = (a.unwrap(), b.unwrap());
-            assert_eq!(a_info.state, b_info.state);
-            assert_eq!(a_info.bytes_received, b_info.bytes_received);
-            assert_eq!(a_mem.rmem_alloc_bytes, b_mem.rmem_alloc_bytes);
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert_eq!(a.info.state, b.info.state);
+            assert_eq!(a.info.bytes_received, b.info.bytes_received);
+            assert_eq!(a.mem.rmem_alloc_bytes, b.mem.rmem_alloc_bytes);
+            // BBR's state, where a socket runs BBR, the same both ways.
+            assert_eq!(a.bbr.map(|b| b.min_rtt_us), b.bbr.map(|b| b.min_rtt_us));
         }
+        let bbr = by_diag[1]
+            .unwrap()
+            .bbr
+            .expect("INET_DIAG_BBRINFO of the bbr client");
+        assert!(bbr.min_rtt_us.is_some() && bbr.cwnd_gain > 0.0, "{bbr:?}");
+        assert_eq!(
+            by_diag[0].unwrap().bbr,
+            None,
+            "cubic gives no state of its own"
+        );
         // The namespace holds these and more; getsockopt sees these only.
         let own: u64 = [&server, &client]
             .iter()

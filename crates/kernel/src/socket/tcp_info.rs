@@ -56,7 +56,14 @@ pub struct TcpInfo {
     pub snd_wnd_bytes: Option<u32>,
     /// The window this end advertised last (6.2).
     pub rcv_wnd_bytes: Option<u32>,
+    /// The handshake negotiated ECN (`tcpi_options`' `TCPI_OPT_ECN`).
+    pub ecn_negotiated: bool,
+    /// Segments acknowledged with an ECN echo since the connection began (4.18).
+    pub delivered_ce_segs: Option<u32>,
 }
+
+/// `TCPI_OPT_ECN` (include/uapi/linux/tcp.h): ECN was negotiated at the handshake.
+const TCPI_OPT_ECN: u8 = 8;
 
 /// Where the sender's time went since the connection began; `None` on a kernel without
 /// the counters (before 4.10).
@@ -128,6 +135,8 @@ fn from_raw(t: &libc::tcp_info, len: usize) -> TcpInfo {
         bytes_retrans: has(FieldGroup::BytesSent).then_some(t.tcpi_bytes_retrans),
         snd_wnd_bytes: has(FieldGroup::SndWnd).then_some(t.tcpi_snd_wnd),
         rcv_wnd_bytes: has(FieldGroup::RcvWnd).then_some(t.tcpi_rcv_wnd),
+        ecn_negotiated: t.tcpi_options & TCPI_OPT_ECN != 0,
+        delivered_ce_segs: has(FieldGroup::Delivered).then_some(t.tcpi_delivered_ce),
     }
 }
 
@@ -217,7 +226,7 @@ mod tests {
             &["busy", "rwnd_limited", "sndbuf_limited"],
             Some((176, 8)),
         ),
-        (200, "4.18", &[], None),
+        (200, "4.18", &["delivered_ce"], Some((196, 4))),
         (
             224,
             "4.19",
@@ -241,6 +250,7 @@ mod tests {
             ("busy", info.busy_time_us.is_some()),
             ("rwnd_limited", info.rwnd_limited_us.is_some()),
             ("sndbuf_limited", info.sndbuf_limited_us.is_some()),
+            ("delivered_ce", info.delivered_ce_segs.is_some()),
             ("bytes_sent", info.bytes_sent.is_some()),
             ("bytes_retrans", info.bytes_retrans.is_some()),
             ("snd_wnd", info.snd_wnd_bytes.is_some()),
@@ -288,6 +298,7 @@ mod tests {
                             "4.1" => info.bytes_received,
                             "4.6" => info.notsent_bytes.map(u64::from),
                             "4.10" => info.rwnd_limited_us,
+                            "4.18" => info.delivered_ce_segs.map(u64::from),
                             "4.19" => info.bytes_sent,
                             "5.4" => info.snd_wnd_bytes.map(u64::from),
                             _ => info.rcv_wnd_bytes.map(u64::from),
@@ -332,6 +343,10 @@ mod tests {
             (
                 FieldGroup::Chrono,
                 end(offset_of!(libc::tcp_info, tcpi_sndbuf_limited), 8),
+            ),
+            (
+                FieldGroup::Delivered,
+                end(offset_of!(libc::tcp_info, tcpi_delivered_ce), 4),
             ),
             (
                 FieldGroup::BytesSent,
@@ -379,7 +394,7 @@ mod tests {
         let (mut client, mut server) = loopback_pair();
         client.write_all(b"x").unwrap();
         server.read_exact(&mut [0u8]).unwrap();
-        assert_eq!(present(&read(&client).unwrap()).len(), 13);
+        assert_eq!(present(&read(&client).unwrap()).len(), 14);
     }
 
     #[test]

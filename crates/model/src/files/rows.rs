@@ -77,6 +77,10 @@ pub struct ReaderSample {
     /// application read. Empty in runs recorded before the column existed.
     #[serde(default)]
     pub delivered_bytes: Option<u64>,
+    /// The flow's group (`--group`, counted from 0); empty in runs before groups, which
+    /// were all one group.
+    #[serde(default)]
+    pub group: Option<u32>,
 }
 
 impl ReaderSample {
@@ -177,7 +181,38 @@ pub struct SenderSample {
     /// before the column and where the kernel lacks the field (before 4.6).
     #[serde(default)]
     pub min_rtt_us: Option<u32>,
+    /// The flow's group (`--group`, counted from 0), as the daemon applied its options;
+    /// empty in runs before groups, which were all one group.
+    #[serde(default)]
+    pub group: Option<u32>,
+    /// BBR's own model of the path at the sample (`TCP_CC_INFO`, sock_diag's
+    /// `INET_DIAG_BBRINFO`): its bandwidth estimate (the max-filtered delivery rate,
+    /// bits/s), its min RTT (µs: the filter BBR sizes its cwnd by, which may lag TCP's
+    /// `min_rtt_us`), and its pacing and cwnd gains (the kernel's `<<8` fixed point as a
+    /// ratio: 2.89 in startup, 1.25/0.75/1 cycling in probe-bw). Empty where the flow is
+    /// not on BBR, before BBR's first estimate, and in runs before the columns.
+    #[serde(default)]
+    pub bbr_bw_bps: Option<u64>,
+    #[serde(default)]
+    pub bbr_min_rtt_us: Option<u32>,
+    #[serde(default)]
+    pub bbr_pacing_gain: Option<f64>,
+    #[serde(default)]
+    pub bbr_cwnd_gain: Option<f64>,
+    /// Whether the handshake negotiated ECN (`tcpi_options`' `TCPI_OPT_ECN`); empty in
+    /// runs before the column.
+    #[serde(default)]
+    pub ecn_negotiated: Option<bool>,
+    /// Segments the peer acknowledged with an ECN echo over the row's span
+    /// (`tcpi_delivered_ce`'s growth): the congestion the path marked instead of dropping.
+    /// 0 is a count on a flow that negotiated ECN; empty on one that did not, where the
+    /// kernel lacks the counter (before 4.18), and in runs before the column.
+    #[serde(default)]
+    pub delivered_ce_segs: Option<u64>,
 }
+
+/// The largest gain `tcp_bbr_info` can carry: a u32 in fixed point with 8 bits.
+pub const MAX_BBR_GAIN: f64 = u32::MAX as f64 / 256.0;
 
 fn span_or(span_s: f64, interval_s: f64) -> f64 {
     if span_s > 0.0 {
@@ -221,6 +256,13 @@ pub struct HostSample {
     pub tcp_rcvq_drop: Option<u64>,
     #[serde(default)]
     pub tcp_backlog_drop: Option<u64>,
+    /// The longest any thread of this side's process (the reader's reading threads, the
+    /// daemon's writing ones) waited for a CPU over the row's span, milliseconds: the
+    /// scheduler's run-queue wait (`/proc/self/task/*/schedstat`): what tells a starved
+    /// end (`run::starvation`) when its sampler, in the real-time class, still woke on time.
+    /// Empty where `/proc` does not tell, and in runs before the column existed.
+    #[serde(default)]
+    pub run_queue_wait_ms: Option<f64>,
 }
 
 impl HostSample {
@@ -242,6 +284,7 @@ impl HostSample {
             tcp_ofo_pruned: None,
             tcp_rcvq_drop: None,
             tcp_backlog_drop: None,
+            run_queue_wait_ms: None,
         }
     }
 }
@@ -251,6 +294,15 @@ impl SenderSample {
     /// in a run recorded before the column existed.
     pub fn span_or(&self, interval_s: f64) -> f64 {
         span_or(self.span_s, interval_s)
+    }
+
+    /// BBR's gains, where the row has them, that are not what the kernel can say (a u32
+    /// over 256): an untrusted row or file carrying one is refused.
+    pub fn bbr_gain_out_of_range(&self) -> Option<f64> {
+        [self.bbr_pacing_gain, self.bbr_cwnd_gain]
+            .into_iter()
+            .flatten()
+            .find(|g| !(0.0..=MAX_BBR_GAIN).contains(g))
     }
 
     /// The row with where the flow's time went over its span, where the kernel counts it.

@@ -55,6 +55,7 @@ fn columns_of(side: Side, group: FieldGroup) -> &'static [&'static str] {
             "sender.csv sndbuf_limited_us",
         ],
         (Side::Sender, FieldGroup::SndWnd) => &["sender.csv snd_wnd"],
+        (Side::Sender, FieldGroup::Delivered) => &["sender.csv delivered_ce_segs"],
         (Side::Sender, FieldGroup::BytesSent | FieldGroup::RcvWnd) => &[],
     }
 }
@@ -103,6 +104,31 @@ pub fn of_kernels(reader: &HostFacts, sender: Option<&HostFacts>) -> Vec<Absence
         }
     }
     absent
+}
+
+/// The columns BBR's own state fills (`TCP_CC_INFO`), empty on a flow not on BBR.
+pub const BBR_COLUMNS: [&str; 4] = [
+    "sender.csv bbr_bw_bps",
+    "sender.csv bbr_min_rtt_us",
+    "sender.csv bbr_pacing_gain",
+    "sender.csv bbr_cwnd_gain",
+];
+
+/// What the sender's congestion control does not say of itself: BBR's state where the
+/// flows ran another (`congestion`, as the daemon read it back from its socket).
+pub fn of_congestion(congestion: &str) -> Option<Absence> {
+    (congestion != "bbr").then(|| Absence {
+        side: Side::Sender,
+        what: "TCP_CC_INFO (tcp_bbr_info)".into(),
+        columns: BBR_COLUMNS.iter().map(|c| c.to_string()).collect(),
+        since: None,
+        note: format!(
+            "the sender's flows ran {}, not bbr: only BBR gives a bandwidth estimate and min RTT of its own (TCP_CC_INFO), so {} are empty",
+            // The name came from the daemon.
+            escape_peer(congestion),
+            BBR_COLUMNS.join(", "),
+        ),
+    })
 }
 
 /// What a side's sampler could not see, from how it read its sockets: nothing with
@@ -200,6 +226,35 @@ mod tests {
         assert_eq!(absent.what, "sock_diag");
         assert_eq!(absent.columns, ["host.csv tcp_mem_ns_bytes"]);
         assert!(absent.note.contains("os error 95") && absent.note.contains("reader"));
+    }
+
+    #[test]
+    fn a_flow_not_on_bbr_names_bbrs_columns_and_a_bbr_flow_nothing() {
+        assert_eq!(of_congestion("bbr"), None);
+        let cubic = of_congestion("cubic").unwrap();
+        assert_eq!(cubic.side, Side::Sender);
+        assert_eq!(cubic.columns.len(), 4);
+        assert!(cubic
+            .columns
+            .iter()
+            .all(|c| c.starts_with("sender.csv bbr_")));
+        assert!(cubic.note.contains("ran cubic"), "{}", cubic.note);
+        // A peer's name is escaped before it reaches a note.
+        assert!(!of_congestion("x\x1b[2J").unwrap().note.contains('\x1b'));
+    }
+
+    #[test]
+    fn a_4_17_sender_lacks_the_ce_count() {
+        // 192 bytes: the chrono counters (4.10) but not tcpi_delivered_ce (4.18).
+        let absent = of_kernels(&host("6.12", Some(248)), Some(&host("4.17", Some(192))));
+        let columns: Vec<&str> = absent
+            .iter()
+            .flat_map(|a| a.columns.iter().map(String::as_str))
+            .collect();
+        assert!(
+            columns.contains(&"sender.csv delivered_ce_segs"),
+            "{columns:?}"
+        );
     }
 
     #[test]

@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::files::markers::MarkerCounts;
 use crate::files::rows::WakeupFigures;
+use crate::group::{FlowGroup, Reading};
 use crate::host::{HostFacts, ProcessCost};
-use crate::pattern::{PatternConfig, PhaseSpan, SlowRate};
+use crate::pattern::{PatternConfig, PhaseSpan, SlowRate, SlowRule};
 use crate::run::clock::ClockEstimate;
 use crate::run::sampling::Sampling;
 use crate::socket::{OptionsInForce, SocketOptions, WriteMode};
@@ -48,6 +49,11 @@ pub struct RunMeta {
     /// its own at hello time; every data socket gets the same request (per-flow `sndbuf`
     /// is in sender.csv).
     pub sender_options: Option<OptionsInForce>,
+    /// Per group of `config.groups`, in order, the options the daemon read back after
+    /// setting that group's request; empty in runs before groups (`sender_options` then
+    /// holds the one group's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sender_options_by_group: Vec<OptionsInForce>,
     /// Options in force on the reader's data sockets.
     pub reader_options: Option<OptionsInForce>,
     /// TcpExt counters that moved during the run, per side.
@@ -148,6 +154,36 @@ pub struct RunConfig {
     /// read) and in full-speed runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_rate: Option<SlowRate>,
+    /// The session's groups of flows and their settings, in flow order; a run recorded
+    /// before groups loads as one group ([`RunConfig::flow_groups`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<FlowGroup>,
+}
+
+impl RunConfig {
+    /// The run's groups: as recorded, or the one group of a run recorded before groups,
+    /// made from the run-wide settings.
+    pub fn flow_groups(&self) -> Vec<FlowGroup> {
+        if !self.groups.is_empty() {
+            return self.groups.clone();
+        }
+        let absolute = self.slow_rate.as_ref().map(|rate| rate.chosen_by);
+        vec![FlowGroup {
+            flows: self.flows,
+            sender: self.sender_request.clone(),
+            write_size_bytes: self.write_size_bytes,
+            write_mode: self.write_mode,
+            pattern: match self.pattern.full_speed {
+                true => Reading::FullSpeed,
+                false => Reading::Oscillating,
+            },
+            fraction: self.pattern.fraction,
+            slow_rate_bps: match absolute {
+                Some(SlowRule::Absolute { bytes_per_s }) => Some(bytes_per_s.saturating_mul(8)),
+                _ => None,
+            },
+        }]
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

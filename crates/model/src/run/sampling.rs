@@ -2,7 +2,8 @@
 //! tick, intervals with no tick at all, rows missing, and how late the ticks woke. Computed
 //! from the rows themselves (`t_s` and `span_s`) against the intervals the reader ran, so
 //! a sampler that falls behind, or a daemon that sends less than it sampled, is never
-//! silent in `run.json`.
+//! silent in `run.json`; and how long the side's threads waited for a CPU (`host.csv`
+//! `run_queue_wait_ms`), which a sampler in the real-time class does not feel.
 
 use std::time::Duration;
 
@@ -52,6 +53,11 @@ pub struct SideSampling {
     /// How late the ticks woke after their deadlines, milliseconds.
     pub lateness_p50_ms: f64,
     pub lateness_p99_ms: f64,
+    /// How long the side's threads waited for a CPU in one second of the run (each row's
+    /// longest-waiting thread, summed over the rows of the second), milliseconds, at the
+    /// 99th percentile of the run's seconds. Absent where the rows do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_queue_wait_p99_ms_per_s: Option<f64>,
 }
 
 impl SideSampling {
@@ -94,6 +100,10 @@ pub struct Tally {
     /// fall anywhere in an interval.
     last_span_s: f64,
     lateness_s: Vec<f64>,
+    /// The run-queue wait of each second of the run that has rows which say it (ms), and
+    /// the second being summed.
+    wait_ms_by_second: Vec<f64>,
+    waiting: Option<(u64, f64)>,
 }
 
 impl Tally {
@@ -106,6 +116,25 @@ impl Tally {
             rows_by_flow: vec![0; flows as usize],
             last_span_s: 0.0,
             lateness_s: Vec::new(),
+            wait_ms_by_second: Vec::new(),
+            waiting: None,
+        }
+    }
+
+    /// A row at `t_s` whose longest-waiting thread waited `wait_ms` for a CPU since the
+    /// last; rows come in time order, so a second is done when a row of a later one comes.
+    pub fn run_queue_wait(&mut self, t_s: f64, wait_ms: Option<f64>) {
+        let Some(wait_ms) = wait_ms.filter(|w| w.is_finite() && t_s.is_finite()) else {
+            return;
+        };
+        let second = t_s.max(0.0) as u64;
+        match &mut self.waiting {
+            Some((at, sum_ms)) if *at == second => *sum_ms += wait_ms,
+            waiting => {
+                if let Some((_, sum_ms)) = waiting.replace((second, wait_ms)) {
+                    self.wait_ms_by_second.push(sum_ms);
+                }
+            }
         }
     }
 
@@ -158,10 +187,10 @@ impl Tally {
             .map(|(flow, _)| flow)
             .collect();
         self.lateness_s.sort_by(f64::total_cmp);
-        let quantile_ms = |q: f64| {
-            let n = self.lateness_s.len();
-            (n > 0).then(|| self.lateness_s[((n - 1) as f64 * q).round() as usize] * 1e3)
-        };
+        let quantile_ms = |q: f64| quantile(&self.lateness_s, q).map(|s| s * 1e3);
+        self.wait_ms_by_second
+            .extend(self.waiting.map(|(_, sum_ms)| sum_ms));
+        self.wait_ms_by_second.sort_by(f64::total_cmp);
         SideSampling {
             ticks: self.ticks,
             merged_intervals: self.merged_intervals,
@@ -170,8 +199,15 @@ impl Tally {
             flows_without_rows,
             lateness_p50_ms: quantile_ms(0.5).unwrap_or(0.0),
             lateness_p99_ms: quantile_ms(0.99).unwrap_or(0.0),
+            run_queue_wait_p99_ms_per_s: quantile(&self.wait_ms_by_second, 0.99),
         }
     }
+}
+
+/// The `q` quantile of `sorted`, the nearest rank; `None` when it is empty.
+fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    (n > 0).then(|| sorted[((n - 1) as f64 * q).round() as usize])
 }
 
 #[cfg(test)]
@@ -261,6 +297,27 @@ mod tests {
         assert!(
             holes.contains("the sender's record has no sample for 35 of the intervals"),
             "{holes}"
+        );
+    }
+
+    #[test]
+    fn the_wait_for_a_cpu_is_summed_by_second_of_the_run() {
+        let mut tally = Tally::new(1, 0.1);
+        assert_eq!(tally.clone().finish(0).run_queue_wait_p99_ms_per_s, None);
+        // Second 0: 10 rows of 1 ms; second 1: 9 rows of 60 ms (540 ms); second 2: one
+        // row that does not say.
+        for k in 1..=9 {
+            tally.run_queue_wait(k as f64 * 0.1, Some(1.0));
+        }
+        tally.run_queue_wait(0.99, Some(1.0));
+        for k in 10..19 {
+            tally.run_queue_wait(k as f64 * 0.1 + 0.001, Some(60.0));
+        }
+        tally.run_queue_wait(2.0, None);
+        let side = tally.finish(20);
+        assert!(
+            close(side.run_queue_wait_p99_ms_per_s.unwrap(), 540.0),
+            "{side:?}"
         );
     }
 

@@ -4,7 +4,10 @@
 //! of CPU stops reading: the run then measures the host, not TCP (issue 38: a 16 KiB
 //! send-buffer run 87% receive-window limited at 2.8 Mbit/s on a busy machine). Such a run
 //! is spoiled like one whose link was late: the lab redoes it once and the report counts
-//! it in no configuration. Judged from `run.json`'s `sampling`, which both ends' rows give.
+//! it in no configuration. Judged from `run.json`'s `sampling`, which both ends' rows give:
+//! the samplers' own lateness, and the run-queue wait of every thread of each end's
+//! process (`host.csv` `run_queue_wait_ms`), since a sampler in the real-time class wakes
+//! on time while the reading threads beside it wait for a CPU.
 
 use crate::run::sampling::{Sampling, SideSampling};
 
@@ -20,6 +23,13 @@ pub const LATENESS_P99_FLOOR_MS: f64 = 50.0;
 /// never fewer than [`MERGED_FLOOR`] (one late tick on a 40-tick run is not starvation).
 pub const MERGED_SHARE_MAX: f64 = 0.01;
 pub const MERGED_FLOOR: f64 = 2.0;
+
+/// The most a side's threads may wait for a CPU in one second of the run, at the 99th
+/// percentile of its seconds: half of every second ready to run and not running is a
+/// reader that stops reading for whole round trips, or a sender that stops writing. A
+/// light thread on a busy host waits a few milliseconds per wake-up, up to a few hundred
+/// milliseconds a second (docs/lab.md has the figures).
+pub const RUN_QUEUE_WAIT_MS_PER_S_MAX: f64 = 500.0;
 
 /// Why the run's reader or sender was starved, in words; `None` when both ran on time.
 pub fn starved(sampling: &Sampling, interval_us: u64) -> Option<String> {
@@ -41,12 +51,22 @@ fn side_starved(side: &SideSampling, interval_us: u64) -> Option<String> {
     let merged_max = (side.ticks as f64 * MERGED_SHARE_MAX).max(MERGED_FLOOR);
     let late = side.lateness_p99_ms > late_max_ms;
     let merged = side.merged_intervals as f64 > merged_max;
-    (late || merged).then(|| {
-        format!(
+    let mut why = Vec::new();
+    if late || merged {
+        why.push(format!(
             "woke {:.1} ms late at the 99th percentile (at most {late_max_ms:.1} ms for a {interval_ms:.0} ms interval) and merged {} of {} intervals (at most 1%, and never fewer than 2)",
             side.lateness_p99_ms, side.merged_intervals, side.ticks
-        )
-    })
+        ));
+    }
+    if let Some(wait_ms) = side
+        .run_queue_wait_p99_ms_per_s
+        .filter(|&w| w > RUN_QUEUE_WAIT_MS_PER_S_MAX)
+    {
+        why.push(format!(
+            "waited {wait_ms:.0} ms of a second for a CPU at the 99th percentile of the run's seconds (at most {RUN_QUEUE_WAIT_MS_PER_S_MAX:.0} ms)"
+        ));
+    }
+    (!why.is_empty()).then(|| why.join(" and "))
 }
 
 #[cfg(test)]
@@ -87,5 +107,43 @@ mod tests {
         // A 40-tick run: one merged interval is not starvation, three are.
         assert!(starved(&both(side(40, 1, 1.0), on_time.clone()), 100_000).is_none());
         assert!(starved(&both(side(40, 3, 1.0), on_time), 100_000).is_some());
+    }
+
+    #[test]
+    fn a_side_whose_threads_waited_half_a_second_for_a_cpu_is_starved() {
+        let waited = |ms: Option<f64>| SideSampling {
+            run_queue_wait_p99_ms_per_s: ms,
+            ..side(600, 0, 2.0)
+        };
+        let both = |reader, sender| Sampling { reader, sender };
+        // Not measured (a run before the column, a host without schedstat): not judged.
+        assert_eq!(starved(&both(waited(None), waited(None)), 100_000), None);
+        // 500 ms of a second is the limit, still on time, whatever the interval.
+        for interval_us in [10_000, 100_000, 1_000_000] {
+            let at_limit = both(waited(Some(500.0)), waited(Some(0.0)));
+            assert_eq!(starved(&at_limit, interval_us), None);
+        }
+        // The reader's sampler woke on time; its reading threads waited.
+        let why = starved(&both(waited(Some(900.0)), waited(Some(3.0))), 100_000).unwrap();
+        assert!(
+            why.starts_with("the reader waited 900 ms of a second for a CPU"),
+            "{why}"
+        );
+        assert!(
+            !why.contains("woke") && !why.contains("the sender"),
+            "{why}"
+        );
+        let sender = starved(&both(waited(Some(3.0)), waited(Some(501.0))), 10_000).unwrap();
+        assert!(sender.starts_with("the sender waited 501 ms"), "{sender}");
+        // Late ticks and a long wait are said together.
+        let late_and_waiting = SideSampling {
+            run_queue_wait_p99_ms_per_s: Some(700.0),
+            ..side(600, 0, 80.0)
+        };
+        let both_said = starved(&both(late_and_waiting, waited(None)), 100_000).unwrap();
+        assert!(
+            both_said.contains("woke 80.0 ms late") && both_said.contains("and waited 700 ms"),
+            "{both_said}"
+        );
     }
 }

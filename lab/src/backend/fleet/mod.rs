@@ -20,16 +20,17 @@ mod ui;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use oscil_model::campaign::{Calibration, Campaign, CampaignRun, CampaignRunStatus};
 use oscil_rundir::safe_fs;
 
+use super::calibration::calibrate_before;
 use super::hosts::{close_connection, preflight, Endpoint, Hosts, PairSpec};
-use crate::campaign::execute::{
-    calibrate_before, outcome, set_aside, Backend, CampaignDir, Finished, LabError,
-};
+use super::Backend;
+use crate::campaign::dir::{outcome, set_aside, CampaignDir, Finished};
+use crate::campaign::error::LabError;
 use crate::campaign::finish::finish_campaign;
 use crate::campaign::sysctl::{self, RestoreFile};
 use crate::campaign::ui::{human_duration, say};
@@ -247,7 +248,25 @@ fn pair_dirs(dir: &Path) -> Result<Vec<PathBuf>, LabError> {
 }
 
 /// A pair ready to run, or why it is not.
-type PairBackend = Result<Hosts, String>;
+type PairBackend = Result<Hosts, PairDown>;
+
+/// Why a host is down for this campaign: not reached, or its lock not taken. Shared by
+/// every pair the host is in.
+type HostDown = Arc<LabError>;
+
+/// Why a pair could not start; `campaign.json` and the pair's runs keep its words.
+#[derive(Debug, thiserror::Error)]
+enum PairDown {
+    #[error("host {host}: {cause}")]
+    Host { host: String, cause: HostDown },
+    #[error("{}: {source}", dir.display())]
+    Dir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Setup(LabError),
+}
 
 /// Runs every run not complete, round by round, then the paths, the report and the table.
 pub fn run(mut cdir: CampaignDir, spec: &FleetSpec, bin: &Path) -> Result<Finished, LabError> {
@@ -333,10 +352,11 @@ fn set_up(
             .iter()
             .map(|&pair| {
                 let down = [&pair.sender, &pair.receiver].into_iter().find_map(|h| {
-                    reached[h.as_str()]
-                        .as_ref()
-                        .err()
-                        .map(|e| format!("host {h}: {e}"))
+                    let cause = reached[h.as_str()].as_ref().err()?;
+                    Some(PairDown::Host {
+                        host: h.clone(),
+                        cause: Arc::clone(cause),
+                    })
                 });
                 let pair_dir = dir.join(PAIRS_DIR).join(pair.dir_name());
                 let ends = pair_spec(spec, pair);
@@ -344,10 +364,13 @@ fn set_up(
                     let backend = match down {
                         Some(why) => Err(why),
                         None => std::fs::create_dir_all(&pair_dir)
-                            .map_err(|e| format!("{}: {e}", pair_dir.display()))
+                            .map_err(|source| PairDown::Dir {
+                                dir: pair_dir.clone(),
+                                source,
+                            })
                             .and_then(|()| {
                                 Hosts::for_pair(&ends, &pair_dir, bin, control)
-                                    .map_err(|e| e.to_string())
+                                    .map_err(PairDown::Setup)
                             }),
                     };
                     (pair.dir_name(), backend)
@@ -366,7 +389,7 @@ fn set_up(
 /// The lock of every host reached; a host whose lock could not be taken is down for this
 /// campaign, one another campaign holds refuses it.
 fn lock_hosts(
-    reached: &mut BTreeMap<&str, Result<Host, String>>,
+    reached: &mut BTreeMap<&str, Result<Host, HostDown>>,
     dir: &Path,
 ) -> Result<Vec<HostLock>, LabError> {
     let up: Vec<(&str, Host)> = reached
@@ -380,7 +403,7 @@ fn lock_hosts(
             Ok(lock) => locks.push(lock),
             Err(held @ LockError::Held { .. }) => return Err(held.into()),
             Err(failed) => {
-                reached.insert(name, Err(failed.to_string()));
+                reached.insert(name, Err(Arc::new(failed.into())));
             }
         }
     }
@@ -393,7 +416,7 @@ fn reach_hosts<'a>(
     spec: &FleetSpec,
     names: &[&'a str],
     control: &Path,
-) -> BTreeMap<&'a str, Result<Host, String>> {
+) -> BTreeMap<&'a str, Result<Host, HostDown>> {
     std::thread::scope(|s| {
         let handles: Vec<_> = names
             .iter()
@@ -401,7 +424,7 @@ fn reach_hosts<'a>(
                 let end = endpoint(spec, spec.host(name).expect("in the inventory"));
                 s.spawn(move || {
                     let reached = preflight(&end.target, &end.ssh_options, control);
-                    (name, reached.map_err(|e| e.to_string()))
+                    (name, reached.map_err(Arc::new))
                 })
             })
             .collect();
@@ -426,7 +449,7 @@ fn record_pairs(
     for (name, backend) in backends {
         let facts = match backend {
             Ok(b) => b.facts(),
-            Err(why) => serde_json::json!({ "failed": why }),
+            Err(why) => serde_json::json!({ "failed": why.to_string() }),
         };
         hosts["pairs"][name] = facts;
     }
