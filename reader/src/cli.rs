@@ -44,8 +44,13 @@ use crate::error::ReaderError;
 )]
 pub struct Args {
     /// The daemon: HOST, HOST:PORT, [IPV6]:PORT or a bare IPv6 address; port 5250 unless given.
-    #[arg(long, short = 'c', value_parser = address::parse_connect, value_name = placeholder::ADDR)]
-    connect: Endpoint,
+    #[arg(long, short = 'c', value_parser = address::parse_connect, value_name = placeholder::ADDR, required_unless_present = "listen")]
+    connect: Option<Endpoint>,
+    /// Connect to nothing: wait here for an `oscil-daemon --connect` to dial in (a sender
+    /// behind NAT): PORT or :PORT (every address), HOST, HOST:PORT, [IPV6]:PORT; port 5250
+    /// unless given. Needs a key; only a daemon that proves it gets the session.
+    #[arg(long, value_parser = address::parse_listen, value_name = placeholder::ADDR, conflicts_with_all = ["connect", "bind", "busy_retry"])]
+    listen: Option<Endpoint>,
     #[command(flatten)]
     address: oscil_cli::AddressFlags,
     /// Local address to connect from (a multi-homed host's WAN address).
@@ -285,7 +290,15 @@ impl Args {
         let request = self.request()?;
         let pattern = request.pattern.unwrap_or_else(|| self.pattern());
         let groups = groups_as_run(&request);
-        let connect = self.address.with_port(&self.connect);
+        let (endpoint, listen) = match (&self.connect, &self.listen) {
+            (_, Some(listen)) => (listen, true),
+            (Some(connect), None) => (connect, false),
+            (None, None) => anyhow::bail!("give the daemon's address (--connect) or --listen"),
+        };
+        if listen && key.is_none() {
+            anyhow::bail!("--listen needs a key, as a daemon on a public address does: give --key-file or $OSCIL_KEY (oscil-daemon --gen-key makes one)");
+        }
+        let connect = self.address.with_port(endpoint);
         // A source address chooses the family of the daemon's address looked up, too.
         let family = match (self.address.family(), self.bind) {
             (address::IpFamily::Any, Some(bind)) if bind.is_ipv4() => address::IpFamily::V4,
@@ -302,6 +315,7 @@ impl Args {
         }
         let config = ReaderConfig {
             connect: connect.lookup_form(),
+            listen,
             family,
             bind: self.bind,
             out: self.out,
@@ -513,7 +527,7 @@ mod tests {
             assert_eq!(args.request().unwrap(), invocation.request);
             assert_eq!(
                 args.connect,
-                address::parse_connect(&invocation.connect).unwrap()
+                Some(address::parse_connect(&invocation.connect).unwrap())
             );
             assert_eq!(args.out, PathBuf::from(&invocation.out));
             assert_eq!(args.key_file, Some(PathBuf::from(&invocation.key_file)));

@@ -14,6 +14,9 @@ pub const SOFTWARE: &str = concat!("oscil-reader ", env!("CARGO_PKG_VERSION"));
 pub struct ReaderConfig {
     /// The daemon, as `HOST:PORT` (`[V6]:PORT`).
     pub connect: String,
+    /// `connect` is where this reader waits for the daemon to dial in (`--listen`), not
+    /// where it dials.
+    pub listen: bool,
     /// Which IP version to connect over (`-4`, `-6`).
     pub family: oscil_cli::address::IpFamily,
     /// Local address every connection is made from.

@@ -9,6 +9,7 @@
 pub mod cli;
 mod config;
 mod error;
+mod listen;
 pub mod read;
 mod record;
 mod session;
@@ -217,7 +218,11 @@ pub async fn run(
     mut stop: mpsc::UnboundedReceiver<()>,
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
-    let session = session::open(&config).await?;
+    // A listening reader may wait long for its daemon: a stop ends the wait.
+    let session = tokio::select! {
+        opened = session::open(&config) => opened?,
+        Some(()) = stop.recv(), if config.listen => return Err(ReaderError::StoppedListening),
+    };
     say_adjustments(&config, &session);
     let schedule = config.pattern.schedule();
     let recorder = open_recorder(&config, &session, &schedule)?;
