@@ -34,7 +34,7 @@ fn host_figures(host: &HostSample, page_size_bytes: u64) -> HostFigures {
 }
 
 /// Each group's rows (groups counted from 0, a row without one in group 0).
-fn by_group<'r, R>(rows: &'r [R], groups: u32, group_of: fn(&R) -> Option<u32>) -> Vec<Vec<&'r R>> {
+fn by_group<R>(rows: &[R], groups: u32, group_of: fn(&R) -> Option<u32>) -> Vec<Vec<&R>> {
     let mut by_group: Vec<Vec<&R>> = vec![Vec::new(); groups.max(1) as usize];
     for row in rows {
         let group = group_of(row).unwrap_or(0) as usize;
