@@ -28,6 +28,7 @@ use oscil_protocol::request::{self, SessionRequest, MAX_CYCLES, MAX_FLOWS};
 
 use crate::config::ReaderConfig;
 use crate::error::ReaderError;
+use crate::summary::Output;
 
 /// Reads from oscil-daemon in an oscillating pattern (fast, then a trickle) and records both
 /// ends of every flow into a run directory.
@@ -177,6 +178,13 @@ pub struct Args {
     /// Print the result as JSON on stdout, an error object on failure (iperf3's -J).
     #[arg(long, short = 'J')]
     pub json: bool,
+    /// Print JSON lines on stdout as the run goes on, each flushed: a start line (the
+    /// session's settings and both hosts), one line per sampling interval (both ends'
+    /// figures, per group, with the phase and the time) and an end line (what --json
+    /// prints). Described by docs/json-stream.schema.json. The run stops, its directory
+    /// complete up to then, when stdout's reader leaves (| head): exit 3, nothing said.
+    #[arg(long, conflicts_with = "json")]
+    pub json_stream: bool,
 }
 
 /// A fast phase: above zero and whole milliseconds, as the pattern stores it.
@@ -208,6 +216,15 @@ fn parse_interval(input: &str) -> Result<TypedDuration, UnitError> {
 }
 
 impl Args {
+    /// How the run's result goes to stdout.
+    pub fn output(&self) -> Output {
+        match (self.json, self.json_stream) {
+            (_, true) => Output::JsonStream,
+            (true, false) => Output::Json,
+            (false, false) => Output::Text,
+        }
+    }
+
     /// The lines said before anything starts: a lowat of 0, a key file others may read.
     pub fn start_warnings(&self) -> Vec<String> {
         oscil_cli::start_warnings("oscil-reader", self.notsent_lowat, self.key_file.as_deref())
@@ -349,6 +366,7 @@ impl Args {
             lab,
             meta,
             progress: !self.quiet,
+            json_stream: self.json_stream,
         };
         Ok((config, key_source))
     }

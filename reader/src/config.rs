@@ -57,4 +57,6 @@ pub struct ReaderConfig {
     /// The person's description of the run, kept in run.json as `meta`.
     pub meta: Option<serde_json::Value>,
     pub progress: bool,
+    /// Print both ends' samples as JSON lines on stdout while the run goes on.
+    pub json_stream: bool,
 }
