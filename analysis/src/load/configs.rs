@@ -261,6 +261,7 @@ mod tests {
                 lab_settings: Vec::new(),
                 sender_tcp_wmem: None,
                 reader_tcp_rmem: None,
+                groups: Vec::new(),
             },
             partial: None,
             holes: None,
@@ -276,6 +277,7 @@ mod tests {
             campaign_label: None,
             repetition: None,
             not_given: Vec::new(),
+            groups: Vec::new(),
         }
     }
 

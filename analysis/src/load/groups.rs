@@ -1,0 +1,222 @@
+//! Each group of a run's flows (`--group`) on its own: its settings in words, its phase
+//! totals from its own rows (the one definition of `oscil_figures`), what TCP delivered to
+//! each of its flows per span (for Jain's index across flows), and its goodput and not-sent
+//! bytes per tick (the picture with the groups overlaid). Pure, like the rest of loading;
+//! a run of one group has none, so its report is what it was before groups.
+
+use oscil_figures::{PhaseFigures, RunPhases};
+use oscil_model::group::{group_by_flow, FlowGroup, Reading};
+use oscil_rundir::Run;
+
+use crate::human;
+use crate::load::series;
+
+/// One group of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunGroup {
+    /// The group's own settings in words: `lowat 128 KiB, bbr`, or `default`.
+    pub name: String,
+    pub flows: u32,
+    /// The group's rows alone: reader and sender rows of its flows, its markers. The
+    /// namespace's memory and the idle probe belong to no group and are not in it.
+    pub phases: RunPhases,
+    /// Per flow of the group, in flow order, the bytes TCP delivered in each span of the
+    /// schedule (the spans of `phases`).
+    pub flow_delivered_bytes: Vec<Vec<u64>>,
+    /// What TCP delivered to the group's flows per second, summed, per tick (bit/s).
+    pub goodput_bps: Vec<(f64, f64)>,
+    /// The group's not-sent bytes summed over its flows, per tick.
+    pub notsent_bytes: Vec<(f64, f64)>,
+}
+
+/// The run's groups, each from its own rows; none for a run of one group.
+pub fn of_run(run: &Run) -> Vec<RunGroup> {
+    let groups = run.meta.config.flow_groups();
+    if groups.len() < 2 {
+        return Vec::new();
+    }
+    let interval_s = match run.meta.config.interval_us {
+        0 => 0.1,
+        us => us as f64 / 1e6,
+    };
+    let by_flow = group_by_flow(&groups);
+    // A row's group: its `group` column, else (a row of a daemon before groups) its
+    // flow's place in the groups' order.
+    let of = |group: Option<u32>, flow: u32| group.or_else(|| by_flow.get(flow as usize).copied());
+    let schedule = &run.meta.schedule;
+    let names = names(&groups);
+    let mut first_flow = 0u32;
+    groups
+        .iter()
+        .zip(0u32..)
+        .map(|(group, index)| {
+            let flows = first_flow..first_flow.saturating_add(group.flows);
+            first_flow = flows.end;
+            let reader: Vec<_> = run
+                .reader
+                .iter()
+                .filter(|r| of(r.group, r.flow) == Some(index))
+                .collect();
+            let sender: Vec<_> = run
+                .sender
+                .iter()
+                .filter(|r| of(r.group, r.flow) == Some(index))
+                .collect();
+            let mut figures = PhaseFigures::new(schedule, interval_s);
+            reader.iter().for_each(|r| figures.reader(r));
+            sender.iter().for_each(|r| figures.sender(r));
+            run.markers
+                .iter()
+                .filter(|m| flows.contains(&m.flow))
+                .for_each(|m| figures.marker(m));
+            let end_s = run_end_s(run);
+            let flow_delivered_bytes = flows
+                .clone()
+                .map(|flow| {
+                    let mut one = PhaseFigures::new(schedule, interval_s);
+                    reader
+                        .iter()
+                        .filter(|r| r.flow == flow)
+                        .for_each(|r| one.reader(r));
+                    let spans = one.finish(end_s).spans;
+                    spans
+                        .iter()
+                        .map(|s| s.totals.bytes_delivered.unwrap_or(0))
+                        .collect()
+                })
+                .collect();
+            let rate = |r: &&oscil_model::files::rows::ReaderSample| {
+                let bytes = r.delivered_bytes?;
+                Some(bytes as f64 * 8.0 / r.span_or(interval_s))
+            };
+            let sums =
+                |ticks: Vec<series::Tick>| ticks.into_iter().map(|t| (t.t_s, t.sum)).collect();
+            RunGroup {
+                name: names[index as usize].clone(),
+                flows: group.flows,
+                phases: figures.finish(end_s),
+                flow_delivered_bytes,
+                goodput_bps: sums(series::ticks(&reader, interval_s, |r| r.t_s, rate)),
+                notsent_bytes: sums(series::ticks(
+                    &sender,
+                    interval_s,
+                    |r| r.t_s,
+                    |r| r.notsent_bytes.map(f64::from),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// The run's end as the summary takes it: its recorded duration, else its last row.
+fn run_end_s(run: &Run) -> f64 {
+    if run.meta.ending.duration_s > 0.0 {
+        run.meta.ending.duration_s
+    } else {
+        run.reader.iter().map(|r| r.t_s).fold(0.0, f64::max)
+    }
+}
+
+/// Each group's settings in words, only those that differ between the run's groups:
+/// `lowat 128 KiB` beside `lowat default`, `cubic` beside `bbr`; `group N` (from 1) for
+/// groups that differ in nothing but their place.
+pub fn names(groups: &[FlowGroup]) -> Vec<String> {
+    let parts: Vec<Vec<String>> = groups.iter().map(parts).collect();
+    let differs = |k: usize| parts.iter().any(|p| p[k] != parts[0][k]);
+    parts
+        .iter()
+        .zip(1..)
+        .map(|(own, number)| {
+            let shown: Vec<&str> = (0..own.len())
+                .filter(|&k| differs(k) && !own[k].is_empty())
+                .map(|k| own[k].as_str())
+                .collect();
+            match shown.is_empty() {
+                true => format!("group {number}"),
+                false => shown.join(", "),
+            }
+        })
+        .collect()
+}
+
+/// Every setting of a group in words, in a fixed order (defaults said as defaults), so
+/// two groups' parts compare one by one; empty where it does not apply.
+fn parts(group: &FlowGroup) -> Vec<String> {
+    let options = &group.sender;
+    let size = |bytes: u32| human::size(f64::from(bytes));
+    vec![
+        match options.notsent_lowat_bytes.filter(|&b| b != 0) {
+            Some(bytes) => format!("lowat {}", size(bytes)),
+            None => "lowat default".into(),
+        },
+        options
+            .sndbuf_bytes
+            .map_or("sndbuf autotuned".into(), |b| format!("sndbuf {}", size(b))),
+        options
+            .congestion
+            .as_ref()
+            .filter(|c| !c.is_empty())
+            .map_or("default congestion control".into(), |cc| {
+                oscil_model::text::escape_stored(cc)
+            }),
+        options.max_pacing_rate_bps.map_or("unpaced".into(), |bps| {
+            format!("paced {}", human::rate(bps as f64))
+        }),
+        format!("{} writer", group.write_mode),
+        group.write_size_bytes.map_or("default writes".into(), |b| {
+            format!("writes of {}", size(b))
+        }),
+        format!("{} reader", group.pattern),
+        match (group.pattern, group.slow_rate_bps) {
+            (Reading::FullSpeed, _) => String::new(),
+            (Reading::Oscillating, Some(bps)) => format!("slow {}", human::rate(bps as f64)),
+            (Reading::Oscillating, None) => format!("slow at {} of its peak", group.fraction),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oscil_model::pattern::Fraction;
+    use oscil_model::socket::{SocketOptions, WriteMode};
+
+    fn group(sender: SocketOptions, pattern: Reading) -> FlowGroup {
+        FlowGroup {
+            flows: 4,
+            sender,
+            write_size_bytes: Some(262_144),
+            write_mode: WriteMode::default(),
+            pattern,
+            fraction: Fraction::CLOUDFLARE,
+            slow_rate_bps: Some(2_500_000),
+        }
+    }
+
+    fn options(lowat: Option<u32>, congestion: &str) -> SocketOptions {
+        SocketOptions {
+            notsent_lowat_bytes: lowat,
+            congestion: Some(congestion.into()),
+            ..SocketOptions::default()
+        }
+    }
+
+    #[test]
+    fn groups_are_named_by_what_sets_them_apart() {
+        let lowat = group(options(Some(131_072), "cubic"), Reading::Oscillating);
+        let plain = group(options(None, "cubic"), Reading::Oscillating);
+        assert_eq!(
+            names(&[lowat.clone(), plain.clone()]),
+            ["lowat 128 KiB", "lowat default"]
+        );
+        let bbr = group(options(None, "bbr"), Reading::FullSpeed);
+        assert_eq!(
+            names(&[plain.clone(), bbr]),
+            [
+                "cubic, oscillating reader, slow 2.5 Mbit/s",
+                "bbr, full-speed reader"
+            ]
+        );
+        assert_eq!(names(&[plain.clone(), plain]), ["group 1", "group 2"]);
+    }
+}
