@@ -5,6 +5,7 @@
 //! a run of one group has none, so its report is what it was before groups.
 
 use oscil_figures::{PhaseFigures, RunPhases};
+use oscil_model::files::rows::ReaderSample;
 use oscil_model::group::{group_by_flow, FlowGroup, Reading};
 use oscil_rundir::Run;
 
@@ -29,21 +30,35 @@ pub struct RunGroup {
     pub notsent_bytes: Vec<(f64, f64)>,
 }
 
-/// The run's groups, each from its own rows; none for a run of one group.
-pub fn of_run(run: &Run) -> Vec<RunGroup> {
+/// The run's groups, each from its own rows; none for a run of one group. `interval_s`
+/// and `end_s` as the run's summary takes them.
+pub fn of_run(run: &Run, interval_s: f64, end_s: f64) -> Vec<RunGroup> {
     let groups = run.meta.config.flow_groups();
     if groups.len() < 2 {
         return Vec::new();
     }
-    let interval_s = match run.meta.config.interval_us {
-        0 => 0.1,
-        us => us as f64 / 1e6,
-    };
     let by_flow = group_by_flow(&groups);
     // A row's group: its `group` column, else (a row of a daemon before groups) its
     // flow's place in the groups' order.
     let of = |group: Option<u32>, flow: u32| group.or_else(|| by_flow.get(flow as usize).copied());
     let schedule = &run.meta.schedule;
+    // Each flow's delivered bytes per span, in one pass over the rows.
+    let mut per_flow: Vec<PhaseFigures> = by_flow
+        .iter()
+        .map(|_| PhaseFigures::new(schedule, interval_s))
+        .collect();
+    for row in &run.reader {
+        if let Some(figures) = per_flow.get_mut(row.flow as usize) {
+            figures.reader(row);
+        }
+    }
+    let mut per_flow = per_flow.into_iter().map(|figures| {
+        let spans = figures.finish(end_s).spans;
+        spans
+            .iter()
+            .map(|s| s.totals.bytes_delivered.unwrap_or(0))
+            .collect::<Vec<u64>>()
+    });
     let names = names(&groups);
     let mut first_flow = 0u32;
     groups
@@ -69,23 +84,7 @@ pub fn of_run(run: &Run) -> Vec<RunGroup> {
                 .iter()
                 .filter(|m| flows.contains(&m.flow))
                 .for_each(|m| figures.marker(m));
-            let end_s = run_end_s(run);
-            let flow_delivered_bytes = flows
-                .clone()
-                .map(|flow| {
-                    let mut one = PhaseFigures::new(schedule, interval_s);
-                    reader
-                        .iter()
-                        .filter(|r| r.flow == flow)
-                        .for_each(|r| one.reader(r));
-                    let spans = one.finish(end_s).spans;
-                    spans
-                        .iter()
-                        .map(|s| s.totals.bytes_delivered.unwrap_or(0))
-                        .collect()
-                })
-                .collect();
-            let rate = |r: &&oscil_model::files::rows::ReaderSample| {
+            let rate = |r: &&ReaderSample| {
                 let bytes = r.delivered_bytes?;
                 Some(bytes as f64 * 8.0 / r.span_or(interval_s))
             };
@@ -95,7 +94,7 @@ pub fn of_run(run: &Run) -> Vec<RunGroup> {
                 name: names[index as usize].clone(),
                 flows: group.flows,
                 phases: figures.finish(end_s),
-                flow_delivered_bytes,
+                flow_delivered_bytes: per_flow.by_ref().take(group.flows as usize).collect(),
                 goodput_bps: sums(series::ticks(&reader, interval_s, |r| r.t_s, rate)),
                 notsent_bytes: sums(series::ticks(
                     &sender,
@@ -106,15 +105,6 @@ pub fn of_run(run: &Run) -> Vec<RunGroup> {
             }
         })
         .collect()
-}
-
-/// The run's end as the summary takes it: its recorded duration, else its last row.
-fn run_end_s(run: &Run) -> f64 {
-    if run.meta.ending.duration_s > 0.0 {
-        run.meta.ending.duration_s
-    } else {
-        run.reader.iter().map(|r| r.t_s).fold(0.0, f64::max)
-    }
 }
 
 /// Each group's settings in words, only those that differ between the run's groups:

@@ -196,7 +196,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
             .map(|c| c.repetition)
             .or_else(|| Some(meta.lab.as_ref()?.repetition)),
         not_given: meta.not_given(),
-        groups: groups::of_run(run),
+        groups: groups::of_run(run, interval_s, end_s),
     }
 }
 
