@@ -166,6 +166,67 @@ fn of_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::configs::tests::run;
+    use crate::load::groups::RunGroup;
+    use oscil_figures::{RunPhases, SpanTotals};
+    use oscil_model::pattern::PhaseSpan;
+
+    /// A group of one fast span (cycle 1, 0-10 s) whose flows TCP delivered `flows` bytes.
+    fn group(name: &str, flows: &[u64]) -> RunGroup {
+        let totals = Totals {
+            seconds: 10.0,
+            bytes_delivered: Some(flows.iter().sum()),
+            ..Totals::default()
+        };
+        let span = PhaseSpan {
+            cycle: 1,
+            phase: Phase::Fast,
+            start_s: 0.0,
+            end_s: 10.0,
+        };
+        RunGroup {
+            name: name.into(),
+            flows: flows.len() as u32,
+            phases: RunPhases {
+                spans: vec![SpanTotals { span, totals }],
+            },
+            flow_delivered_bytes: flows.iter().map(|&b| vec![b]).collect(),
+            goodput_bps: Vec::new(),
+            notsent_bytes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn two_runs_of_two_groups_share_what_tcp_delivered() {
+        let mut runs = [run("a", None, Some(100.0)), run("b", None, Some(100.0))];
+        for r in &mut runs {
+            r.groups = vec![
+                group("lowat 128 KiB", &[300, 100]),
+                group("lowat default", &[200, 200]),
+            ];
+            r.settings.path_rate_bps = Some(1000.0);
+        }
+        let configs = crate::load::configs::group(&runs, None).unwrap();
+        let [config] = &of_configs(&runs, &configs, Scope::Whole)[..] else {
+            panic!("one configuration");
+        };
+        assert_eq!(config.runs, 2);
+        // Each group 800 bytes over the two runs, of 1600.
+        assert_eq!(config.delivered_bytes, 1600);
+        let shares: Vec<_> = config.groups.iter().map(|g| g.delivered_share).collect();
+        assert_eq!(shares, [Some(0.5), Some(0.5)]);
+        // 800 bytes in 20 s is 320 bit/s, of a 1000 bit/s path.
+        assert_eq!(config.groups[0].path_share, Some(0.32));
+        // 200 bytes per flow in each group: equal.
+        assert_eq!(config.jain_groups, Some(1.0));
+        // Flows 600, 200, 400, 400: 1600² / (4 · (360000 + 40000 + 160000 + 160000)) = 8/9.
+        let jain = config.jain_flows.unwrap();
+        assert!((jain - 8.0 / 9.0).abs() < 1e-12, "{jain}");
+        // A run of one group has no groups.
+        let plain = [run("c", None, Some(100.0))];
+        let configs = crate::load::configs::group(&plain, None).unwrap();
+        assert!(of_configs(&plain, &configs, Scope::Whole).is_empty());
+    }
 
     #[test]
     fn jain_is_one_for_equal_shares_and_one_over_n_for_one_taker() {
