@@ -9,6 +9,7 @@ use oscil_figures::{LimitedBy, Totals};
 use oscil_model::files::rows::Phase;
 
 use crate::load::configs::Configuration;
+use crate::load::groups::TickStats;
 use crate::load::summary::{RunSummary, Scope};
 
 /// One group of one configuration, over the report's scope.
@@ -25,6 +26,9 @@ pub struct GroupFigures {
     pub delivered_share: Option<f64>,
     /// Its goodput over the path's rate, 0 to 1; `None` where the path's rate is not known.
     pub path_share: Option<f64>,
+    /// The reader's receive-queue memory of its flows, summed per tick, over the slow
+    /// phases' ticks.
+    pub slow_rmem: TickStats,
 }
 
 impl GroupFigures {
@@ -113,6 +117,7 @@ fn of_config(
     for (g, named) in first.groups.iter().enumerate() {
         let mut fast = Totals::default();
         let mut slow = Totals::default();
+        let mut slow_rmem = TickStats::default();
         let mut flows = vec![0.0; named.flows as usize];
         for run in &runs {
             let Some(group) = run.groups.get(g).filter(|x| x.name == named.name) else {
@@ -122,6 +127,12 @@ fn of_config(
             fast.merge(&group.phases.merged(Phase::Fast, take));
             slow.merge(&group.phases.merged(Phase::Slow, take));
             let spans = &group.phases.spans;
+            let slow_spans = spans.iter().zip(&group.rmem_by_span);
+            for (_, stats) in
+                slow_spans.filter(|(s, _)| s.span.phase == Phase::Slow && take(s.span.cycle))
+            {
+                slow_rmem.merge(stats);
+            }
             for (sum, per_span) in flows.iter_mut().zip(&group.flow_delivered_bytes) {
                 let taken = spans
                     .iter()
@@ -139,6 +150,7 @@ fn of_config(
             slow,
             delivered_share: None,
             path_share: None,
+            slow_rmem,
         });
     }
     let delivered_bytes: u64 = groups.iter().map(GroupFigures::delivered_bytes).sum();
@@ -193,6 +205,7 @@ mod tests {
             flow_delivered_bytes: flows.iter().map(|&b| vec![b]).collect(),
             goodput_bps: Vec::new(),
             notsent_bytes: Vec::new(),
+            rmem_by_span: vec![TickStats::default()],
         }
     }
 

@@ -2,11 +2,12 @@
 //! totals from its own rows (the one definition of `oscil_figures`), what TCP delivered to
 //! each of its flows per span (for Jain's index across flows), and its goodput and not-sent
 //! bytes per tick (the picture with the groups overlaid). Pure, like the rest of loading;
-//! a run of one group has none, so its report is what it was before groups.
+//! and its receive queues' memory per tick; a run of one group has none, so its report is what it was before groups.
 
 use oscil_figures::{PhaseFigures, RunPhases};
 use oscil_model::files::rows::ReaderSample;
 use oscil_model::group::{group_by_flow, FlowGroup, Reading};
+use oscil_model::pattern::{span_of_sample, PhaseSpan};
 use oscil_rundir::Run;
 
 use crate::human;
@@ -28,6 +29,49 @@ pub struct RunGroup {
     pub goodput_bps: Vec<(f64, f64)>,
     /// The group's not-sent bytes summed over its flows, per tick.
     pub notsent_bytes: Vec<(f64, f64)>,
+    /// The reader's receive-queue memory (`rmem_alloc`) summed over the group's flows at
+    /// each tick, per span of `phases`: the group's socket memory on the receiving side.
+    pub rmem_by_span: Vec<TickStats>,
+}
+
+/// Mean and peak of a per-tick sum over some ticks, mergeable across spans and runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TickStats {
+    pub sum: f64,
+    pub ticks: u64,
+    pub peak: f64,
+}
+
+impl TickStats {
+    pub fn merge(&mut self, other: &TickStats) {
+        self.sum += other.sum;
+        self.ticks += other.ticks;
+        self.peak = self.peak.max(other.peak);
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.ticks > 0).then(|| self.sum / self.ticks as f64)
+    }
+
+    pub fn peak(&self) -> Option<f64> {
+        (self.ticks > 0).then_some(self.peak)
+    }
+}
+
+/// Each tick's value of `ticks` in the span of `schedule` its sample belongs to (the one
+/// rule of `oscil_figures`, `pattern::span_of_sample`).
+fn by_span(ticks: &[series::Tick], schedule: &[PhaseSpan], interval_s: f64) -> Vec<TickStats> {
+    let mut spans = vec![TickStats::default(); schedule.len()];
+    for tick in ticks {
+        if let Some(i) = span_of_sample(schedule, tick.t_s, interval_s) {
+            spans[i].merge(&TickStats {
+                sum: tick.sum,
+                ticks: 1,
+                peak: tick.sum,
+            });
+        }
+    }
+    spans
 }
 
 /// The run's groups, each from its own rows; none for a run of one group. `interval_s`
@@ -102,6 +146,16 @@ pub fn of_run(run: &Run, interval_s: f64, end_s: f64) -> Vec<RunGroup> {
                     |r| r.t_s,
                     |r| r.notsent_bytes.map(f64::from),
                 )),
+                rmem_by_span: by_span(
+                    &series::ticks(
+                        &reader,
+                        interval_s,
+                        |r| r.t_s,
+                        |r| Some(f64::from(r.rmem_alloc)),
+                    ),
+                    schedule,
+                    interval_s,
+                ),
             }
         })
         .collect()
@@ -189,6 +243,47 @@ mod tests {
             congestion: Some(congestion.into()),
             ..SocketOptions::default()
         }
+    }
+
+    #[test]
+    fn receive_queues_count_in_the_span_of_their_sample() {
+        let span = |cycle, phase, start_s, end_s| PhaseSpan {
+            cycle,
+            phase,
+            start_s,
+            end_s,
+        };
+        let schedule = [
+            span(1, oscil_model::files::rows::Phase::Fast, 0.0, 1.0),
+            span(1, oscil_model::files::rows::Phase::Slow, 1.0, 2.0),
+        ];
+        let tick = |t_s, sum| series::Tick {
+            t_s,
+            sum,
+            min: 0.0,
+            p10: 0.0,
+            median: 0.0,
+            p90: 0.0,
+            max: 0.0,
+            count: 1,
+        };
+        // The sample at 1.0 s closes the interval 0.5-1.0 s: the fast phase's.
+        let ticks = [
+            tick(0.5, 100.0),
+            tick(1.0, 300.0),
+            tick(1.5, 10.0),
+            tick(2.0, 30.0),
+        ];
+        let spans = by_span(&ticks, &schedule, 0.5);
+        assert_eq!(
+            (spans[0].mean(), spans[0].peak()),
+            (Some(200.0), Some(300.0))
+        );
+        assert_eq!((spans[1].mean(), spans[1].peak()), (Some(20.0), Some(30.0)));
+        let mut both = spans[0];
+        both.merge(&spans[1]);
+        assert_eq!((both.mean(), both.peak()), (Some(110.0), Some(300.0)));
+        assert_eq!(TickStats::default().mean(), None);
     }
 
     #[test]

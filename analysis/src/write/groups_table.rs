@@ -6,7 +6,7 @@ use crate::figures::groups::ConfigGroups;
 use crate::load::configs::Configuration;
 use crate::load::summary::{RunSummary, Scope};
 
-const HEADER: [&str; 29] = [
+const HEADER: [&str; 31] = [
     "configuration",
     "path",
     "figures",
@@ -27,6 +27,8 @@ const HEADER: [&str; 29] = [
     "slow_queued_peak_bytes",
     "slow_notsent_mean_bytes",
     "slow_notsent_peak_bytes",
+    "slow_rmem_mean_bytes",
+    "slow_rmem_peak_bytes",
     "slow_residence_p50_ms",
     "slow_residence_p99_ms",
     "slow_marker_p50_ms",
@@ -72,6 +74,8 @@ pub fn csv(
                 whole(group.slow.queued_peak()),
                 fixed(group.slow.notsent_mean_bytes(), 0),
                 whole(group.slow.notsent_peak()),
+                fixed(group.slow_rmem.mean(), 0),
+                fixed(group.slow_rmem.peak(), 0),
                 ms(group.slow.residence_quantile_us(0.5)),
                 ms(group.slow.residence_quantile_us(0.99)),
                 ms(group.slow.marker_quantile_us(0.5)),
