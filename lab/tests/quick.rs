@@ -97,4 +97,9 @@ fn quick_on_a_100mbit_100ms_path_fills_it_and_says_nothing() {
     );
     assert!(!stdout.contains(TOO_SHORT), "{stdout}");
     assert!(!report_says_too_short(&campaign.0));
+    // One group (no --group): the report has no groups section and no groups.csv.
+    let report = campaign.0.join("report");
+    assert!(!report.join("groups.csv").exists());
+    let summary = std::fs::read_to_string(report.join("summary.md")).unwrap();
+    assert!(!summary.contains("Groups of flows"), "{summary}");
 }

@@ -7,6 +7,7 @@
 pub mod chart;
 pub(crate) mod comparison;
 pub(crate) mod draw;
+pub(crate) mod groups_chart;
 pub(crate) mod headline;
 pub(crate) mod interval_draw;
 pub(crate) mod mesh;

@@ -240,12 +240,14 @@ pub fn paths_differ(summaries: &[RunSummary]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::load::settings::LowatSource;
     use oscil_figures::RunPhases;
 
-    fn run(label: &str, lowat: Option<u64>, rtt_ms: Option<f64>) -> RunSummary {
+    /// A run of one flow, cubic, on a path of `rtt_ms`: its configuration by `lowat` and
+    /// the RTT (also the figures' tests').
+    pub(crate) fn run(label: &str, lowat: Option<u64>, rtt_ms: Option<f64>) -> RunSummary {
         RunSummary {
             label: label.into(),
             dir: label.into(),
@@ -261,6 +263,7 @@ mod tests {
                 lab_settings: Vec::new(),
                 sender_tcp_wmem: None,
                 reader_tcp_rmem: None,
+                groups: Vec::new(),
             },
             partial: None,
             holes: None,
@@ -276,6 +279,7 @@ mod tests {
             campaign_label: None,
             repetition: None,
             not_given: Vec::new(),
+            groups: Vec::new(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! configurations; the figures, verdicts, charts and files are made from these.
 
 pub(crate) mod configs;
+pub(crate) mod groups;
 pub mod input;
 pub(crate) mod limit_shares;
 pub(crate) mod paths;

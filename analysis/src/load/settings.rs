@@ -11,6 +11,7 @@ use oscil_model::sysctl::{Sysctl, SysctlValue, NOTSENT_LOWAT_UNLIMITED};
 use serde_json::json;
 
 use crate::human;
+use crate::load::groups;
 
 /// Where a run's notsent threshold came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,9 @@ pub struct Settings {
     /// the run, for the recommendation's sysctl file.
     pub sender_tcp_wmem: Option<SysctlValue>,
     pub reader_tcp_rmem: Option<SysctlValue>,
+    /// Each group of flows in words (`4 × lowat 128 KiB`) where the run had several
+    /// (`--group`); empty otherwise.
+    pub groups: Vec<String>,
 }
 
 impl Settings {
@@ -69,6 +73,13 @@ impl Settings {
             lab_settings: lab.as_ref().map(buffer_settings).unwrap_or_default(),
             sender_tcp_wmem: sender_sysctl(meta, Sysctl::TcpWmem),
             reader_tcp_rmem: meta.reader_host.sysctl(Sysctl::TcpRmem),
+            groups: match meta.config.groups.len() {
+                0 | 1 => Vec::new(),
+                _ => (meta.config.groups.iter())
+                    .zip(groups::names(&meta.config.groups))
+                    .map(|(g, name)| format!("{} × {name}", g.flows))
+                    .collect(),
+            },
         }
     }
 
@@ -101,6 +112,12 @@ impl Settings {
         }
         let plural = if self.flows == 1 { "" } else { "s" };
         parts.push(("flows".into(), format!("{} flow{plural}", self.flows)));
+        if !self.groups.is_empty() {
+            parts.push((
+                "groups".into(),
+                format!("groups {}", self.groups.join(" + ")),
+            ));
+        }
         if self.full_speed {
             parts.push(("reader".into(), "full-speed reader".into()));
         }
@@ -203,7 +220,11 @@ pub fn configuration_key(meta: &RunMeta, campaign: Option<&RunSettings>) -> Stri
         "tcp_notsent_lowat": text(sender_sysctl(meta, Sysctl::TcpNotsentLowat)),
         "tcp_rmem": text(meta.reader_host.sysctl(Sysctl::TcpRmem)),
     });
-    format!("run.json {key}")
+    // Only runs of several groups name them, so runs before groups keep their key.
+    match meta.config.groups.len() {
+        0 | 1 => format!("run.json {key}"),
+        _ => format!("run.json {key} groups {}", json!(meta.config.groups)),
+    }
 }
 
 /// The path runs were made on: the lab's rate and RTT, else the two ends: each host by

@@ -10,6 +10,7 @@ use oscil_model::files::rows::Phase;
 use oscil_model::run::RunStatus;
 use oscil_rundir::Run;
 
+use crate::load::groups::{self, RunGroup};
 use crate::load::input::RunInput;
 use crate::load::settings::{configuration_key, path_key, shared_namespace, Settings};
 use crate::load::window::{RunFacts, Window};
@@ -33,6 +34,15 @@ impl Scope {
             Scope::Steady if cycles == 2 => "steady (cycle 2)".into(),
             Scope::Steady => "whole run (one cycle: no steady cycles)".into(),
             Scope::Cycle(c) => format!("cycle {c}"),
+        }
+    }
+
+    /// Which cycles of a run of `cycles` cycles the scope covers.
+    pub fn takes(self, cycles: u32) -> impl Fn(u32) -> bool + Copy {
+        move |cycle| match self {
+            Scope::Whole => true,
+            Scope::Steady => cycles < 2 || cycle >= 2,
+            Scope::Cycle(c) => cycle == c,
         }
     }
 }
@@ -68,17 +78,14 @@ pub struct RunSummary {
     pub repetition: Option<u32>,
     /// What the run's kernels could not give, in words (`RunMeta::not_given`).
     pub not_given: Vec<String>,
+    /// Each group of its flows on its own (`--group`); none in a run of one group.
+    pub groups: Vec<RunGroup>,
 }
 
 impl RunSummary {
     /// The phase totals over `scope`.
     pub fn window(&self, scope: Scope) -> Window {
-        let cycles = self.phases.cycles();
-        let take = |cycle: u32| match scope {
-            Scope::Whole => true,
-            Scope::Steady => cycles < 2 || cycle >= 2,
-            Scope::Cycle(c) => cycle == c,
-        };
+        let take = scope.takes(self.phases.cycles());
         Window {
             fast: self.phases.merged(Phase::Fast, take),
             slow: self.phases.merged(Phase::Slow, take),
@@ -189,6 +196,7 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
             .map(|c| c.repetition)
             .or_else(|| Some(meta.lab.as_ref()?.repetition)),
         not_given: meta.not_given(),
+        groups: groups::of_run(run, interval_s, end_s),
     }
 }
 

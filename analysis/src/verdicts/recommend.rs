@@ -304,6 +304,7 @@ mod tests {
                 lab_settings: Vec::new(),
                 sender_tcp_wmem: Some(SysctlValue::Triple([4096, 16384, 4194304])),
                 reader_tcp_rmem: Some(SysctlValue::Triple([4096, 131072, 6291456])),
+                groups: Vec::new(),
             },
             partial: None,
             holes: None,
@@ -330,6 +331,7 @@ mod tests {
             campaign_label: Some(name.into()),
             repetition: None,
             not_given: Vec::new(),
+            groups: Vec::new(),
         }
     }
 

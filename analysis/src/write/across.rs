@@ -4,19 +4,21 @@
 
 use crate::charts::overlay_chart::{path_overlay, Alignment, PathRuns};
 use crate::charts::record::FigureRecord;
-use crate::charts::{comparison, draw, headline, interval_draw, mesh, path_chart};
+use crate::charts::{comparison, draw, groups_chart, headline, interval_draw, mesh, path_chart};
 use crate::error::ReportError;
+use crate::figures::groups::{self, ConfigGroups};
 use crate::load::configs::{self, Configuration};
 use crate::load::input::Inputs;
 use crate::load::run_series::RunSeries;
 use crate::load::summary::RunSummary;
 use crate::options::ReportConfig;
+use crate::verdicts::groups as group_verdicts;
 use crate::verdicts::recommend::{self, PathChoice};
 use crate::verdicts::recommendation_text;
 use crate::verdicts::verdict::{self, Cell, Intervals};
 use crate::write::out_dir::write;
 use crate::write::summary_md::Summary;
-use crate::write::{config_table, html, table};
+use crate::write::{config_table, groups_table, html, table};
 
 /// The goodput tolerance of the headline's recommendation when `--recommend` gave none.
 const DEFAULT_TOLERANCE: f64 = 0.01;
@@ -41,8 +43,11 @@ impl Across<'_> {
         let tolerance = self.config.recommend.unwrap_or(DEFAULT_TOLERANCE);
         let choices = recommend::recommend(self.summaries, self.configs, scope, tolerance);
         let headlines = headline::headlines(self.summaries, self.configs, &cells, &choices, scope);
+        let groups = groups::of_configs(self.summaries, self.configs, scope);
+        let group_lines = group_verdicts::lines(self.configs, &groups);
         let mut charts = vec![self.headline(&headlines, records)?];
         charts.extend(self.overlays(&choices, records)?);
+        charts.extend(self.group_pictures(&groups, records)?);
         if self.summaries.len() > 1 {
             charts.push(self.comparison(&cells, records)?);
         }
@@ -71,7 +76,11 @@ impl Across<'_> {
             charts.push("mesh.png".into());
         }
         charts.extend(self.time_sequences.iter().cloned());
-        let mut texts = self.tables(&cells, &headlines)?;
+        let mut texts = self.tables(&cells, &headlines, &group_lines)?;
+        if !groups.is_empty() {
+            let csv = groups_table::csv(self.summaries, self.configs, &groups, scope)?;
+            texts.push(("groups.csv".into(), csv));
+        }
         if !mesh.is_empty() {
             texts.push(("mesh.csv".into(), mesh::mesh_csv(&mesh)));
         }
@@ -88,6 +97,7 @@ impl Across<'_> {
             cells: &cells,
             scope,
             headlines: &headlines,
+            groups: &group_lines,
             charts: &charts,
             run_pngs: self.pngs,
             recommendation,
@@ -190,10 +200,36 @@ impl Across<'_> {
         Ok(names)
     }
 
+    /// One picture per configuration with groups of flows: `groups.png`, or `groups-<n>.png`
+    /// when several configurations have groups.
+    fn group_pictures(
+        &self,
+        groups: &[ConfigGroups],
+        records: &mut Vec<FigureRecord>,
+    ) -> Result<Vec<String>, ReportError> {
+        let mut names = Vec::new();
+        for (n, config) in groups.iter().enumerate() {
+            let name = match groups.len() {
+                1 => "groups.png".to_string(),
+                _ => format!("groups-{}.png", n + 1),
+            };
+            let figure =
+                groups_chart::groups_figure(self.summaries, self.series, self.configs, config);
+            let texts = draw::draw_figure(&figure, &self.out(&name))?;
+            let drawn = [self.configs[config.config].name.clone()];
+            records.push(FigureRecord::of_figure(
+                &name, "groups", &figure, &drawn, texts,
+            ));
+            names.push(name);
+        }
+        Ok(names)
+    }
+
     fn tables(
         &self,
         cells: &[Vec<Cell>],
         headlines: &[headline::PathHeadline],
+        group_lines: &[String],
     ) -> Result<Vec<(String, String)>, ReportError> {
         let (summaries, configs) = (self.summaries, self.configs);
         let run_baselines = run_baselines(summaries, configs);
@@ -204,6 +240,7 @@ impl Across<'_> {
             scope: self.config.scope,
             headlines,
             title: self.answer_title(),
+            groups: group_lines,
             run_baselines: &run_baselines,
         };
         Ok(vec![

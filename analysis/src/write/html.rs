@@ -30,6 +30,8 @@ pub struct Page<'a> {
     pub scope: Scope,
     /// The answer, per path.
     pub headlines: &'a [PathHeadline],
+    /// What the report says about groups of flows; none without them.
+    pub groups: &'a [String],
     /// File names of the charts beside the page, in order.
     pub charts: &'a [String],
     /// The PNG of each run, by summary index.
@@ -158,6 +160,17 @@ pub fn page(p: &Page) -> String {
         );
     }
     answer(&mut html, p);
+    if !p.groups.is_empty() {
+        html.push_str("<h2 id=\"groups\">Groups of flows</h2>\n");
+        for line in p.groups {
+            let _ = writeln!(html, "<p>{}</p>", escape(line));
+        }
+        let _ = writeln!(
+            html,
+            "<p class=\"note\">Each group's figures: <a href=\"{}\">groups.csv</a>.</p>",
+            link(Path::new("groups.csv"))
+        );
+    }
     verdicts(&mut html, p);
     charts(&mut html, p);
     configurations(&mut html, p);

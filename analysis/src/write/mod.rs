@@ -5,6 +5,7 @@
 pub(crate) mod across;
 mod config_table;
 pub mod end_table;
+mod groups_table;
 mod html;
 pub(crate) mod manifest;
 pub(crate) mod openmetrics;

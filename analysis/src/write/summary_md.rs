@@ -96,6 +96,8 @@ pub struct Summary<'a> {
     pub headlines: &'a [PathHeadline],
     /// The answer's title, as `headline.png` has it after "The answer: ".
     pub title: String,
+    /// What the report says about groups of flows (`verdicts::groups`); none without them.
+    pub groups: &'a [String],
     /// For each run, the run its changes are against.
     pub run_baselines: &'a [Option<usize>],
 }
@@ -104,6 +106,13 @@ impl Summary<'_> {
     pub fn markdown(&self) -> String {
         let mut md = String::from("# oscil report\n\n");
         self.answer(&mut md);
+        if !self.groups.is_empty() {
+            md.push_str("## Groups of flows\n\n");
+            for line in self.groups {
+                let _ = writeln!(md, "- {}", escape_markdown(line));
+            }
+            md.push_str("\nEach group's figures: `groups.csv`.\n\n");
+        }
         self.figures(&mut md);
         md.push_str("## Runs\n\n");
         md.push_str(&table::runs_markdown(self.summaries, self.run_baselines));
