@@ -592,7 +592,6 @@ impl Backend for Hosts {
             Ok(())
         };
         let end = run_session(&self.ends, run, &files, tick, Some(&mut record));
-        drop(record);
         // A run that failed after the capture started still stops it (on drop).
         drop(capturing);
         let end = end?;

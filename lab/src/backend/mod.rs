@@ -63,6 +63,9 @@ pub fn write_key(dir: &Path) -> Result<PathBuf, LabError> {
     Ok(path)
 }
 
+/// Hears the daemon's PID and port once it listens, and `None` once it is stopped.
+pub type OnDaemon<'a> = &'a mut dyn FnMut(Option<(u32, u16)>) -> Result<(), LabError>;
+
 /// Runs the daemon and the reader for one run; `on_daemon` hears the daemon's PID and port
 /// once it listens and `None` once it is stopped (the hosts backend records the PID for
 /// `restore`, and captures on the port).
@@ -71,7 +74,7 @@ pub fn run_session(
     run: &CampaignRun,
     files: &RunFiles,
     tick: &mut dyn FnMut(Duration),
-    on_daemon: Option<&mut dyn FnMut(Option<(u32, u16)>) -> Result<(), LabError>>,
+    on_daemon: Option<OnDaemon>,
 ) -> Result<ReaderEnd, LabError> {
     let (mut daemon, port) = ends.start_daemon(files.daemon_log)?;
     let mut on_daemon = on_daemon;
