@@ -55,6 +55,8 @@ pub struct Report {
 struct LoadedRun {
     summary: RunSummary,
     figure: Figure,
+    /// BBR's estimate against the delivered rate, for a run that recorded it.
+    bbr: Option<Figure>,
     series: RunSeries,
     /// Each file cut mid-row, in words: said on stderr as well as on the page.
     cut: Vec<String>,
@@ -83,6 +85,7 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
     let Loaded {
         mut summaries,
         mut figures,
+        bbr_figures,
         series,
         pngs,
     } = loaded;
@@ -93,10 +96,17 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         configs::group(&summaries, config.baseline.as_deref()).map_err(ReportError::Baseline)?;
     inputs.warnings.extend(configs::left_out(&summaries));
     let mut records = draw_runs(&figures, &pngs, out, &summaries, &configs)?;
-    let mut time_sequences = Vec::new();
-    let drawn = draw_time_sequences(&summaries, &pngs, out, config.zoom, &mut inputs.warnings)?;
+    let mut run_extras = Vec::new();
+    let mut drawn = draw_bbr(&bbr_figures, &pngs, out)?;
+    drawn.extend(draw_time_sequences(
+        &summaries,
+        &pngs,
+        out,
+        config.zoom,
+        &mut inputs.warnings,
+    )?);
     for (file, record) in drawn {
-        time_sequences.push(file);
+        run_extras.push(file);
         records.push(record);
     }
     let across = Across {
@@ -105,7 +115,7 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
         configs: &configs,
         series: &series,
         pngs: &pngs,
-        time_sequences: &time_sequences,
+        run_extras: &run_extras,
         inputs: &inputs,
     };
     let mut names: Vec<String> = pngs.clone();
@@ -191,6 +201,7 @@ fn labelled(
 struct Loaded {
     summaries: Vec<RunSummary>,
     figures: Vec<Figure>,
+    bbr_figures: Vec<Option<Figure>>,
     series: Vec<RunSeries>,
     pngs: Vec<String>,
 }
@@ -205,6 +216,7 @@ fn load_all(
     let mut loaded = Loaded {
         summaries: Vec::new(),
         figures: Vec::new(),
+        bbr_figures: Vec::new(),
         series: Vec::new(),
         pngs: Vec::new(),
     };
@@ -219,6 +231,7 @@ fn load_all(
                 }
                 loaded.summaries.push(run.summary);
                 loaded.figures.push(run.figure);
+                loaded.bbr_figures.push(run.bbr);
                 loaded.series.push(run.series);
                 loaded.pngs.push(png);
             }
@@ -260,6 +273,7 @@ fn load(input: &RunInput) -> Result<LoadedRun, ReportError> {
     let calls = traced_calls(&run);
     Ok(LoadedRun {
         figure: run_chart::run_figure(&run, &summary, &calls),
+        bbr: run_chart::bbr_figure(&run, &summary),
         series: RunSeries::of(&run),
         cut: run.cut.iter().map(ToString::to_string).collect(),
         summary,
@@ -308,6 +322,30 @@ fn draw_runs(
             drawn,
             texts,
         ))
+    })
+    .into_iter()
+    .collect()
+}
+
+/// The picture of BBR's own state of every run that recorded it, in parallel, as
+/// `run-<name>-bbr.png`.
+fn draw_bbr(
+    figures: &[Option<Figure>],
+    pngs: &[String],
+    out: &Path,
+) -> Result<Vec<(String, FigureRecord)>, ReportError> {
+    let jobs: Vec<(&Figure, String)> = figures
+        .iter()
+        .zip(pngs)
+        .filter_map(|(figure, png)| {
+            let file = format!("{}-bbr.png", png.trim_end_matches(".png"));
+            figure.as_ref().map(|f| (f, file))
+        })
+        .collect();
+    parallel_map(&jobs, |(figure, file)| -> Result<_, ReportError> {
+        let texts = draw::draw_figure(figure, &out.join(file))?;
+        let record = FigureRecord::of_figure(file, "bbr", figure, &[], texts);
+        Ok((file.clone(), record))
     })
     .into_iter()
     .collect()

@@ -439,15 +439,8 @@ fn a_latency_spanning_decades_is_drawn_on_a_log_scale() {
         let out = tempfile::tempdir().unwrap();
         let result = report(&[copy.path()], out.path(), &[]);
         assert!(result.status.success(), "{result:?}");
-        let picture = fs::read_dir(out.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                let name = p.file_name().unwrap().to_string_lossy();
-                name.starts_with("run-") && name.ends_with(".png")
-            })
-            .expect("a run picture");
-        assert_tall_run_picture(&picture);
+        let picture = oscil_testkit::report_figure(out.path(), "run");
+        assert_tall_run_picture(&out.path().join(picture["file"].as_str().unwrap()));
     }
 }
 

@@ -84,6 +84,10 @@ pub struct HostsSpec {
     pub remote_bin: Option<String>,
     /// Copy this build's binaries to the hosts first.
     pub install: bool,
+    /// Capture each run's packets on the sender with tcpdump (`--pcap`); absent in older
+    /// campaigns.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pcap: bool,
 }
 
 impl HostsSpec {

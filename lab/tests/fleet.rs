@@ -111,7 +111,7 @@ impl Fleet {
         }
         make_keys(fleet.dir.path());
         for i in 0..HOSTS {
-            let sshd = start_sshd(&fleet.ns[i], &addr(i), fleet.dir.path());
+            let sshd = start_sshd(&fleet.ns[i], &addr(i), fleet.dir.path(), None);
             fleet.children.push(sshd);
         }
         fleet

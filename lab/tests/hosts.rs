@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use oscil_testkit::sshd::{
-    kill_with_children, lab_sysctls, lacks_sshd, make_keys, remove_namespaces, run, set_sysctls,
-    ssh_options, start_sshd, wait_for,
+    kill_with_children, lab_sysctls, lacks_sshd, make_keys, path_without, remove_namespaces, run,
+    set_sysctls, ssh_options, start_sshd, wait_for,
 };
 use oscil_testkit::{bin_dir, unique, workspace_bin};
 
@@ -34,7 +34,8 @@ impl Drop for Hosts {
 }
 
 impl Hosts {
-    fn start() -> Hosts {
+    /// `sender_lacks`: a program the sender's ssh sessions do not find on their PATH.
+    fn start(sender_lacks: Option<&str>) -> Hosts {
         let id = unique("");
         let subnet = 100 + std::process::id() % 150;
         let mut hosts = Hosts {
@@ -86,8 +87,10 @@ impl Hosts {
             .expect("start oscil-link");
         hosts.children.push(link);
         make_keys(hosts.dir.path());
+        let sender_path = sender_lacks.map(|name| path_without(hosts.dir.path(), name));
         for i in 0..2 {
-            let sshd = start_sshd(&hosts.ns[i], &hosts.addr[i], hosts.dir.path());
+            let session_path = sender_path.as_deref().filter(|_| i == 0);
+            let sshd = start_sshd(&hosts.ns[i], &hosts.addr[i], hosts.dir.path(), session_path);
             hosts.children.push(sshd);
         }
         hosts
@@ -162,11 +165,11 @@ enum Receiver {
 
 /// Two hosts whose sysctls are set to unusual values, and those values; `None` (after saying
 /// why) where the test cannot run.
-fn prepared() -> Option<(Hosts, [BTreeMap<String, String>; 2])> {
+fn prepared(sender_lacks: Option<&str>) -> Option<(Hosts, [BTreeMap<String, String>; 2])> {
     if lacks_sshd() {
         return None;
     }
-    let hosts = Hosts::start();
+    let hosts = Hosts::start(sender_lacks);
     hosts.set_unusual_sysctls();
     let before = hosts.sysctls();
     Some((hosts, before))
@@ -179,9 +182,63 @@ fn campaign(out: &Path) -> serde_json::Value {
     .expect("JSON")
 }
 
+/// A run's `--pcap` capture from the sender: tshark reads it, and it holds the run's TCP
+/// on one port (the daemon's, the filter's), data among it, and nothing else (no ssh).
+fn check_capture(file: &Path) {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.dstport",
+            "-e",
+            "tcp.len",
+        ])
+        .output()
+        .expect("run tshark (apt-get install tshark)");
+    assert!(
+        out.status.success(),
+        "tshark -r {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<u64>> = String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(|l| {
+            l.split('\t')
+                .map(|f| f.parse().expect("a number"))
+                .collect()
+        })
+        .collect();
+    assert!(
+        rows.len() > 100,
+        "{} packets in {}",
+        rows.len(),
+        file.display()
+    );
+    let on_every = |port: u64| rows.iter().all(|r| r[0] == port || r[1] == port);
+    let port = [rows[0][0], rows[0][1]]
+        .into_iter()
+        .find(|&p| on_every(p))
+        .expect("every packet on one port, the filter's");
+    assert_ne!(port, 22, "the data port, not ssh's");
+    let data_bytes: u64 = rows.iter().filter(|r| r[0] == port).map(|r| r[2]).sum();
+    eprintln!(
+        "{}: {} packets on port {port}, {data_bytes} bytes of data sent",
+        file.display(),
+        rows.len()
+    );
+    assert!(data_bytes > 100_000, "{data_bytes} bytes of data sent");
+}
+
 #[test]
 fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
-    let Some((hosts, before)) = prepared() else {
+    let Some((hosts, before)) = prepared(None) else {
         return;
     };
     let out = hosts.path("campaign");
@@ -190,7 +247,7 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
         .lab(
             &out,
             Receiver::Remote,
-            &["--lowat", "default,131072", "--repeat", "2"],
+            &["--lowat", "default,131072", "--repeat", "2", "--pcap"],
         )
         .args(["--fast", "1s", "--slow", "1s", "--cycles", "1"])
         .status()
@@ -248,6 +305,7 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
         };
         assert_eq!(lowat, expected, "{}", run["label"]);
         assert!(Path::new(&dir).join("reader.csv").is_file());
+        check_capture(&dir.join("sender.pcap"));
         let asked = &meta["config"]["slow_rate"]["chosen_by"];
         assert_eq!(asked["by"], "absolute");
         assert_eq!(
@@ -255,6 +313,13 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
             Some((slow_bps / 8.0).floor())
         );
     }
+    assert!(
+        campaign["hosts"]["capture"]["tool"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("/tcpdump")),
+        "{}",
+        campaign["hosts"]
+    );
     // The reader crossed the emulated 40 ms path.
     let min_rtt_us = campaign["hosts"]["measured_min_rtt_us"]
         .as_u64()
@@ -266,23 +331,25 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
 }
 
 /// Also the other way to run: the receiver is the lab's own machine (`--receiver local`)
-/// and the daemon is copied to the sender (`--install`).
+/// and the daemon is copied to the sender (`--install`); and `--pcap` with a sender whose
+/// PATH has no tcpdump (said in one line; the runs go on).
 #[test]
 fn restore_repairs_a_campaign_whose_ssh_was_killed() {
-    let Some((hosts, before)) = prepared() else {
+    let Some((hosts, before)) = prepared(Some("tcpdump")) else {
         return;
     };
     let out = hosts.path("killed");
+    let said = hosts.path("lab.stderr");
     let mut lab = hosts
         .lab(
             &out,
             Receiver::Local,
             &[
-                "--lowat", "131072", "--fast", "4s", "--slow", "1s", "--cycles", "1",
+                "--lowat", "131072", "--fast", "4s", "--slow", "1s", "--cycles", "1", "--pcap",
             ],
         )
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&said).unwrap())
         .spawn()
         .expect("start oscil-lab");
     // Mid-run: the daemon is recorded (so it listens), the sender's lowat is changed and
@@ -296,6 +363,14 @@ fn restore_repairs_a_campaign_whose_ssh_was_killed() {
         text.contains("\"pid\"") && reading
     });
     kill_with_children(&mut lab);
+    let said = std::fs::read_to_string(&said).unwrap();
+    let absent: Vec<&str> = said.lines().filter(|l| l.contains("tcpdump")).collect();
+    assert_eq!(absent.len(), 1, "{said}");
+    assert!(absent[0].contains("no tcpdump"), "{said}");
+    assert!(
+        campaign(&out)["hosts"]["capture"]["absent"].is_string(),
+        "the campaign records the capture as absent"
+    );
     // Its ssh control sockets (it had no chance to remove them).
     let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("oscil-ssh-{}", lab.id())));
     let sender_lowat = run(
@@ -450,7 +525,7 @@ fn as_nobody(argv: &[&str]) {
 /// about 20 s (the daemon's 25 MB cross the 50 Mbit/s link).
 #[test]
 fn binaries_are_installed_only_where_no_one_else_writes_and_never_through_a_link() {
-    let Some((hosts, before)) = prepared() else {
+    let Some((hosts, before)) = prepared(None) else {
         return;
     };
     let place = tempfile::tempdir().unwrap();
@@ -542,7 +617,7 @@ fn binaries_are_installed_only_where_no_one_else_writes_and_never_through_a_link
 /// Root, sshd; about 20 s.
 #[test]
 fn a_hostile_copy_of_a_run_is_bytes_under_a_bound() {
-    let Some((hosts, before)) = prepared() else {
+    let Some((hosts, before)) = prepared(None) else {
         return;
     };
     let place = tempfile::tempdir().unwrap();

@@ -11,7 +11,7 @@ use crate::charts::text_layout::DrawnText;
 #[derive(Debug, Clone, PartialEq)]
 pub struct FigureRecord {
     pub file: String,
-    /// `run`, `comparison`, `path`, `overlay`, `cycles`, `headline`.
+    /// `run`, `bbr`, `comparison`, `path`, `overlay`, `cycles`, `headline`.
     pub kind: &'static str,
     pub panels: Vec<PanelRecord>,
     pub texts: Vec<DrawnText>,

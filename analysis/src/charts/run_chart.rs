@@ -197,11 +197,7 @@ pub fn run_figure(run: &Run, summary: &RunSummary, calls: &[TraceRow<ReaderTrace
     let frame = Frame::new(run, summary);
     Figure {
         header: run_header(summary),
-        warning: match (&summary.partial, &summary.holes) {
-            (Some(reason), _) => Some(format!("PARTIAL RUN: {reason}")),
-            (None, Some(holes)) => Some(format!("RUN WITH HOLES: {holes}")),
-            (None, None) => None,
-        },
+        warning: run_warning(summary),
         panels: [
             Some(throughput_panel(run, summary, &frame)),
             Some(window_panel(run, &frame)),
@@ -221,6 +217,26 @@ pub fn run_figure(run: &Run, summary: &RunSummary, calls: &[TraceRow<ReaderTrace
     }
 }
 
+/// A run's picture of its congestion control's own state, beside its main picture: BBR's
+/// bandwidth estimate against the rate delivered; `None` for a run whose sender recorded
+/// no BBR state (another congestion control, a kernel without `TCP_CC_INFO`).
+pub fn bbr_figure(run: &Run, summary: &RunSummary) -> Option<Figure> {
+    let frame = Frame::new(run, summary);
+    Some(Figure {
+        header: run_header(summary),
+        warning: run_warning(summary),
+        panels: vec![bbr_panel(run, summary, &frame)?],
+    })
+}
+
+fn run_warning(summary: &RunSummary) -> Option<String> {
+    match (&summary.partial, &summary.holes) {
+        (Some(reason), _) => Some(format!("PARTIAL RUN: {reason}")),
+        (None, Some(holes)) => Some(format!("RUN WITH HOLES: {holes}")),
+        (None, None) => None,
+    }
+}
+
 /// The receiver's queue events on the left, each traced collapse or prune call's duration
 /// on the right (or on the left when the counters saw none).
 fn queue_events_panel(run: &Run, calls: &[TraceRow<ReaderTrace>], frame: &Frame) -> Option<Panel> {
@@ -234,6 +250,21 @@ fn queue_events_panel(run: &Run, calls: &[TraceRow<ReaderTrace>], frame: &Frame)
         (None, None) => return None,
     };
     Some(frame.panel("queue_events", title, left, right))
+}
+
+/// The sender's delivery rate. The kernel keeps its last sample while nothing is
+/// acknowledged: a row with nothing acked has no fresh rate, and is left out (a gap, not a
+/// line).
+fn delivery_rate(run: &Run) -> Quantity {
+    Quantity::new(
+        "sender delivery rate, where fresh (bytes were acked)",
+        ORANGE,
+        sender_ticks(run, |r| {
+            r.delivery_rate_bps
+                .filter(|_| run_series::fresh_delivery(r))
+                .map(|bps| bps as f64)
+        }),
+    )
 }
 
 fn throughput_panel(run: &Run, summary: &RunSummary, frame: &Frame) -> Panel {
@@ -251,17 +282,7 @@ fn throughput_panel(run: &Run, summary: &RunSummary, frame: &Frame) -> Panel {
         GREEN,
         reader_ticks(run, |r| run_series::delivered_bytes(r).map(|b| rate(b, r))),
     );
-    // The kernel keeps its last delivery-rate sample while nothing is acknowledged: a
-    // row with nothing acked has no fresh rate, and is left out (a gap, not a line).
-    let delivery = Quantity::new(
-        "sender delivery rate, where fresh (bytes were acked)",
-        ORANGE,
-        sender_ticks(run, |r| {
-            r.delivery_rate_bps
-                .filter(|_| run_series::fresh_delivery(r))
-                .map(|bps| bps as f64)
-        }),
-    );
+    let delivery = delivery_rate(run);
     let mut shown = vec![&goodput];
     if !network.ticks.is_empty() {
         shown.push(&network);
@@ -284,6 +305,36 @@ fn throughput_panel(run: &Run, summary: &RunSummary, frame: &Frame) -> Panel {
         left,
         right,
     )
+}
+
+/// BBR's own bandwidth estimate (`TCP_CC_INFO`'s `bbr_bw`) against the rate it delivered:
+/// where the estimate stays above what was delivered, the model (not the path) set the
+/// pace; `None` for a run whose sender recorded no BBR state.
+fn bbr_panel(run: &Run, summary: &RunSummary, frame: &Frame) -> Option<Panel> {
+    let estimate = Quantity::new(
+        "BBR's bandwidth estimate (bbr_bw_bps)",
+        BLUE,
+        sender_ticks(run, |r| r.bbr_bw_bps.map(|bps| bps as f64)),
+    );
+    if estimate.ticks.is_empty() {
+        return None;
+    }
+    let delivery = delivery_rate(run);
+    let shown = [&estimate, &delivery];
+    let (mut left, unit) = sum_axis("rate", Family::Rate, &shown, 0.0);
+    left.bound = Bound::Rate {
+        path: summary.settings.path_rate_bps.map(|bps| bps / unit.scale),
+    };
+    shared_scale::clip(&mut left);
+    let right = frame
+        .several()
+        .then(|| spread_axis("rate", Family::Rate, &shown, 0.0).0);
+    Some(frame.panel(
+        "bbr",
+        "BBR's bandwidth estimate against the rate the sender delivered (TCP_CC_INFO, tcpi_delivery_rate); slow phases shaded",
+        left,
+        right,
+    ))
 }
 
 /// The receive window the reader advertised (`rcv_wnd`), or where its kernel does not

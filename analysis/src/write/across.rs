@@ -29,8 +29,9 @@ pub(crate) struct Across<'a> {
     pub configs: &'a [Configuration],
     pub series: &'a [RunSeries],
     pub pngs: &'a [String],
-    /// Traced runs' time-sequence pictures, already drawn: listed with the charts.
-    pub time_sequences: &'a [String],
+    /// Runs' further pictures, already drawn (BBR's state, traced runs' time sequences):
+    /// listed with the charts.
+    pub run_extras: &'a [String],
     pub inputs: &'a Inputs,
 }
 
@@ -75,7 +76,7 @@ impl Across<'_> {
             ));
             charts.push("mesh.png".into());
         }
-        charts.extend(self.time_sequences.iter().cloned());
+        charts.extend(self.run_extras.iter().cloned());
         let mut texts = self.tables(&cells, &headlines, &group_lines)?;
         if !groups.is_empty() {
             let csv = groups_table::csv(self.summaries, self.configs, &groups, scope)?;

@@ -74,16 +74,22 @@ pub fn ssh_options(dir: &Path) -> Vec<String> {
 /// Its sessions run root's shell, whose start-up files may run `pyenv rehash` (this
 /// machine's do): a session killed during it (the tests kill labs mid-campaign) leaves
 /// pyenv's lock behind, and every later login would wait pyenv's 60 s for it, so the
-/// sessions wait 1 s.
-pub fn start_sshd(ns: &str, addr: &str, dir: &Path) -> Child {
+/// sessions wait 1 s. `session_path`, when given, is the sessions' PATH (a host without
+/// some program: see [`path_without`]).
+pub fn start_sshd(ns: &str, addr: &str, dir: &Path, session_path: Option<&Path>) -> Child {
     let config = dir.join(format!("sshd_{ns}.conf"));
-    let text = format!(
+    let mut text = format!(
         "ListenAddress {addr}\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\nUsePAM no\nStrictModes no\n\
          PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-         SetEnv PYENV_REHASH_TIMEOUT=1\n",
+         SetEnv PYENV_REHASH_TIMEOUT=1",
         dir.join("host_key").display(),
         dir.join("authorized_keys").display()
     );
+    // One SetEnv line: sshd takes the first and ignores the rest.
+    if let Some(path) = session_path {
+        text.push_str(&format!(" PATH={}", path.display()));
+    }
+    text.push('\n');
     std::fs::write(&config, text).unwrap();
     let child = Command::new("ip")
         .args(["netns", "exec", ns, SSHD, "-D", "-e", "-f"])
@@ -95,6 +101,23 @@ pub fn start_sshd(ns: &str, addr: &str, dir: &Path) -> Child {
         !run("ip", &["netns", "exec", ns, "ss", "-Hltn", "sport = :22"]).is_empty()
     });
     child
+}
+
+/// A directory in `dir` of links to every program in /usr/bin and /usr/sbin but `missing`:
+/// a PATH on which this machine looks like a host without it (on a merged-/usr system,
+/// where /bin is /usr/bin).
+pub fn path_without(dir: &Path, missing: &str) -> std::path::PathBuf {
+    let farm = dir.join(format!("bin-without-{missing}"));
+    std::fs::create_dir_all(&farm).unwrap();
+    for source in ["/usr/bin", "/usr/sbin"] {
+        for entry in std::fs::read_dir(source).unwrap().flatten() {
+            let name = entry.file_name();
+            if name != missing && farm.join(&name).symlink_metadata().is_err() {
+                std::os::unix::fs::symlink(entry.path(), farm.join(&name)).unwrap();
+            }
+        }
+    }
+    farm
 }
 
 /// The lab's sysctls in namespace `ns`, white space normalised.

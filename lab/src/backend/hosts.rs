@@ -21,6 +21,7 @@ use crate::campaign::session::{Ends, ReaderEnd, RunFiles};
 use crate::campaign::sysctl::{self, HostRestore, RestoreFile, RunningDaemon, TempDirRecord};
 use crate::campaign::ui;
 use crate::config::HostsSpec;
+use crate::remote::capture;
 use crate::remote::host::{Host, SshHost};
 use crate::remote::unpack;
 
@@ -41,6 +42,8 @@ pub struct Hosts {
     /// Both hosts held for this campaign (a two-host campaign's own; a fleet holds its
     /// hosts once for all their pairs). Dropped after `Drop` has put the hosts back.
     locks: Vec<crate::remote::lock::HostLock>,
+    /// With `--pcap`: what the sender has for a capture of each run.
+    capturer: Option<capture::Capturer>,
 }
 
 /// One end reached over ssh: how, and where its oscil binaries are.
@@ -59,6 +62,8 @@ pub struct PairSpec {
     pub receiver: Option<Endpoint>,
     /// Copy this build's binaries there first.
     pub install: bool,
+    /// Capture each run's packets on the sender (`--pcap`).
+    pub pcap: bool,
 }
 
 impl From<&HostsSpec> for PairSpec {
@@ -72,6 +77,7 @@ impl From<&HostsSpec> for PairSpec {
             sender: end(&spec.sender),
             receiver: spec.receiver.as_ref().map(end),
             install: spec.install,
+            pcap: spec.pcap,
         }
     }
 }
@@ -290,6 +296,7 @@ impl Hosts {
             ping: None,
             own_control_dir: None,
             locks: Vec::new(),
+            capturer: None,
         })
     }
 
@@ -319,6 +326,7 @@ impl Hosts {
         self.ends.port_file = format!("{sender_work}/daemon.port");
         self.ends.receiver_key = ship_key(&receiver, &receiver_work, &key)?;
         self.record_originals()?;
+        self.capturer = spec.pcap.then(|| capture::Capturer::find(&sender));
         let ping = [
             "ping",
             "-c",
@@ -510,6 +518,7 @@ impl Backend for Hosts {
             "sender": {"host": self.ends.sender.name(), "kernel": self.kernels[0], "sysctls_before": self.original[0]},
             "receiver": {"host": self.ends.receiver.name(), "kernel": self.kernels[1], "sysctls_before": self.original[1]},
             "path": {"reader_connects_to": self.ends.connect_host, "ping": self.ping},
+            "capture": self.capturer.as_ref().map(capture::Capturer::facts),
         })
     }
 
@@ -558,17 +567,39 @@ impl Backend for Hosts {
             reader_log: &logs.join("reader.log"),
         };
         let (campaign_dir, sender) = (self.campaign_dir.clone(), self.ends.sender.clone());
-        let restore = &mut self.restore;
-        let mut record = |pid: Option<u32>| -> Result<(), LabError> {
-            restore.daemon = pid.map(|pid| RunningDaemon {
+        // The sender's work directory is the first made (see `prepare`).
+        let capture_file = format!("{}/{}", self.work[0].1, capture::FILE);
+        let capture_log = logs.join("capture.log");
+        let (restore, capturer) = (&mut self.restore, &self.capturer);
+        let mut capturing = None;
+        let mut record = |daemon: Option<(u32, u16)>| -> Result<(), LabError> {
+            restore.daemon = daemon.map(|(pid, _)| RunningDaemon {
                 host: sender.clone(),
                 pid,
             });
-            Ok(restore.save(&campaign_dir)?)
+            restore.save(&campaign_dir)?;
+            match (daemon, capturer) {
+                (Some((_, port)), Some(capturer)) => {
+                    capturing = capturer.start(&sender, port, &capture_file, &capture_log)?;
+                }
+                (None, _) => {
+                    if let Some(mut proc) = capturing.take() {
+                        proc.stop(Duration::from_secs(5));
+                    }
+                }
+                _ => {}
+            }
+            Ok(())
         };
-        let end = run_session(&self.ends, run, &files, tick, Some(&mut record))?;
+        let end = run_session(&self.ends, run, &files, tick, Some(&mut record));
+        // A run that failed after the capture started still stops it (on drop).
+        drop(capturing);
+        let end = end?;
         if !local {
             self.fetch(&out, run, run_dir)?;
+        }
+        if matches!(self.capturer, Some(capture::Capturer::Tcpdump(_))) {
+            capture::fetch(&self.ends.sender, &capture_file, run_dir)?;
         }
         Ok(end)
     }

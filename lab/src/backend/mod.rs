@@ -63,19 +63,23 @@ pub fn write_key(dir: &Path) -> Result<PathBuf, LabError> {
     Ok(path)
 }
 
-/// Runs the daemon and the reader for one run; `on_daemon` hears the daemon's PID once it
-/// listens and `None` once it is stopped (the hosts backend records it for `restore`).
+/// Hears the daemon's PID and port once it listens, and `None` once it is stopped.
+pub type OnDaemon<'a> = &'a mut dyn FnMut(Option<(u32, u16)>) -> Result<(), LabError>;
+
+/// Runs the daemon and the reader for one run; `on_daemon` hears the daemon's PID and port
+/// once it listens and `None` once it is stopped (the hosts backend records the PID for
+/// `restore`, and captures on the port).
 pub fn run_session(
     ends: &Ends,
     run: &CampaignRun,
     files: &RunFiles,
     tick: &mut dyn FnMut(Duration),
-    on_daemon: Option<&mut dyn FnMut(Option<u32>) -> Result<(), LabError>>,
+    on_daemon: Option<OnDaemon>,
 ) -> Result<ReaderEnd, LabError> {
     let (mut daemon, port) = ends.start_daemon(files.daemon_log)?;
     let mut on_daemon = on_daemon;
     if let Some(record) = on_daemon.as_mut() {
-        record(Some(daemon.pid))?;
+        record(Some((daemon.pid, port)))?;
     }
     let result = ends.run_reader(run, port, files, tick);
     daemon.stop(Duration::from_secs(5));

@@ -57,6 +57,9 @@ pub struct Cli {
     /// Keep a packet capture of each run's link: the headers (128 bytes) of every packet
     /// entering it, per direction, as pcapng in the run's directory (link-a_to_b.pcapng,
     /// sender to receiver, and link-b_to_a.pcapng), at most 256 MiB a run (TUN link only).
+    /// With --sender/--receiver: tcpdump on the sender, TCP on the daemon's port, 128 bytes
+    /// of each packet, at most 500000 packets, as sender.pcap in the run's directory (said
+    /// once, and no capture, where the sender has no tcpdump).
     #[arg(long, help_heading = "Emulated path")]
     pub pcap: bool,
 

@@ -41,6 +41,8 @@ const LAB_RMEM: ([u64; 3], &str) = ([8192, 262144, 536870912], "8192:262144:5368
 pub enum CliError {
     #[error("{0} describe the emulated path; they do not apply to real hosts (the campaign measures the path instead)")]
     PathOnHosts(String),
+    #[error("--pcap: a fleet's runs are not captured; give --sender and --receiver for a capture on real hosts")]
+    PcapInFleet,
     #[error(
         "--sender and --receiver go together (one names the daemon's host, the other the reader's)"
     )]
@@ -208,7 +210,6 @@ impl Cli {
             ("--queue", self.queue.is_some()),
             ("--loss", self.loss.is_some()),
             ("--link", self.link.is_some()),
-            ("--pcap", self.pcap),
         ]
         .iter()
         .filter(|(_, given)| *given)
@@ -218,6 +219,9 @@ impl Cli {
             return Err(CliError::PathOnHosts(path_options.join(", ")));
         }
         if let Some(path) = &self.inventory {
+            if self.pcap {
+                return Err(CliError::PcapInFleet);
+            }
             return fleet_spec(self, path);
         }
         Ok(BackendSpec::Hosts(HostsSpec {
@@ -229,6 +233,7 @@ impl Cli {
             ssh_options: self.ssh_option.clone(),
             remote_bin: self.remote_bin.clone(),
             install: self.install,
+            pcap: self.pcap,
         }))
     }
 

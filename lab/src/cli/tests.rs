@@ -8,7 +8,7 @@ use oscil_model::pattern::PatternConfig;
 
 use super::job::QUICK;
 use super::*;
-use crate::config::{BackendSpec, Job, NewCampaign};
+use crate::config::{BackendSpec, HostsSpec, Job, NewCampaign};
 use crate::plan::matrix::configurations;
 
 /// The job, or the line a person reads: clap's usage line for a value a flag cannot take
@@ -493,8 +493,11 @@ fn pcap_asks_the_tun_link_for_its_capture_and_nothing_else() {
         }
     );
     assert!(error(&["--pcap", "--link", "netem"]).contains("oscil-link's"));
-    let hosts = error(&["--sender", "root@a", "--receiver", "local", "--pcap"]);
-    assert!(hosts.contains("--pcap"), "{hosts}");
+    let hosts = spec(&["--sender", "root@a", "--receiver", "local", "--pcap"]);
+    assert!(matches!(
+        hosts,
+        BackendSpec::Hosts(HostsSpec { pcap: true, .. })
+    ));
 }
 
 #[test]

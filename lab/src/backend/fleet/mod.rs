@@ -143,6 +143,7 @@ fn pair_spec(spec: &FleetSpec, pair: &Pair) -> PairSpec {
         sender: end(&pair.sender),
         receiver: Some(end(&pair.receiver)),
         install: spec.install,
+        pcap: false,
     }
 }
 
