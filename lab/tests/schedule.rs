@@ -294,18 +294,16 @@ fn a_scheduled_campaign_runs_again_and_again_resumes_prunes_and_feeds_prometheus
     std::fs::create_dir_all(&textfile).unwrap();
     let prometheus = start_prometheus(dir, serve_textfile(textfile.clone()), &mut children);
 
-    let fleet = dir.join("fleet.ini");
-    std::fs::write(
-        &fleet,
-        format!(
-            "h0 ansible_host={} ansible_user=root oscil_bin={}\nh1 ansible_host={} ansible_user=root oscil_bin={}\n",
-            ADDR[0],
-            root.join("bin").display(),
-            ADDR[1],
-            bin_dir().display()
-        ),
-    )
-    .unwrap();
+    // The inventory as `ansible-inventory --list` prints it: the lab reads it itself, with
+    // no Python start-up per campaign.
+    let fleet = dir.join("fleet.json");
+    let host = |addr: &str, bin: PathBuf| serde_json::json!({"ansible_host": addr, "ansible_user": "root", "oscil_bin": bin});
+    let inventory = serde_json::json!({
+        "_meta": {"hostvars": {"h0": host(ADDR[0], root.join("bin")), "h1": host(ADDR[1], bin_dir())}},
+        "all": {"children": ["ungrouped"]},
+        "ungrouped": {"hosts": ["h0", "h1"]},
+    });
+    std::fs::write(&fleet, inventory.to_string()).unwrap();
     let mut campaign_args: Vec<String> = [
         "--inventory",
         fleet.to_str().unwrap(),
