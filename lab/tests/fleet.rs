@@ -16,8 +16,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use oscil_testkit::sshd::{
-    kill_with_children, lab_sysctls, lacks_sshd, make_keys, remove_namespaces, run, set_sysctls,
-    ssh_options, start_sshd, wait_for,
+    kill_with_children, lab_lock_file, lab_lock_held, lab_sysctls, lacks_sshd, make_keys,
+    recap_changed, remove_namespaces, run, set_sysctls, ssh_options, start_sshd, wait_for,
 };
 use oscil_testkit::{bin_dir, unique, workspace_bin};
 
@@ -434,39 +434,13 @@ fn restore_files(out: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The path of host `i`'s campaign lock (one per network namespace, in /run, which the
-/// namespaces share with the test).
+/// The path of host `i`'s campaign lock.
 fn lock_file(fleet: &Fleet, i: usize) -> PathBuf {
-    let ns = &fleet.ns[i];
-    let inode = run(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            ns,
-            "stat",
-            "-L",
-            "-c",
-            "%i",
-            "/proc/self/ns/net",
-        ],
-    );
-    PathBuf::from(format!("/run/oscil-lab/net-{inode}.lock"))
+    lab_lock_file(&fleet.ns[i])
 }
 
-/// True while some process holds host `i`'s lock, as the kernel's table of locks
-/// (`/proc/locks`) lists it: read, never taken, since a probe that took the lock for a
-/// moment (`flock -n`) would turn away a campaign starting in that moment.
 fn held(fleet: &Fleet, i: usize) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::metadata(lock_file(fleet, i)) else {
-        return false;
-    };
-    let inode = format!(":{} ", meta.ino());
-    std::fs::read_to_string("/proc/locks")
-        .expect("read /proc/locks")
-        .lines()
-        .any(|l| l.contains("FLOCK") && format!("{l} ").contains(&inode))
+    lab_lock_held(&fleet.ns[i])
 }
 
 fn stderr_of(command: &mut Command) -> (Option<i32>, String) {
@@ -555,15 +529,6 @@ fn overlapping_campaigns(fleet: &Fleet, inventory: &Path, before: &[BTreeMap<Str
     );
     assert!(status_of(&mut fleet.lab(&["restore", crashed.to_str().unwrap()])).success());
     assert_eq!(fleet.sysctls(), before);
-}
-
-/// The PLAY RECAP's `changed=N` of every host.
-fn changed(recap: &str) -> Vec<u32> {
-    recap
-        .lines()
-        .filter_map(|l| l.split("changed=").nth(1))
-        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
-        .collect()
 }
 
 /// deploy/ansible with Debian's ansible-playbook on h2 and h3 (the inventory a range, with
@@ -671,7 +636,7 @@ fn deploy_then_campaign(fleet: &Fleet, before: &[BTreeMap<String, String>]) {
             "{text}{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        changed(&text)
+        recap_changed(&text)
     };
     let first = deploy();
     assert!(
@@ -686,6 +651,10 @@ fn deploy_then_campaign(fleet: &Fleet, before: &[BTreeMap<String, String>]) {
         assert!(dir
             .join(format!("h{i}/systemd/oscil-daemon.service"))
             .is_file());
+        // Off by default: no schedule unless oscil_schedule says when (tests/schedule.rs).
+        assert!(!dir
+            .join(format!("h{i}/systemd/oscil-schedule.timer"))
+            .exists());
     }
     let status = status_of(&mut fleet.campaign(&hosts, "h2>h3", &out, &["--lowat", "131072"]));
     assert!(status.success(), "a campaign on the deployed binaries");

@@ -187,3 +187,46 @@ pub fn kill_with_children(child: &mut Child) {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// The PLAY RECAP's `changed=N` of every host, from ansible-playbook's output.
+pub fn recap_changed(recap: &str) -> Vec<u32> {
+    recap
+        .lines()
+        .filter_map(|l| l.split("changed=").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// The path of namespace `ns`'s campaign lock (oscil-lab takes one per network namespace,
+/// in /run, which namespaces share with the test).
+pub fn lab_lock_file(ns: &str) -> std::path::PathBuf {
+    let inode = run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            ns,
+            "stat",
+            "-L",
+            "-c",
+            "%i",
+            "/proc/self/ns/net",
+        ],
+    );
+    std::path::PathBuf::from(format!("/run/oscil-lab/net-{inode}.lock"))
+}
+
+/// True while some process holds namespace `ns`'s campaign lock, as the kernel's table of
+/// locks (`/proc/locks`) lists it: read, never taken, since a probe that took the lock for
+/// a moment (`flock -n`) would turn away a campaign starting in that moment.
+pub fn lab_lock_held(ns: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(lab_lock_file(ns)) else {
+        return false;
+    };
+    let inode = format!(":{} ", meta.ino());
+    std::fs::read_to_string("/proc/locks")
+        .expect("read /proc/locks")
+        .lines()
+        .any(|l| l.contains("FLOCK") && format!("{l} ").contains(&inode))
+}
