@@ -284,7 +284,7 @@ fn a_scheduled_campaign_runs_again_and_again_resumes_prunes_and_feeds_prometheus
     make_keys(dir);
     let mut children = Children(Vec::new());
     for (ns, addr) in hosts.iter().zip(ADDR) {
-        children.0.push(start_sshd(&ns.0, addr, dir));
+        children.0.push(start_sshd(&ns.0, addr, dir, None));
     }
 
     // h0 is the host with the schedule; its campaign measures h0>h1.
