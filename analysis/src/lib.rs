@@ -133,8 +133,8 @@ pub fn report(config: &ReportConfig) -> Result<Report, ReportError> {
     })
 }
 
-/// The runs left out as damaged (on stderr and in the skipped list), what a kernel could
-/// not give, said once however many runs it ran, and each run its hosts limited.
+/// The runs left out as damaged (on stderr and in the skipped list), and what a kernel
+/// could not give, said once however many runs it ran.
 fn say_what_is_missing(damaged: &[String], summaries: &[RunSummary], inputs: &mut input::Inputs) {
     for why in damaged {
         eprintln!("oscil-report: warning: a damaged run is left out: {why}");
@@ -149,12 +149,6 @@ fn say_what_is_missing(damaged: &[String], summaries: &[RunSummary], inputs: &mu
             inputs.warnings.push(note.clone());
         }
     }
-    // Each run its hosts limited, by name: its figures are the host's.
-    inputs.warnings.extend(
-        summaries
-            .iter()
-            .filter_map(|s| Some(format!("run {}: {}", s.label, s.host_limited.as_ref()?))),
-    );
 }
 
 /// Every run's `run.json` first, so a directory that is not a run fails before any work;
