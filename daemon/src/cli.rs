@@ -33,6 +33,11 @@ pub struct Cli {
     /// address), HOST, HOST:PORT, [IPV6]:PORT. Port 5250 unless given.
     #[arg(long, short = 'l', default_value = "127.0.0.1:5250", value_parser = address::parse_listen, value_name = placeholder::ADDR)]
     listen: Endpoint,
+    /// Listen on nothing: dial out to an `oscil-reader --listen` at HOST[:PORT] (a sender
+    /// behind NAT), serve that one session, and exit. While nothing accepts there, tries
+    /// again with backoff for 30 s.
+    #[arg(long, value_parser = address::parse_connect, value_name = placeholder::ADDR, conflicts_with_all = ["listen", "port_file", "max_sessions", "max_startups", "per_source_max_startups"])]
+    connect: Option<Endpoint>,
     /// Once listening, write the port listened on to FILE, one line (for a program that
     /// starts the daemon on port 0): the file appears whole, by a rename.
     #[arg(value_parser = oscil_cli::files::path, long, value_name = placeholder::FILE)]
@@ -134,26 +139,38 @@ fn renamed(
     move |_| Err(RenamedFlag { old, new })
 }
 
+/// Where the daemon's connections come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// It listens here and accepts every reader that proves the key (`--listen`).
+    Listen(SocketAddr),
+    /// It dials the reader listening here, for one session (`--connect`).
+    Connect(SocketAddr),
+}
+
 impl Cli {
     /// The lines said before anything starts: a lowat of 0, a key file others may read.
     pub fn start_warnings(&self) -> Vec<String> {
         oscil_cli::start_warnings("oscil-daemon", self.notsent_lowat, self.key_file.as_deref())
     }
 
-    /// The address to listen on and the daemon's settings, checked: flags that cannot work
-    /// are usage errors, found before anything starts.
-    pub fn checked(&self) -> anyhow::Result<(SocketAddr, DaemonConfig, Option<KeySource>)> {
+    /// Where connections come from and the daemon's settings, checked: flags that cannot
+    /// work are usage errors, found before anything starts.
+    pub fn checked(&self) -> anyhow::Result<(Opening, DaemonConfig, Option<KeySource>)> {
         if let Some(path) = &self.port_file {
             oscil_cli::files::check_writable_file("--port-file", path)?;
         }
-        let listen = self.listen_addr()?;
-        let (config, key_source) = self.config(listen)?;
-        Ok((listen, config, key_source))
+        let opening = match &self.connect {
+            Some(reader) => Opening::Connect(self.resolve("--connect", reader)?),
+            None => Opening::Listen(self.resolve("--listen", &self.listen)?),
+        };
+        let (config, key_source) = self.config(&opening)?;
+        Ok((opening, config, key_source))
     }
 
-    /// The socket address to bind: the listen endpoint, resolved, with -p/-4/-6 applied.
-    fn listen_addr(&self) -> anyhow::Result<SocketAddr> {
-        let mut endpoint = self.address.with_port(&self.listen);
+    /// The socket address of `flag`'s endpoint, resolved, with -p/-4/-6 applied.
+    fn resolve(&self, flag: &str, endpoint: &Endpoint) -> anyhow::Result<SocketAddr> {
+        let mut endpoint = self.address.with_port(endpoint);
         let family = self.address.family();
         if family == IpFamily::V4 && endpoint.ip() == Some(Ipv6Addr::UNSPECIFIED.into()) {
             endpoint.host = Ipv4Addr::UNSPECIFIED.to_string();
@@ -162,19 +179,19 @@ impl Cli {
         endpoint
             .lookup_form()
             .to_socket_addrs()
-            .with_context(|| format!("cannot resolve --listen {endpoint}"))?
+            .with_context(|| format!("cannot resolve {flag} {endpoint}"))?
             .find(family_ok)
             .with_context(|| {
-                let (version, flag) = match family {
+                let (version, family_flag) = match family {
                     IpFamily::V4 => ("IPv4", "-4"),
                     _ => ("IPv6", "-6"),
                 };
-                format!("--listen {endpoint} has no {version} address ({flag} asks it): leave out {flag}")
+                format!("{flag} {endpoint} has no {version} address ({family_flag} asks it): leave out {family_flag}")
             })
     }
 
     /// The daemon's settings, and where its key came from.
-    fn config(&self, listen: SocketAddr) -> anyhow::Result<(DaemonConfig, Option<KeySource>)> {
+    fn config(&self, opening: &Opening) -> anyhow::Result<(DaemonConfig, Option<KeySource>)> {
         if self.min_interval >= self.max_session_time {
             anyhow::bail!(
                 "--min-interval {} is not below --max-session-time {}: no session could be sampled",
@@ -183,9 +200,13 @@ impl Cli {
             );
         }
         let (key, key_source) = load_key(self.key_file.as_deref())?.unzip();
-        if key.is_none() && !listen.ip().is_loopback() && !self.insecure_no_auth {
+        let (verb, addr) = match *opening {
+            Opening::Listen(addr) => ("listen on", addr),
+            Opening::Connect(addr) => ("connect to", addr),
+        };
+        if key.is_none() && !addr.ip().is_loopback() && !self.insecure_no_auth {
             anyhow::bail!(
-                "refusing to listen on {listen} without a key: give --key-file or $OSCIL_KEY \
+                "refusing to {verb} {addr} without a key: give --key-file or $OSCIL_KEY \
                  (oscil-daemon --gen-key makes one), or --insecure-no-auth"
             );
         }
@@ -214,7 +235,7 @@ impl Cli {
             trace_budget_bytes: self.trace_budget,
             ..Default::default()
         };
-        let notes = check_default_options(&config, listen.is_ipv6())
+        let notes = check_default_options(&config, addr.is_ipv6())
             .map_err(|e| anyhow::anyhow!("default socket options: {e}"))?;
         for note in notes {
             eprintln!("oscil-daemon: default socket options: {note}");

@@ -12,6 +12,7 @@
 pub mod budget;
 pub mod cli;
 mod config;
+mod dial;
 mod flow;
 mod gate;
 mod listen;
@@ -35,6 +36,7 @@ use tokio::time::{sleep, timeout};
 
 pub use cli::{check_default_options, print_new_key, DefaultOptionsError};
 pub use config::{DaemonConfig, TracePolicy};
+pub use dial::{NoReader, RETRY_FOR as CONNECT_RETRY_FOR};
 pub use gate::admission::{StartupLimits, StartupLimitsError};
 pub use gate::GENERIC_REFUSAL;
 pub use session::ScratchError;
@@ -138,5 +140,41 @@ pub async fn serve(
     eprintln!("oscil-daemon: listening on {local} ({budget}); {key_words}");
     run(listener, config, listen::shutdown_signal()).await?;
     eprintln!("oscil-daemon: stopped");
+    Ok(())
+}
+
+/// What `oscil-daemon --connect` does (a sender behind NAT): fits the flows to the open
+/// files limit, dials the reader waiting at `reader` (trying again while nothing accepts
+/// there, for [`CONNECT_RETRY_FOR`]), serves that one session over connections it opens
+/// itself, and returns once the session ended; Ctrl-C or SIGTERM end it early.
+pub async fn dial_out(
+    reader: SocketAddr,
+    mut config: DaemonConfig,
+    flows_asked: Option<u32>,
+    key_words: &str,
+) -> anyhow::Result<()> {
+    let budget = listen::fit_to_open_files(&config, flows_asked)?;
+    config.max_total_flows = budget.max_total_flows;
+    let mut shared = Shared::new(config)?;
+    shared.dial = Some(reader);
+    let shared = Arc::new(shared);
+    eprintln!("oscil-daemon: connecting to the reader at {reader} ({budget}); {key_words}");
+    let stream = dial::reach(reader).await?;
+    let (conn, auth) = gate::pass_dialed(stream, &shared).await.map_err(|why| {
+        anyhow::anyhow!(
+            "the reader at {reader} did not authenticate ({}): it holds another key, or is not an oscil-reader --listen",
+            why.words()
+        )
+    })?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let serving = session::serve(conn, reader, auth, shared, stop_rx);
+    tokio::pin!(serving);
+    tokio::select! {
+        () = &mut serving => {}
+        () = listen::shutdown_signal() => {
+            let _ = stop_tx.send(true);
+            let _ = timeout(Duration::from_secs(5), serving).await;
+        }
+    }
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use oscil_daemon::cli::Cli;
+use oscil_daemon::cli::{Cli, Opening};
 use oscil_model::error_text::{error_line, os_error};
 
 #[tokio::main]
@@ -22,7 +22,7 @@ async fn main() -> ExitCode {
         };
     }
     // Flags that cannot work are usage errors: nothing has started yet.
-    let (listen, config, key_source) = match cli.checked() {
+    let (opening, config, key_source) = match cli.checked() {
         Ok(checked) => checked,
         Err(e) => return fail(oscil_cli::exit::USAGE, error_line(&*e)),
     };
@@ -30,8 +30,15 @@ async fn main() -> ExitCode {
         Some(source) => format!("sessions prove the key from {source}"),
         None => "no key".to_owned(),
     };
-    let port_file = cli.port_file.as_deref();
-    match oscil_daemon::serve(listen, config, cli.max_total_flows, &key_words, port_file).await {
+    let flows = cli.max_total_flows;
+    let served = match opening {
+        Opening::Listen(listen) => {
+            let port_file = cli.port_file.as_deref();
+            oscil_daemon::serve(listen, config, flows, &key_words, port_file).await
+        }
+        Opening::Connect(reader) => oscil_daemon::dial_out(reader, config, flows, &key_words).await,
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(oscil_cli::exit::FAILED_START, error_line(&*e)),
     }

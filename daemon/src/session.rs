@@ -24,7 +24,7 @@ use oscil_protocol::proof::{DataKey, SessionId};
 use oscil_protocol::request::{RequestError, SessionRequest, MIN_PACING_RATE_BPS};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::{sleep_until, timeout, Instant};
 
 use crate::config::DaemonConfig;
@@ -164,7 +164,11 @@ pub(crate) async fn serve(
     let started = Instant::now();
     let cost_before = oscil_kernel::host::cost::of_self();
     let expected = shared.admission.expect(peer.ip(), connections(&hello));
+    let dialing = shared
+        .dial
+        .and_then(|reader| crate::dial::open_data_connections(reader, &shared, session_id, &hello));
     let connected = session.connect_flows(data_rx).await;
+    dialing.inspect(JoinHandle::abort);
     drop(expected);
     let connected = connected.and_then(|flows| {
         let payloads = grant.groups.iter().map(|g| payload_for(g, &shared.payload));

@@ -59,6 +59,9 @@ pub(crate) struct Shared {
     pub(crate) payload: Payload,
     /// Who may trace, and the room the traces share.
     pub(crate) trace: crate::trace::TraceBudget,
+    /// The listening reader this daemon dials (`--connect`): it opens every data
+    /// connection itself.
+    pub(crate) dial: Option<std::net::SocketAddr>,
 }
 
 impl Shared {
@@ -73,6 +76,16 @@ impl Shared {
         let route = routes.get(&hello.session_id)?;
         (route.peer == peer && hello.is_signed_by(&route.key))
             .then(|| (route.tx.clone(), route.key.clone()))
+    }
+
+    /// Where a session's data connections go and its data key, while it waits for them.
+    pub(crate) fn route_of(
+        &self,
+        session_id: &SessionId,
+    ) -> Option<(mpsc::Sender<DataConn>, DataKey)> {
+        let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        let route = routes.get(session_id)?;
+        Some((route.tx.clone(), route.key.clone()))
     }
 }
 
@@ -97,6 +110,7 @@ impl Shared {
             payload,
             trace: crate::trace::TraceBudget::new(&config, oscil_kernel::online_cpus()),
             config,
+            dial: None,
         })
     }
 }

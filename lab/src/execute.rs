@@ -65,11 +65,7 @@ pub fn execute(
             if redo == SPOILED_REDOS || sys::stop_signal().is_some() {
                 break;
             }
-            ui.line(&format!(
-                "[{}] {} rep-{}: running it again, spoiled ({why}; this attempt is kept beside it, outside the verdicts)",
-                run.position, run.label, run.repetition
-            ));
-            ui.add_redo(&run);
+            ui.redo(&run, &why);
         }
     }
     Ok(match sys::stop_signal() {

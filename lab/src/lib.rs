@@ -10,6 +10,7 @@ mod config;
 mod execute;
 mod leftovers;
 mod plan;
+pub mod progress;
 mod remote;
 mod sys;
 
@@ -53,14 +54,14 @@ pub fn run_job(job: Job, bin: &Path, now_unix_ms: u64) -> Result<Finished, LabEr
                 oscil_rundir::campaign::check_is_campaign(&dir)?;
             }
             let restored = fleet::restore_all(&dir)?;
-            eprintln!(
+            ui::say(&format!(
                 "oscil-lab: {}",
                 if restored {
                     "every recorded setting is back"
                 } else {
                     "nothing to restore"
                 }
-            );
+            ));
             Ok(Finished::Complete)
         }
         Job::New(new) if matches!(new.backend, BackendSpec::Fleet(_)) => {
@@ -232,7 +233,7 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
             let held = capacity::HELD_ON_TIME;
             match capacity::warning(path, run.settings.flows, held) {
                 Some(warning) if !said.contains(&warning) => {
-                    eprintln!("oscil-lab: warning: {warning}");
+                    ui::say(&format!("oscil-lab: warning: {warning}"));
                     said.push(warning);
                 }
                 _ => {}

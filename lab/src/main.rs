@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use oscil_kernel::socket::congestion::CongestionControls;
 use oscil_lab::cli::{check_congestion_available, Cli};
+use oscil_lab::progress::{self, Event};
 use oscil_lab::{bin_dir, run_job, Finished};
 
 fn main() -> ExitCode {
@@ -17,6 +18,7 @@ fn main() -> ExitCode {
         stamp[11..19].replace(':', "")
     );
     let cli: Cli = oscil_cli::parse();
+    progress::set_mode(cli.progress);
     let job = cli
         .into_job(since_epoch.as_nanos() as u64, default_out.into())
         .and_then(|job| {
@@ -25,10 +27,7 @@ fn main() -> ExitCode {
         });
     let job = match job {
         Ok(job) => job,
-        Err(error) => {
-            eprintln!("oscil-lab: {error}");
-            return ExitCode::from(oscil_cli::exit::USAGE);
-        }
+        Err(error) => return end(oscil_cli::exit::USAGE, Some(&error.to_string())),
     };
     // The binaries' rule: 1 when runs failed, 3 when the campaign was cut short (it can be
     // resumed), whatever the signal.
@@ -37,12 +36,22 @@ fn main() -> ExitCode {
         Ok(Finished::Incomplete) => oscil_cli::exit::FAILED_START,
         Ok(Finished::Interrupted(_)) => oscil_cli::exit::CUT_SHORT,
         Err(error) => {
-            eprintln!("oscil-lab: {error}");
+            progress::say(&format!("oscil-lab: {error}"));
             match error.is_bad_path() {
                 true => oscil_cli::exit::USAGE,
                 false => oscil_cli::exit::FAILED_START,
             }
         }
     };
-    oscil_cli::stdout::finish("oscil-lab", code)
+    end(code, None)
+}
+
+/// The lab's exit: `error` said, stdout settled, and with `--progress json` the last event.
+fn end(code: u8, error: Option<&str>) -> ExitCode {
+    if let Some(error) = error {
+        progress::say(&format!("oscil-lab: {error}"));
+    }
+    let code = oscil_cli::stdout::settle("oscil-lab", code);
+    progress::emit(&Event::End { exit_code: code });
+    ExitCode::from(code)
 }

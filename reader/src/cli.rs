@@ -28,6 +28,7 @@ use oscil_protocol::request::{self, SessionRequest, MAX_CYCLES, MAX_FLOWS};
 
 use crate::config::ReaderConfig;
 use crate::error::ReaderError;
+use crate::summary::Output;
 
 /// Reads from oscil-daemon in an oscillating pattern (fast, then a trickle) and records both
 /// ends of every flow into a run directory.
@@ -44,8 +45,13 @@ use crate::error::ReaderError;
 )]
 pub struct Args {
     /// The daemon: HOST, HOST:PORT, [IPV6]:PORT or a bare IPv6 address; port 5250 unless given.
-    #[arg(long, short = 'c', value_parser = address::parse_connect, value_name = placeholder::ADDR)]
-    connect: Endpoint,
+    #[arg(long, short = 'c', value_parser = address::parse_connect, value_name = placeholder::ADDR, required_unless_present = "listen")]
+    connect: Option<Endpoint>,
+    /// Connect to nothing: wait here for an `oscil-daemon --connect` to dial in (a sender
+    /// behind NAT): PORT or :PORT (every address), HOST, HOST:PORT, [IPV6]:PORT; port 5250
+    /// unless given. Needs a key; only a daemon that proves it gets the session.
+    #[arg(long, value_parser = address::parse_listen, value_name = placeholder::ADDR, conflicts_with_all = ["connect", "bind", "busy_retry"])]
+    listen: Option<Endpoint>,
     #[command(flatten)]
     address: oscil_cli::AddressFlags,
     /// Local address to connect from (a multi-homed host's WAN address).
@@ -172,6 +178,13 @@ pub struct Args {
     /// Print the result as JSON on stdout, an error object on failure (iperf3's -J).
     #[arg(long, short = 'J')]
     pub json: bool,
+    /// Print JSON lines on stdout as the run goes on, each flushed: a start line (the
+    /// session's settings and both hosts), one line per sampling interval (both ends'
+    /// figures, per group, with the phase and the time) and an end line (what --json
+    /// prints). Described by docs/json-stream.schema.json. The run stops, its directory
+    /// complete up to then, when stdout's reader leaves (| head): exit 3, nothing said.
+    #[arg(long, conflicts_with = "json")]
+    pub json_stream: bool,
 }
 
 /// A fast phase: above zero and whole milliseconds, as the pattern stores it.
@@ -203,6 +216,15 @@ fn parse_interval(input: &str) -> Result<TypedDuration, UnitError> {
 }
 
 impl Args {
+    /// How the run's result goes to stdout.
+    pub fn output(&self) -> Output {
+        match (self.json, self.json_stream) {
+            (_, true) => Output::JsonStream,
+            (true, false) => Output::Json,
+            (false, false) => Output::Text,
+        }
+    }
+
     /// The lines said before anything starts: a lowat of 0, a key file others may read.
     pub fn start_warnings(&self) -> Vec<String> {
         oscil_cli::start_warnings("oscil-reader", self.notsent_lowat, self.key_file.as_deref())
@@ -285,7 +307,15 @@ impl Args {
         let request = self.request()?;
         let pattern = request.pattern.unwrap_or_else(|| self.pattern());
         let groups = groups_as_run(&request);
-        let connect = self.address.with_port(&self.connect);
+        let (endpoint, listen) = match (&self.connect, &self.listen) {
+            (_, Some(listen)) => (listen, true),
+            (Some(connect), None) => (connect, false),
+            (None, None) => anyhow::bail!("give the daemon's address (--connect) or --listen"),
+        };
+        if listen && key.is_none() {
+            anyhow::bail!("--listen needs a key, as a daemon on a public address does: give --key-file or $OSCIL_KEY (oscil-daemon --gen-key makes one)");
+        }
+        let connect = self.address.with_port(endpoint);
         // A source address chooses the family of the daemon's address looked up, too.
         let family = match (self.address.family(), self.bind) {
             (address::IpFamily::Any, Some(bind)) if bind.is_ipv4() => address::IpFamily::V4,
@@ -302,6 +332,7 @@ impl Args {
         }
         let config = ReaderConfig {
             connect: connect.lookup_form(),
+            listen,
             family,
             bind: self.bind,
             out: self.out,
@@ -335,6 +366,7 @@ impl Args {
             lab,
             meta,
             progress: !self.quiet,
+            json_stream: self.json_stream,
         };
         Ok((config, key_source))
     }
@@ -513,7 +545,7 @@ mod tests {
             assert_eq!(args.request().unwrap(), invocation.request);
             assert_eq!(
                 args.connect,
-                address::parse_connect(&invocation.connect).unwrap()
+                Some(address::parse_connect(&invocation.connect).unwrap())
             );
             assert_eq!(args.out, PathBuf::from(&invocation.out));
             assert_eq!(args.key_file, Some(PathBuf::from(&invocation.key_file)));

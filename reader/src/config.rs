@@ -14,6 +14,9 @@ pub const SOFTWARE: &str = concat!("oscil-reader ", env!("CARGO_PKG_VERSION"));
 pub struct ReaderConfig {
     /// The daemon, as `HOST:PORT` (`[V6]:PORT`).
     pub connect: String,
+    /// `connect` is where this reader waits for the daemon to dial in (`--listen`), not
+    /// where it dials.
+    pub listen: bool,
     /// Which IP version to connect over (`-4`, `-6`).
     pub family: oscil_cli::address::IpFamily,
     /// Local address every connection is made from.
@@ -54,4 +57,6 @@ pub struct ReaderConfig {
     /// The person's description of the run, kept in run.json as `meta`.
     pub meta: Option<serde_json::Value>,
     pub progress: bool,
+    /// Print both ends' samples as JSON lines on stdout while the run goes on.
+    pub json_stream: bool,
 }

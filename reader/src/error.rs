@@ -20,6 +20,19 @@ pub enum ReaderError {
         chosen_by: String,
         advice: String,
     },
+    /// `--listen`'s address cannot be listened on.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+    /// Stopped (Ctrl-C, SIGTERM) while no daemon had connected yet.
+    #[error("stopped while waiting for a daemon to connect (--listen)")]
+    StoppedListening,
+    /// A connection to a listening reader that is not one of the session's data connections
+    /// (said on the line that names its address), or a daemon that opened one wrongly.
+    #[error("{0}")]
+    DataRefused(&'static str),
     /// The control connection could not be opened.
     #[error("cannot connect to the daemon at {addr}: {source}")]
     Connect {

@@ -9,9 +9,11 @@
 pub mod cli;
 mod config;
 mod error;
+mod listen;
 pub mod read;
 mod record;
 mod session;
+mod stream;
 pub mod summary;
 
 use std::collections::BTreeMap;
@@ -183,44 +185,55 @@ pub fn run_until_stopped(config: ReaderConfig) -> anyhow::Result<Outcome> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let outcome = run(config, stop_signals()?).await?;
+        let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+        stop_signals(stop_tx.clone())?;
+        let outcome = run(config, stop_tx, stop_rx).await?;
         Ok(outcome)
     })
 }
 
-/// One message per Ctrl-C or SIGTERM.
-fn stop_signals() -> anyhow::Result<tokio::sync::mpsc::UnboundedReceiver<()>> {
+/// Why a run is asked to stop before its pattern ends: a signal, or `--json-stream`'s
+/// standard output gone.
+pub type StopReason = &'static str;
+
+/// One message on `tx` per Ctrl-C or SIGTERM.
+fn stop_signals(tx: mpsc::UnboundedSender<StopReason>) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
     let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 _ = interrupt.recv() => {}
                 _ = terminate.recv() => {}
             }
-            if tx.send(()).is_err() {
+            if tx.send("interrupted by a signal").is_err() {
                 return;
             }
         }
     });
-    Ok(rx)
+    Ok(())
 }
 
-/// Runs one session. Each message on `stop` is a request to stop (Ctrl-C): the first cuts
-/// the run short, a second one also gives up waiting for the daemon's last samples. A run
-/// cut short is not an error: the run directory is complete up to that moment and
-/// `Outcome::meta.ending` says why.
+/// Runs one session. Each message on `stop` is a request to stop (Ctrl-C) and why: the
+/// first cuts the run short, a second one also gives up waiting for the daemon's last
+/// samples. A run cut short is not an error: the run directory is complete up to that
+/// moment and `Outcome::meta.ending` says why. `stop_tx` is `stop`'s sender, for the
+/// `--json-stream` writer to stop the run when stdout fails.
 pub async fn run(
     config: ReaderConfig,
-    mut stop: mpsc::UnboundedReceiver<()>,
+    stop_tx: mpsc::UnboundedSender<StopReason>,
+    mut stop: mpsc::UnboundedReceiver<StopReason>,
 ) -> Result<Outcome, ReaderError> {
     check_out_dir(&config)?;
-    let session = session::open(&config).await?;
+    // A listening reader may wait long for its daemon: a stop ends the wait.
+    let session = tokio::select! {
+        opened = session::open(&config) => opened?,
+        Some(()) = stop.recv(), if config.listen => return Err(ReaderError::StoppedListening),
+    };
     say_adjustments(&config, &session);
     let schedule = config.pattern.schedule();
-    let recorder = open_recorder(&config, &session, &schedule)?;
+    let recorder = open_recorder(&config, &session, &schedule, stop_tx)?;
     let tcpext_before = netstat::read().ok();
 
     let session::Session {
@@ -311,8 +324,14 @@ fn open_recorder(
     config: &ReaderConfig,
     session: &session::Session,
     schedule: &[PhaseSpan],
+    stop_tx: mpsc::UnboundedSender<StopReason>,
 ) -> Result<SharedRecorder, ReaderError> {
     let meta = run_meta(config, session, schedule);
+    let stream = config
+        .json_stream
+        .then(|| stream::Stream::start(&meta, &config.out, stop_tx))
+        .transpose()
+        .map_err(ReaderError::Thread)?;
     let mut recorder = Recorder::new(
         RunWriter::create(&config.out, config.force, meta)?,
         SummaryBuilder::new(
@@ -326,6 +345,7 @@ fn open_recorder(
     if config.trace {
         recorder.trace_sender_into(&config.out);
     }
+    recorder.stream = stream;
     Ok(SharedRecorder::new(recorder))
 }
 
@@ -417,7 +437,7 @@ fn spawn_sampler(
 async fn first_end(
     readers: &mut JoinSet<Result<(), read::FlowError>>,
     control: &mut tokio::task::JoinHandle<ControlEnd>,
-    stop: &mut mpsc::UnboundedReceiver<()>,
+    stop: &mut mpsc::UnboundedReceiver<StopReason>,
 ) -> (Option<String>, Option<ControlEnd>) {
     let all_read = async {
         while let Some(joined) = readers.join_next().await {
@@ -439,7 +459,7 @@ async fn first_end(
             };
             (Some(reason), end.ok())
         }
-        Some(()) = stop.recv() => (Some("interrupted by a signal".into()), None),
+        Some(reason) = stop.recv() => (Some(reason.into()), None),
     }
 }
 
@@ -457,13 +477,13 @@ async fn join_sampler(sampler: SamplerThread) -> Option<String> {
 /// signal gives up at once).
 async fn last_daemon_end(
     control: &mut tokio::task::JoinHandle<ControlEnd>,
-    stop: &mut mpsc::UnboundedReceiver<()>,
+    stop: &mut mpsc::UnboundedReceiver<StopReason>,
 ) -> Option<ControlEnd> {
     let grace = tokio::time::sleep(STOP_GRACE);
     let end = tokio::select! {
         end = &mut *control => end.ok(),
         _ = grace => None,
-        Some(()) = stop.recv() => None,
+        Some(_) = stop.recv() => None,
     };
     if end.is_none() {
         control.abort();
@@ -531,6 +551,10 @@ fn finish(
     flows: &[Arc<Flow>],
     end: RunEnd<'_>,
 ) -> Result<Outcome, ReaderError> {
+    // Every interval line out before the end line, which the caller prints.
+    if let Some(stream) = recorder.stream.take() {
+        stream.finish();
+    }
     // A file the end could not write (a full disk) is said in run.json, which still fits
     // (RunWriter's reserve), rather than ending the reader with run.json unwritten.
     let mut not_written = Vec::new();

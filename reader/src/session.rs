@@ -72,9 +72,12 @@ pub struct Session {
 const BUSY_BACKOFF_FIRST: Duration = Duration::from_millis(250);
 const BUSY_BACKOFF_MAX: Duration = Duration::from_secs(4);
 
-/// Opens a session ([`open_once`]); while the daemon answers `busy`, tries again with
+/// Opens a session ([`open_once`], or [`open_listening`] under `--listen`); while the daemon answers `busy`, tries again with
 /// backoff until `config.busy_retry` has passed, saying so once on stderr.
 pub async fn open(config: &ReaderConfig) -> Result<Session, ReaderError> {
+    if config.listen {
+        return open_listening(config).await;
+    }
     let started = Instant::now();
     let give_up_at = started + config.busy_retry;
     let mut backoff = BUSY_BACKOFF_FIRST;
@@ -129,13 +132,94 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
         addr: &config.connect,
         wait: first_answer_wait(connecting.elapsed()),
     };
+    let control = handshake(config, peer, stream).await?;
+    establish(config, control, Flows::Dial(addr)).await
+}
+
+/// `--listen`: waits for a daemon to dial in ([`crate::listen`]), takes the first that
+/// proves the key, then accepts its data connections.
+async fn open_listening(config: &ReaderConfig) -> Result<Session, ReaderError> {
+    let addr = resolve(&config.connect, config.family, None).await?;
+    let (listener, reader_options) = crate::listen::bind(addr, &config.reader_request)?;
+    eprintln!("oscil-reader: waiting on {addr} for oscil-daemon --connect");
+    let shared = std::sync::Arc::new(config.clone());
+    let mut daemons =
+        crate::listen::authenticated(&listener, "a daemon", 1, None, |stream, from| {
+            let config = shared.clone();
+            async move {
+                let addr = from.to_string();
+                let wait = crate::listen::PREAUTH_TIMEOUT;
+                let peer = Unproven { addr: &addr, wait };
+                Ok((handshake(&config, peer, stream).await?, from.ip()))
+            }
+        })
+        .await?;
+    let (control, daemon) = daemons.pop().expect("one daemon, as asked");
+    let flows = Flows::Accept {
+        listener: &listener,
+        daemon,
+        reader_options,
+    };
+    establish(config, control, flows).await
+}
+
+/// Who opens a session's data connections.
+enum Flows<'a> {
+    /// This reader, to the daemon's address.
+    Dial(SocketAddr),
+    /// The daemon, to this listening reader (`--listen`).
+    Accept {
+        listener: &'a tokio::net::TcpListener,
+        daemon: IpAddr,
+        reader_options: OptionsInForce,
+    },
+}
+
+/// An authenticated control connection, its welcome and the session's data key.
+struct Control {
+    rx: Connection<OwnedReadHalf>,
+    tx: Connection<OwnedWriteHalf>,
+    welcome: Welcome,
+    data_key: DataKey,
+}
+
+/// The handshake on a new control connection, whoever opened it.
+async fn handshake(
+    config: &ReaderConfig,
+    peer: Unproven<'_>,
+    stream: TcpStream,
+) -> Result<Control, ReaderError> {
     // A peer that resets the connection at once fails this first call on it.
-    stream
-        .set_nodelay(true)
-        .map_err(|e| hung_up(peer.addr, e, connect_error))?;
+    stream.set_nodelay(true).map_err(|e| {
+        hung_up(peer.addr, e, |source| ReaderError::Connect {
+            addr: peer.addr.to_owned(),
+            source,
+        })
+    })?;
     let (rx, tx) = stream.into_split();
-    let (mut control_rx, mut control_tx) = (Connection::new(rx), Connection::new(tx));
-    let (welcome, data_key) = authenticate(config, peer, &mut control_rx, &mut control_tx).await?;
+    let (mut rx, mut tx) = (Connection::new(rx), Connection::new(tx));
+    let (welcome, data_key) = authenticate(config, peer, &mut rx, &mut tx).await?;
+    Ok(Control {
+        rx,
+        tx,
+        welcome,
+        data_key,
+    })
+}
+
+/// The rest of a session's opening once the daemon welcomed it: the welcome checked, every
+/// data connection, `Ready`, the clock.
+async fn establish(
+    config: &ReaderConfig,
+    control: Control,
+    flows: Flows<'_>,
+) -> Result<Session, ReaderError> {
+    let Control {
+        rx: mut control_rx,
+        tx: mut control_tx,
+        welcome,
+        data_key,
+    } = control;
     if !(OLDEST_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&welcome.version) {
         return Err(ReaderError::Version {
             daemon: welcome.version,
@@ -152,20 +236,22 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
     if welcome.groups_in_force.is_empty() {
         welcome.groups_in_force = vec![welcome.options_in_force.clone()];
     }
-
-    let (data, reader_options) = open_flows(config, addr, &data_key, welcome.session_id).await?;
     // An older daemon does not say it echoes the probe: then none is opened.
-    let probe = match config.probe && welcome.probe {
-        true => {
-            let (key, session_id, plain) =
-                (&data_key, welcome.session_id, SocketOptions::default());
-            Some(
-                open_flow(addr, config.bind, &plain, key, session_id, PROBE_FLOW)
-                    .await?
-                    .0,
-            )
+    let with_probe = config.probe && welcome.probe;
+    let (data, probe, reader_options) = match flows {
+        Flows::Dial(addr) => {
+            dial_flows(config, addr, &data_key, welcome.session_id, with_probe).await?
         }
-        false => None,
+        Flows::Accept {
+            listener,
+            daemon,
+            reader_options,
+        } => {
+            let (key, session_id) = (data_key, welcome.session_id);
+            let (data, probe) =
+                accept_flows(config, listener, daemon, key, session_id, with_probe).await?;
+            (data, probe, reader_options)
+        }
     };
     // The daemon starts its clock on `Start`: it must hold every connection by then.
     match answer(&mut control_rx, None).await? {
@@ -188,6 +274,67 @@ async fn open_once(config: &ReaderConfig) -> Result<Session, ReaderError> {
         reader_options,
         clock,
     })
+}
+
+/// The data connections and the probe's, as the daemon dialed them to this listening
+/// reader, in flow order; each that fails its check is refused in one line and not counted.
+async fn accept_flows(
+    config: &ReaderConfig,
+    listener: &tokio::net::TcpListener,
+    daemon: IpAddr,
+    key: DataKey,
+    session_id: SessionId,
+    with_probe: bool,
+) -> Result<(Vec<TcpStream>, Option<TcpStream>), ReaderError> {
+    let wanted = config.flows as usize + usize::from(with_probe);
+    let deadline = Some(Instant::now() + HANDSHAKE_TIMEOUT);
+    let accepted = crate::listen::authenticated(
+        listener,
+        "a data connection",
+        wanted,
+        deadline,
+        |stream, from| crate::listen::accept_data(stream, from, daemon, key.clone(), session_id),
+    )
+    .await?;
+    let mut slots: Vec<Option<TcpStream>> = (0..config.flows).map(|_| None).collect();
+    let mut probe = None;
+    for (flow, stream) in accepted {
+        let slot = match flow {
+            PROBE_FLOW if with_probe => &mut probe,
+            _ => slots
+                .get_mut(flow as usize)
+                .ok_or(ReaderError::DataRefused(
+                    "the daemon opened a data connection for a flow this session has not",
+                ))?,
+        };
+        if slot.replace(stream).is_some() {
+            return Err(ReaderError::DataRefused(
+                "the daemon opened a flow's data connection twice",
+            ));
+        }
+    }
+    // `wanted` distinct connections, each in its own place: every slot is filled.
+    Ok((slots.into_iter().flatten().collect(), probe))
+}
+
+/// The data connections and the probe's, dialed to the daemon at `addr`.
+async fn dial_flows(
+    config: &ReaderConfig,
+    addr: SocketAddr,
+    data_key: &DataKey,
+    session_id: SessionId,
+    with_probe: bool,
+) -> Result<(Vec<TcpStream>, Option<TcpStream>, OptionsInForce), ReaderError> {
+    let (data, reader_options) = open_flows(config, addr, data_key, session_id).await?;
+    let probe = match with_probe {
+        true => {
+            let plain = SocketOptions::default();
+            let opened = open_flow(addr, config.bind, &plain, data_key, session_id, PROBE_FLOW);
+            Some(opened.await?.0)
+        }
+        false => None,
+    };
+    Ok((data, probe, reader_options))
 }
 
 /// The session's data connections, a few at a time, in flow order; the options in force

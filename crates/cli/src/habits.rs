@@ -12,6 +12,8 @@ struct Habit {
     /// Whose habit it is, said first ("iperf3's -u"); empty when it is oscil's own.
     origin: &'static str,
     /// What to say in a binary that has this long flag (or alias); every match is said.
+    /// A key names a flag of one binary only (`gen-key`: the daemon; `busy-retry`: the
+    /// reader), since `--listen` and `--connect` are on both.
     by_flag: &'static [(&'static str, &'static str)],
     /// What to say in a binary that has none of them; empty: clap's own words.
     elsewhere: &'static str,
@@ -21,16 +23,16 @@ const ONE_WAY: &str = "oscil always sends one way, from oscil-daemon to oscil-re
 const JSON: &[(&str, &str)] = &[
     ("recommend", "the report writes report.json (every file, figure and warning) into its --out"),
     ("repeat", "a campaign keeps campaign.json and report/report.json in its --out; oscil-reader -J prints one run as JSON"),
-    ("listen", "the daemon prints no results: oscil-reader -J prints the run as JSON"),
+    ("gen-key", "the daemon prints no results: oscil-reader -J prints the run as JSON"),
 ];
 const SERVER_HOST: &[(&str, &str)] = &[
-    ("connect", "-c HOST names the daemon"),
+    ("busy-retry", "-c HOST names the daemon"),
     (
         "sender",
         "--sender USER@HOST and --receiver local|USER@HOST run a campaign on real hosts",
     ),
     (
-        "listen",
+        "gen-key",
         "oscil-daemon listens (--listen ADDR); oscil-reader -c HOST connects to it",
     ),
 ];
@@ -60,7 +62,7 @@ const LENGTH: &[(&str, &str)] = &[(
 const TIME: &[(&str, &str)] = &[("fast", "every run follows the pattern: --fast, --slow and --cycles set its lengths (--quick: one short cycle), and --pattern full-speed reads at full speed as iperf3 does")];
 const FLOWS: &[(&str, &str)] = &[("flows", "--flows N sets the data connections of every run")];
 const SERVER: &[(&str, &str)] = &[(
-    "listen",
+    "gen-key",
     "oscil-daemon is the server already (--listen ADDR sets its address)",
 )];
 const NO_MSS: &str =
@@ -178,7 +180,7 @@ const HABITS: &[Habit] = &[
     Habit {
         given: "-B",
         origin: "iperf3's -B",
-        by_flag: &[("listen", "--listen ADDR sets the address the daemon listens on")],
+        by_flag: &[("gen-key", "--listen ADDR sets the address the daemon listens on")],
         elsewhere: "",
     },
     Habit {
@@ -191,8 +193,8 @@ const HABITS: &[Habit] = &[
         given: "",
         origin: "",
         by_flag: &[
-            ("connect", "the daemon's address goes after -c: -c HOST"),
-            ("listen", "the address to listen on goes after --listen: --listen ADDR"),
+            ("busy-retry", "the daemon's address goes after -c: -c HOST"),
+            ("gen-key", "the address to listen on goes after --listen: --listen ADDR"),
             ("resume", "oscil-lab takes no directory alone: --out DIR starts a campaign there, --resume DIR continues one, restore DIR puts back its settings"),
         ],
         elsewhere: "",

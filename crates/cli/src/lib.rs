@@ -123,8 +123,13 @@ pub fn parse<T: clap::Parser>() -> T {
 /// The object a binary with `--json` prints on stdout when it fails, as iperf3 -J does
 /// (docs/json.md): `error` is the stderr line without the program's name.
 pub fn json_error(code: u8, line: &str) -> String {
-    let value = serde_json::json!({ "status": "error", "exit_code": code, "error": line });
-    serde_json::to_string_pretty(&value).expect("an error object serializes")
+    serde_json::to_string_pretty(&json_error_object(code, line))
+        .expect("an error object serializes")
+}
+
+/// The error object of [`json_error`], to print in another form.
+pub fn json_error_object(code: u8, line: &str) -> serde_json::Value {
+    serde_json::json!({ "status": "error", "exit_code": code, "error": line })
 }
 
 /// True when `command` has a `--json` flag and `args` give it (`--json`, its short form

@@ -30,6 +30,20 @@ pub fn write_bytes(bytes: &[u8]) {
     }
 }
 
+/// Pushes what was written out now (a stream's line must reach its reader at once),
+/// unless an earlier write failed.
+pub fn flush() {
+    if FAILED.get().is_none() {
+        let flushed = std::io::stdout().lock().flush();
+        flushed.unwrap_or_else(failed);
+    }
+}
+
+/// Why writing stdout failed, if it has: `BrokenPipe` when its reader left.
+pub fn failure() -> Option<std::io::ErrorKind> {
+    FAILED.get().map(std::io::Error::kind)
+}
+
 /// Keeps `error` as stdout's failure (the first one counts), for a writer of its own that
 /// failed (clap's help, a man page).
 pub fn failed(error: std::io::Error) {
@@ -59,10 +73,7 @@ pub fn finish(program: &str, code: u8) -> ExitCode {
 
 /// [`finish`] as a number, for `std::process::exit`.
 pub fn settle(program: &str, code: u8) -> u8 {
-    if FAILED.get().is_none() {
-        let flushed = std::io::stdout().lock().flush();
-        flushed.unwrap_or_else(failed);
-    }
+    flush();
     exit_code(program, code, FAILED.get())
 }
 

@@ -1506,6 +1506,59 @@ fn the_sysctl_and_the_socket_option_say_which_they_are() {
     }
 }
 
+/// `--listen` on the reader and `--connect` on the daemon (a sender behind NAT): each end
+/// either dials or waits, never both, and neither waits nor dials a public address unkeyed.
+#[test]
+fn listen_and_connect_go_one_way_and_keyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let out = out.to_str().unwrap();
+    let reader: &[(&[&str], &str)] = &[
+        (
+            &["--listen", "5250", "-c", "h", "-o", out],
+            "cannot be used with",
+        ),
+        (
+            &["--listen", "5250", "-B", "127.0.0.1", "-o", out],
+            "cannot be used with",
+        ),
+        (
+            &["--listen", "5250", "--busy-retry", "1s", "-o", out],
+            "cannot be used with",
+        ),
+        (&["--listen", "5250", "-o", out], "--listen needs a key"),
+        (&["-o", out], "--connect"),
+    ];
+    for (args, holds) in reader {
+        expect("oscil-reader", args, 2, holds);
+    }
+    assert!(!Path::new(out).exists(), "a usage error left {out} behind");
+    let port_file = dir.path().join("port");
+    let port_file = port_file.to_str().unwrap();
+    let daemon: &[(&[&str], &str)] = &[
+        (
+            &["--connect", "h", "--listen", "5250"],
+            "cannot be used with",
+        ),
+        (
+            &["--connect", "h", "--port-file", port_file],
+            "cannot be used with",
+        ),
+        (
+            &["--connect", "h", "--max-sessions", "2"],
+            "cannot be used with",
+        ),
+        (
+            &["--connect", "10.1.2.3"],
+            "refusing to connect to 10.1.2.3:5250 without a key",
+        ),
+        (&["--connect", "::1:5250"], "write [::1]:5250 for a port"),
+    ];
+    for (args, holds) in daemon {
+        expect("oscil-daemon", args, 2, holds);
+    }
+}
+
 /// Round 4 of the sweep's inputs: a directory holding what the cases name (a file, an empty
 /// directory, a run's, a campaign whose campaign.json is cut) and a closed port.
 struct Sweep {

@@ -482,8 +482,9 @@ impl DataChallenge {
     }
 }
 
-/// The reader's side of a data connection's opening: the hello, the daemon's challenge, the
-/// proof. Afterwards the connection carries only payload.
+/// The connecting side of a data connection's opening (the reader's, or the daemon's under
+/// `--connect`): the hello, the other end's challenge, the proof. Afterwards the connection
+/// carries only payload.
 pub async fn open_data_connection<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     key: &DataKey,
@@ -504,6 +505,24 @@ pub async fn open_data_connection<S: AsyncRead + AsyncWrite + Unpin>(
     let proof = key.proof(&session_id, flow, &challenge.nonce);
     stream.write_all(&proof.0).await?;
     stream.flush().await
+}
+
+/// The accepting side of a data connection's opening, once its hello was read and found to
+/// name a session and carry that session's tag: a fresh challenge on this very connection
+/// (so a hello seen on the path and replayed proves nothing), and the proof for it checked
+/// in constant time; `Ok(false)` is a wrong proof. The daemon accepts data connections so,
+/// and so does a reader that listens (`--listen`).
+pub async fn challenge_data_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    hello: &DataHello,
+    key: &DataKey,
+) -> std::io::Result<bool> {
+    let nonce = Nonce::random()?;
+    stream.write_all(&DataChallenge { nonce }.encode()).await?;
+    let mut proof = [0u8; 32];
+    stream.read_exact(&mut proof).await?;
+    let expected = key.proof(&hello.session_id, hello.flow, &nonce);
+    Ok(HexBytes(proof).ct_eq(&expected))
 }
 
 #[cfg(test)]

@@ -237,7 +237,7 @@ fn network_goodput_and_pending_writes_read_back_and_older_files_still_load() {
         text.lines().next().unwrap().to_owned()
     };
     assert!(header("sender.csv").contains(",acked_bytes,pending_write_age_us,"));
-    assert!(header("reader.csv").ends_with(",span_s,delivered_bytes"));
+    assert!(header("reader.csv").ends_with(",span_s,delivered_bytes,group"));
     let run = load(dir.path()).unwrap();
     assert_eq!(run.sender, rows);
     assert_eq!(run.reader[0].delivered_bytes, Some(1 << 19));
@@ -404,7 +404,7 @@ fn a_cell_not_finite_or_out_of_range_makes_the_run_damaged() {
     let message = damaged(
         dir.path(),
         &path,
-        &good.replacen(",0.1,524288\n", ",inf,524288\n", 1),
+        &good.replacen(",0.1,524288,\n", ",inf,524288,\n", 1),
     );
     assert!(
         message.contains("row 1: span_s inf is not within"),
@@ -412,14 +412,14 @@ fn a_cell_not_finite_or_out_of_range_makes_the_run_damaged() {
     );
     // Spans the clock cannot measure: a rate of 1e308 bytes/s, or infinite.
     for span in ["1e-300", "5e-324"] {
-        let text = good.replacen(",0.1,524288\n", &format!(",{span},524288\n"), 1);
+        let text = good.replacen(",0.1,524288,\n", &format!(",{span},524288,\n"), 1);
         let message = damaged(dir.path(), &path, &text);
         let expected = format!(
             "row 1: span_s {span} is shorter than the sampling clock's resolution (0.000000001 s)"
         );
         assert!(message.contains(&expected), "{message}");
     }
-    let text = good.replacen(",0.1,524288\n", ",0.000001,18446744073709551615\n", 1);
+    let text = good.replacen(",0.1,524288,\n", ",0.000001,18446744073709551615,\n", 1);
     let message = damaged(dir.path(), &path, &text);
     assert!(
         message.contains("row 1: delivered_bytes 18446744073709551615 over 0.000001 s is 1.8446744073709552e25 bytes/s, past any path's rate (1e13)"),

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use oscil_protocol::auth::{AuthError, Authenticated, DaemonHandshake};
 
 use oscil_protocol::control::{
-    busy_frame, Connection, DaemonMessage, DataChallenge, DataHello, FrameError, ReaderMessage,
-    MAX_PREAUTH_FRAME_BYTES,
+    busy_frame, challenge_data_connection, Connection, DaemonMessage, DataHello, FrameError,
+    ReaderMessage, MAX_PREAUTH_FRAME_BYTES,
 };
-use oscil_protocol::proof::{DataKey, HexBytes, Nonce};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use oscil_protocol::proof::Nonce;
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep_until, timeout_at};
@@ -132,40 +132,16 @@ async fn data_connection(
         .map_err(|_| Why::Silent)?;
     let hello = DataHello::decode(&bytes).ok_or(Why::BadData)?;
     let (route, key) = shared.route_for(&hello, peer.ip()).ok_or(Why::BadData)?;
-    check_data_proof(&mut stream, &hello, &key).await?;
+    match challenge_data_connection(&mut stream, &hello, &key).await {
+        Ok(true) => {}
+        Ok(false) => return Err(Why::BadData),
+        Err(_) => return Err(Why::Silent),
+    }
     let conn = DataConn {
         flow: hello.flow,
         stream,
     };
     Ok(Passed::Data(route, conn))
-}
-
-/// Sends a fresh challenge on a data connection and checks the reader's proof for it.
-async fn check_data_proof(
-    stream: &mut TcpStream,
-    hello: &DataHello,
-    key: &DataKey,
-) -> Result<(), Why> {
-    let nonce = Nonce::random().map_err(|e| {
-        eprintln!("oscil-daemon: cannot draw a nonce: {e}");
-        Why::Silent
-    })?;
-    let challenge = DataChallenge { nonce };
-    stream
-        .write_all(&challenge.encode())
-        .await
-        .map_err(|_| Why::Silent)?;
-    let mut proof = [0u8; 32];
-    stream
-        .read_exact(&mut proof)
-        .await
-        .map_err(|_| Why::Silent)?;
-    let expected = key.proof(&hello.session_id, hello.flow, &nonce);
-    if HexBytes(proof).ct_eq(&expected) {
-        Ok(())
-    } else {
-        Err(Why::BadData)
-    }
 }
 
 /// Turns away a connection the caps on unauthenticated connections refused, with the one
@@ -176,6 +152,31 @@ pub(crate) fn turn_away_busy(stream: TcpStream) {
     let mut sent = [0u8; MAX_PREAUTH_FRAME_BYTES];
     while matches!(stream.try_read(&mut sent), Ok(1..)) {}
     let _ = stream.try_write(&busy_frame());
+}
+
+/// The gate of a control connection the daemon opened itself (`--connect`): no admission
+/// (there is one connection, to an address the daemon chose), the same handshake under the
+/// same one deadline; a reader that fails it gets the same generic refusal.
+pub(crate) async fn pass_dialed(
+    stream: TcpStream,
+    shared: &Shared,
+) -> Result<(Control, Authenticated), Why> {
+    let mut conn = Connection::new(stream).with_max_frame_bytes(MAX_PREAUTH_FRAME_BYTES);
+    let handshake = timeout_at(
+        tokio::time::Instant::now() + shared.config.preauth_timeout,
+        handshake(&mut conn, shared),
+    );
+    match handshake.await {
+        Ok(Ok(auth)) => Ok((conn, auth)),
+        Ok(Err(why)) => {
+            let refusal = DaemonMessage::Refused {
+                reason: GENERIC_REFUSAL.into(),
+            };
+            let _ = conn.write(&refusal).await;
+            Err(why)
+        }
+        Err(_) => Err(Why::Silent),
+    }
 }
 
 /// The daemon's side of the handshake in [`oscil_protocol::auth`]: hello, challenge, proof.

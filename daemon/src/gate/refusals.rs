@@ -44,7 +44,7 @@ impl Why {
         Why::Evicted,
     ];
 
-    fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         match self {
             Why::Full => "over --max-startups",
             Why::SourceFull => "over --per-source-max-startups",

@@ -2,13 +2,14 @@
 //! remote host or another user shaped), bounded in time and memory: whatever slips past
 //! the readers' checks, the lab goes on and says what happened.
 
-use std::io::{Read, Seek};
+use std::io::{BufRead, BufReader, Read, Seek};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use oscil_cli::rlimit::{self, Bound};
 
+use crate::progress::{self, ProgressMode};
 use crate::sys;
 
 /// How long the campaign's report may take: a report of 1,000 flows over 60 s takes well
@@ -124,14 +125,28 @@ fn run_with_stdout(
     let program = command.get_program().to_string_lossy().into_owned();
     sys::limit_address_space(&mut command, memory_bytes);
     sys::die_with_parent(&mut command);
+    // With `--progress json` the child's lines on stderr are the lab's messages too.
+    let json = progress::mode() == ProgressMode::Json;
     let mut child = command
         .stdin(Stdio::null())
         .stdout(stdout)
+        .stderr(if json {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        })
         .spawn()
         .map_err(|source| BoundedError::Spawn {
             program: program.clone(),
             source,
         })?;
+    let relay = child.stderr.take().map(|stderr| {
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                progress::say(&line);
+            }
+        })
+    });
     let deadline = Instant::now() + time;
     let status = loop {
         match child.try_wait() {
@@ -147,6 +162,9 @@ fn run_with_stdout(
             }
         }
     };
+    if let Some(relay) = relay {
+        let _ = relay.join();
+    }
     match status.success() {
         true => Ok(()),
         false => Err(BoundedError::Failed {

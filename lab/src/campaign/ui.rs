@@ -2,7 +2,7 @@
 //! the current run's phase and goodput), a line as each run ends, and the table at the
 //! end. The bar is hidden when stderr is not a terminal; the lines are always printed.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -11,11 +11,11 @@ use oscil_model::campaign::{CampaignRun, CampaignRunStatus};
 use oscil_model::files::rows::{Phase, ReaderSample};
 use oscil_model::text::escape_peer;
 
-/// A line on stderr. A terminal that went away (SIGHUP) must not stop the lab's cleanup,
-/// so a failed write is ignored where `eprintln!` would panic.
-pub fn say(text: &str) {
-    let _ = writeln!(std::io::stderr(), "{text}");
-}
+use crate::progress::{self, Event, RunId};
+
+/// A line on stderr (a `message` event with `--progress json`). A terminal that went away
+/// (SIGHUP) must not stop the lab's cleanup, so a failed write is ignored.
+pub use crate::progress::say;
 
 pub struct Ui {
     bar: ProgressBar,
@@ -82,7 +82,7 @@ impl Ui {
     pub fn new(runs_to_do: u64, planned: Duration, overhead: Duration, bin: &Path) -> Ui {
         // A terminal without cursor movement (TERM=dumb) gets no bar, which indicatif would
         // not draw there, but a plain line as each run starts.
-        let terminal = std::io::stderr().is_terminal();
+        let terminal = std::io::stderr().is_terminal() && progress::human();
         let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
         let bar = match terminal && !dumb {
             true => ProgressBar::new(runs_to_do),
@@ -125,6 +125,11 @@ impl Ui {
     pub fn start_run(&mut self, run: &CampaignRun) {
         self.run_started = Instant::now();
         self.last_goodput = (Instant::now(), String::new());
+        progress::emit(&Event::RunStarted {
+            run: RunId::of(run, None),
+            settings: &run.settings,
+            eta_s: self.remaining.as_secs(),
+        });
         let starting = format!(
             "{} {} rep-{}: starting, ETA {}",
             self.counter(),
@@ -157,8 +162,18 @@ impl Ui {
         ));
     }
 
-    /// One run more than planned: a spoiled run about to be run again.
-    pub fn add_redo(&mut self, run: &CampaignRun) {
+    /// One run more than planned: a spoiled run about to be run again, and why.
+    pub fn redo(&mut self, run: &CampaignRun, why: &str) {
+        progress::emit(&Event::Redo {
+            run: RunId::of(run, None),
+            why,
+        });
+        if progress::human() {
+            self.line(&format!(
+                "[{}] {} rep-{}: running it again, spoiled ({why}; this attempt is kept beside it, outside the verdicts)",
+                run.position, run.label, run.repetition
+            ));
+        }
         self.remaining += run.settings.pattern.total() + self.overhead;
         self.bar.inc_length(1);
     }
@@ -174,6 +189,25 @@ impl Ui {
             .remaining
             .saturating_sub(run.settings.pattern.total() + self.overhead);
         self.bar.inc(1);
+        progress::emit(&Event::RunFinished {
+            run: RunId::of(run, None),
+            status,
+            reason,
+        });
+        if progress::human() {
+            self.say_finished(run, status, reason, run_dir);
+        }
+        self.show_warnings(run_dir);
+    }
+
+    /// The human line of a run that ended: its status, the report's figures, the reason.
+    fn say_finished(
+        &self,
+        run: &CampaignRun,
+        status: CampaignRunStatus,
+        reason: Option<&str>,
+        run_dir: &Path,
+    ) {
         let figures = match status {
             CampaignRunStatus::Complete | CampaignRunStatus::Partial => {
                 let words = super::bounded::report_words(&self.bin, run_dir);
@@ -197,7 +231,6 @@ impl Ui {
             run.repetition,
             if detail.is_empty() { "" } else { ", " }
         ));
-        self.show_warnings(run_dir);
     }
 
     /// The warnings in the run's `run.json` not shown yet.

@@ -190,6 +190,18 @@ pub struct Cli {
     /// Print every run and the total duration; touch nothing.
     #[arg(long, help_heading = "Campaign")]
     pub dry_run: bool,
+    /// How progress goes to stderr: `human` (a bar on a terminal, a line per run), `json`
+    /// (one JSON object a line: run started and finished with its settings, pair and
+    /// round, rounds, redos, ETA, every other line as a message, and the end with the exit
+    /// code; docs/lab.md) or `none` (warnings and errors only).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        value_name = "MODE",
+        help_heading = "Campaign"
+    )]
+    pub progress: crate::progress::ProgressMode,
 
     /// Two real hosts: the sender (runs oscil-daemon), as ssh takes it.
     #[arg(long, value_name = "USER@HOST", value_parser = ssh_target, help_heading = "Two real hosts")]

@@ -276,10 +276,10 @@ fn tighten_older(dir: &Path, meta: &std::fs::Metadata) -> std::io::Result<bool> 
             std::fs::remove_file(&path)?;
         }
     }
-    eprintln!(
+    crate::progress::say(&format!(
         "oscil-lab: {}: made root's alone (mode {found:o} -> 700, an older oscil's), its lock files removed",
         dir.display()
-    );
+    ));
     Ok(true)
 }
 

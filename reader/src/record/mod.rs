@@ -18,6 +18,7 @@ use oscil_rundir::trace::TraceCsv;
 use oscil_rundir::{RunDirError, RunWriter};
 
 use crate::read::Flow;
+use crate::stream::Stream;
 use crate::summary::SummaryBuilder;
 
 /// How often rows are pushed to the files: often enough that a run cut short keeps nearly
@@ -32,6 +33,8 @@ pub struct Recorder {
     pub sender_trace: Option<TraceCsv<SenderTrace>>,
     /// The daemon's trace rows that arrived, written or past the cap.
     pub sender_trace_rows: u64,
+    /// Both sides' samples as JSON lines on stdout (`--json-stream`).
+    pub stream: Option<Stream>,
     reader_ticks: Tally,
     sender_ticks: Tally,
     flushed_at_s: f64,
@@ -42,6 +45,7 @@ impl Recorder {
         Recorder {
             sender_trace: None,
             sender_trace_rows: 0,
+            stream: None,
             writer,
             summary,
             reader_ticks: Tally::new(flows, interval_s),
@@ -56,6 +60,9 @@ impl Recorder {
             self.writer.reader_row(row)?;
             self.summary.reader(row);
         }
+        if let Some(stream) = &mut self.stream {
+            stream.reader(rows, host);
+        }
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
         self.reader_ticks
             .tick(host.t_s, span_s, rows.iter().map(|r| r.flow));
@@ -69,6 +76,9 @@ impl Recorder {
             self.writer.sender_row(row)?;
         }
         self.summary.sender(rows);
+        if let Some(stream) = &mut self.stream {
+            stream.sender(rows, host);
+        }
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
         self.sender_ticks
             .tick(host.t_s, span_s, rows.iter().map(|r| r.flow));

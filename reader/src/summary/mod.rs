@@ -16,6 +16,9 @@ use oscil_model::pattern::PhaseSpan;
 use oscil_model::run::{RunMeta, RunStatus};
 use serde::Serialize;
 
+use crate::stream::lines::Line;
+use crate::stream::STDOUT_CLOSED;
+
 /// Figures for all spans of one phase kind (fast or slow) together.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PhaseSummary {
@@ -404,10 +407,66 @@ fn at_least(max_ms: f64, censored: bool) -> String {
 /// Under a latency table with censored waits: they count at their wait so far.
 const CENSORED_NOTE: &str = "≥ where at or above a wait cut by the end";
 
-/// Prints the end of a run, as text or (`--json`) one JSON object documented field by field
-/// in docs/json.md, says on stderr when the run was cut short or has holes, and returns
+/// How the end of a run goes to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The tables.
+    Text,
+    /// One JSON object (`-J`, docs/json.md).
+    Json,
+    /// The end line of `--json-stream`: the same object on one line, `"type": "end"`.
+    JsonStream,
+}
+
+/// The object `-J` prints, documented field by field in docs/json.md.
+fn json_summary(out: &Path, meta: &RunMeta, summary: &Summary, code: u8) -> serde_json::Value {
+    let ending = &meta.ending;
+    serde_json::json!({
+        "status": ending.status,
+        "exit_code": code,
+        "reason": ending.reason,
+        "duration_s": ending.duration_s,
+        "label": meta.label.clone().unwrap_or_else(|| dir_name(out)),
+        "out": out,
+        "config": meta.config,
+        "versions": { "reader": meta.reader_software, "daemon": meta.daemon_software },
+        "sender_options": meta.sender_options,
+        "phases": summary.phases,
+        "cycles": summary.cycles,
+        "clock": meta.clock,
+        "markers": meta.markers,
+        "probe": meta.probe,
+        "trace": meta.trace,
+        "absent": meta.absent,
+        "safe_lowat_bytes": summary.safe_lowat_bytes,
+    })
+}
+
+/// Prints a JSON object in the form `output` asks: pretty for `-J`, an end line for
+/// `--json-stream`.
+fn print_json(value: &serde_json::Value, output: Output) {
+    match output {
+        Output::JsonStream => oscil_cli::out!("{}", Line::End(value).text()),
+        _ => oscil_cli::outln!(
+            "{}",
+            serde_json::to_string_pretty(value).expect("a JSON value serializes")
+        ),
+    }
+}
+
+/// With `-J` or `--json-stream`, the error object of a run that could not start (or
+/// whose flags were wrong) on stdout; nothing otherwise.
+pub fn print_error(code: u8, line: &str, output: Output) {
+    if output != Output::Text {
+        print_json(&oscil_cli::json_error_object(code, line), output);
+    }
+}
+
+/// Prints the end of a run, as text or (`--json`, `--json-stream`) one JSON object
+/// documented field by field in docs/json.md, says on stderr when the run was cut short
+/// (unless by stdout's reader leaving, which wants no answer) or has holes, and returns
 /// the exit code the run earned.
-pub fn print(out: &Path, meta: &RunMeta, summary: &Summary, json: bool) -> u8 {
+pub fn print(out: &Path, meta: &RunMeta, summary: &Summary, output: Output) -> u8 {
     let ending = &meta.ending;
     let code = match ending.status {
         // The pattern ran; what either side's record lacks (intervals merged or missing,
@@ -416,32 +475,7 @@ pub fn print(out: &Path, meta: &RunMeta, summary: &Summary, json: bool) -> u8 {
         RunStatus::Complete | RunStatus::Holes => oscil_cli::exit::OK,
         RunStatus::Partial => oscil_cli::exit::CUT_SHORT,
     };
-    if json {
-        // Documented field by field in docs/json.md.
-        let value = serde_json::json!({
-            "status": ending.status,
-            "exit_code": code,
-            "reason": ending.reason,
-            "duration_s": ending.duration_s,
-            "label": meta.label.clone().unwrap_or_else(|| dir_name(out)),
-            "out": out,
-            "config": meta.config,
-            "versions": { "reader": meta.reader_software, "daemon": meta.daemon_software },
-            "sender_options": meta.sender_options,
-            "phases": summary.phases,
-            "cycles": summary.cycles,
-            "clock": meta.clock,
-            "markers": meta.markers,
-            "probe": meta.probe,
-            "trace": meta.trace,
-            "absent": meta.absent,
-            "safe_lowat_bytes": summary.safe_lowat_bytes,
-        });
-        oscil_cli::outln!(
-            "{}",
-            serde_json::to_string_pretty(&value).expect("summary serializes")
-        );
-    } else {
+    if output == Output::Text {
         oscil_cli::out!("{}", summary);
         if let (Some(clock), Some(markers)) = (&meta.clock, &meta.markers) {
             // The uncertainty of the clocks' offset is that of every marker latency.
@@ -457,10 +491,13 @@ pub fn print(out: &Path, meta: &RunMeta, summary: &Summary, json: bool) -> u8 {
             oscil_cli::outln!("{line}");
         }
         for absent in &meta.absent {
-            println!("not given: {}", absent.note);
+            oscil_cli::outln!("not given: {}", absent.note);
         }
+    } else {
+        print_json(&json_summary(out, meta, summary, code), output);
     }
     match ending.status {
+        RunStatus::Partial if ending.reason.starts_with(STDOUT_CLOSED) => {}
         RunStatus::Partial => eprintln!(
             "oscil-reader: run cut short after {:.1} s: {} (the run directory holds everything up to then)",
             ending.duration_s, ending.reason

@@ -11,6 +11,7 @@ use oscil_model::campaign::{Campaign, CampaignRun, CampaignRunStatus};
 use crate::campaign::ui::{human_duration, last_second_goodput, phase_at, say};
 use crate::config::FleetSpec;
 use crate::plan::matrix::planned_duration;
+use crate::progress::{self, Event, RunId};
 use crate::remote::host::Host;
 
 /// How often the line of the running pairs is printed.
@@ -58,6 +59,24 @@ impl Progress {
             .iter()
             .map(|&i| (i, (Duration::ZERO, String::new())))
             .collect();
+        progress::emit(&Event::RoundStarted {
+            round: k + 1,
+            rounds: self.round_times.len(),
+            runs: round.iter().map(|&i| campaign.runs[i].position).collect(),
+            eta_s: self.eta().as_secs(),
+        });
+        for &i in round {
+            let run = &campaign.runs[i];
+            progress::emit(&Event::RunStarted {
+                run: RunId::of(run, Some(k + 1)),
+                settings: &run.settings,
+                eta_s: self.eta().as_secs(),
+            });
+        }
+        self.shown = Instant::now();
+        if !progress::human() {
+            return;
+        }
         let runs: Vec<String> = round
             .iter()
             .map(|&i| describe(&campaign.runs[i], spec))
@@ -69,7 +88,6 @@ impl Progress {
             runs.join(", "),
             human_duration(self.eta())
         ));
-        self.shown = Instant::now();
     }
 
     /// The rest of this round's planned time and every later round's.
@@ -94,6 +112,14 @@ impl Progress {
 
     pub fn done(&mut self, index: usize, run: &CampaignRun, spec: &FleetSpec) {
         self.running.remove(&index);
+        progress::emit(&Event::RunFinished {
+            run: RunId::of(run, Some(self.round + 1)),
+            status: run.status,
+            reason: run.reason.as_deref(),
+        });
+        if !progress::human() {
+            return;
+        }
         let status = format!("{:?}", run.status).to_lowercase();
         let reason = run
             .reason
@@ -108,7 +134,7 @@ impl Progress {
 
     /// Every few seconds: the round, each running pair's phase and goodput, the ETA.
     pub fn show(&mut self, campaign: &Campaign, spec: &FleetSpec) {
-        if self.shown.elapsed() < SHOW_EVERY || self.running.is_empty() {
+        if self.shown.elapsed() < SHOW_EVERY || self.running.is_empty() || !progress::human() {
             return;
         }
         self.shown = Instant::now();
