@@ -158,7 +158,7 @@ pub fn of_host_load(side: Side, source: HostLoadSource, why: Option<&str>) -> Ab
     let columns = source.columns();
     let why = why.map_or_else(
         || "its rows carry none: a daemon before these columns, or its host could not give them (the daemon's log says why)".to_string(),
-        // The reason may name a peer's address; it is this host's own text.
+        // An OS error's text, escaped as any text that reaches a note.
         escape_peer,
     );
     Absence {
