@@ -13,7 +13,7 @@ use oscil_testkit::sshd::{
     kill_with_children, lab_sysctls, lacks_sshd, make_keys, path_without, remove_namespaces, run,
     set_sysctls, ssh_options, start_sshd, wait_for,
 };
-use oscil_testkit::{bin_dir, unique, workspace_bin};
+use oscil_testkit::{assert_host_load_filled, bin_dir, unique, workspace_bin};
 
 /// Two namespaces, the link and an sshd in each; everything goes on drop.
 struct Hosts {
@@ -306,6 +306,8 @@ fn a_campaign_over_ssh_completes_and_puts_every_sysctl_back() {
         assert_eq!(lowat, expected, "{}", run["label"]);
         assert!(Path::new(&dir).join("reader.csv").is_file());
         check_capture(&dir.join("sender.pcap"));
+        // Each host's own queues and CPUs, the sender's read on its host over ssh.
+        assert_host_load_filled(&dir);
         let asked = &meta["config"]["slow_rate"]["chosen_by"];
         assert_eq!(asked["by"], "absolute");
         assert_eq!(

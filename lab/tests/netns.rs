@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use oscil_testkit::{bin_dir, lacks_root, number, unique, Csv};
+use oscil_testkit::{assert_host_load_filled, bin_dir, lacks_root, number, unique, Csv};
 
 struct Run {
     reader: Vec<HashMap<String, String>>,
@@ -190,6 +190,8 @@ fn check_records(out: &Path, run_dir: &Path) {
             rows.len()
         );
     }
+    // The hosts' own queues and CPUs, on both sides of the emulated link.
+    assert_host_load_filled(run_dir);
     let run_json = std::fs::read_to_string(run_dir.join("run.json")).expect("run.json");
     let run_json: serde_json::Value = serde_json::from_str(&run_json).expect("run.json is JSON");
     let lab_meta = &run_json["lab"];

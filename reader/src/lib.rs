@@ -584,6 +584,12 @@ fn finish(
         (Some(reason), lost) => Some(format!("{reason}; then {lost}")),
         (None, lost) => Some(lost),
     };
+    let sender_load_missing = recorder.sender_load_missing();
+    recorder.writer.meta_mut().absent.extend(
+        sender_load_missing
+            .into_iter()
+            .map(|source| absent::of_host_load(Side::Sender, source, None)),
+    );
     let sampling = recorder.sampling(end.intervals);
     let mut holes = sampling.holes();
     holes.extend(

@@ -268,6 +268,7 @@ pub(crate) mod tests {
             partial: None,
             holes: None,
             link_spoiled: None,
+            host_limited: None,
             duration_s: 60.0,
             phases: RunPhases::default(),
             sender_page_bytes: 4096.0,

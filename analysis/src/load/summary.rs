@@ -61,6 +61,11 @@ pub struct RunSummary {
     /// Why the lab's link emulator spoiled the run, if it did (`link_health`): no
     /// configuration counts it.
     pub link_spoiled: Option<String>,
+    /// How the run's hosts limited it, if they did (`host_limit`: packets dropped below
+    /// TCP, a CPU saturated for a quarter of the run): named beside the run, still counted,
+    /// since `/proc/stat` is the whole machine's and a shared machine's other work would
+    /// otherwise leave every run out.
+    pub host_limited: Option<String>,
     pub duration_s: f64,
     pub phases: RunPhases,
     pub sender_page_bytes: f64,
@@ -156,6 +161,10 @@ pub fn summarize(run: &Run, input: &RunInput) -> RunSummary {
         holes: (meta.ending.status == RunStatus::Holes)
             .then(|| oscil_model::text::escape_stored(&meta.ending.reason)),
         link_spoiled: spoiled(meta, link.spoiled.clone()),
+        host_limited: meta
+            .sampling
+            .as_ref()
+            .and_then(oscil_model::run::host_limit::limited),
         duration_s: meta.ending.duration_s,
         phases: figures.finish(end_s),
         sender_page_bytes: meta

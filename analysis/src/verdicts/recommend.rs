@@ -309,6 +309,7 @@ mod tests {
             partial: None,
             holes: None,
             link_spoiled: None,
+            host_limited: None,
             duration_s: 2.0,
             phases: RunPhases {
                 spans: vec![

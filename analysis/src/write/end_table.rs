@@ -54,7 +54,10 @@ fn run_line(dir: &Path) -> Result<String, ReportError> {
     };
     let spoiled = summary.link_spoiled.as_ref().map_or(String::new(), |why| {
         format!("; left out of the verdicts: {why}")
-    });
+    }) + &summary
+        .host_limited
+        .as_ref()
+        .map_or(String::new(), |why| format!("; {why}"));
     Ok(format!(
         "network goodput fast {}, slow-phase queued mean {}{spoiled}",
         text(goodput),

@@ -445,6 +445,10 @@ fn runs(html: &mut String, p: &Page) {
             (None, None, Some(why)) => format!("holes: {why}"),
             (None, None, None) => "complete".to_string(),
         };
+        let status = match &s.host_limited {
+            Some(why) => format!("{status}; {why}"),
+            None => status,
+        };
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

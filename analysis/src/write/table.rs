@@ -43,7 +43,7 @@ pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<Stri
         "duration_s",
     ];
     header.extend(METRICS.iter().map(|m| m.column));
-    header.push("baseline");
+    header.extend(["baseline", "host_limited"]);
     writer.write_record(&header)?;
     for (s, baseline) in summaries.iter().zip(baselines) {
         let set = &s.settings;
@@ -65,6 +65,7 @@ pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<Stri
         ];
         row.extend(METRICS.iter().map(|m| cell(m, s.value(m, Scope::Whole))));
         row.push(baseline.map_or(String::new(), |b| summaries[b].label.clone()));
+        row.push(s.host_limited.clone().unwrap_or_default());
         writer.write_record(&row)?;
     }
     let bytes = writer.into_inner().map_err(|e| e.into_error())?;
@@ -72,7 +73,8 @@ pub fn csv(summaries: &[RunSummary], baselines: &[Option<usize>]) -> Result<Stri
 }
 
 /// `summary.md`'s runs: one row per run with its status, settings, path and the run its
-/// changes are against, and a line for each partial run or run with holes.
+/// changes are against, and a line for each partial run, run with holes, or run its hosts
+/// limited.
 pub fn runs_markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> String {
     let mut md =
         String::from("| run | status | settings | path | compared with |\n|---|---|---|---|---|\n");
@@ -99,6 +101,16 @@ pub fn runs_markdown(summaries: &[RunSummary], baselines: &[Option<usize>]) -> S
     for s in summaries.iter().filter(|s| s.partial.is_none()) {
         if let Some(holes) = &s.holes {
             let _ = writeln!(md, "- **{}** has holes (counted): {holes}", s.label);
+        }
+    }
+    for s in summaries.iter().filter(|s| s.partial.is_none()) {
+        if let Some(why) = &s.host_limited {
+            let _ = writeln!(
+                md,
+                "- **{}** (counted): {}",
+                escape_markdown(&s.label),
+                escape_markdown(why)
+            );
         }
     }
     md.push_str("\nEvery figure of each run, over the whole run: summary.csv (its columns are defined in docs/report.md); each configuration's mean, interval and change: configurations.csv; each cycle: cycles.csv.\n");

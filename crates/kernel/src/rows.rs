@@ -36,6 +36,8 @@ pub fn host_sample(
         tcp_rcvq_drop: queue.map(|q| q.rcvq_drop),
         tcp_backlog_drop: queue.map(|q| q.backlog_drop),
         run_queue_wait_ms: run_queue_wait.map(|d| d.as_secs_f64() * 1e3),
+        // The host's own load comes from `host::load`, with `HostSample::with_load`.
+        ..HostSample::empty(t_s, side)
     }
 }
 

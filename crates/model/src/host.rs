@@ -82,6 +82,78 @@ impl QueueEvents {
     }
 }
 
+/// One interval of a host's own load (`host.csv`'s `qdisc_`, `softnet_` and `cpu_`
+/// columns): what the host itself queued, dropped and spent, beside what TCP did. Each part
+/// is `None` where its source was not there (no egress device known, no `/proc` file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostLoad {
+    pub qdisc: Option<QdiscLoad>,
+    pub softnet: Option<SoftnetLoad>,
+    pub cpu: Option<CpuLoad>,
+}
+
+/// Each source of [`HostLoad`], to name one that a host could not give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HostLoadSource {
+    Qdisc,
+    Softnet,
+    Cpu,
+}
+
+impl HostLoadSource {
+    pub const ALL: [HostLoadSource; 3] = [Self::Qdisc, Self::Softnet, Self::Cpu];
+
+    /// What the source is, by the kernel's names.
+    pub fn what(self) -> &'static str {
+        match self {
+            Self::Qdisc => "rtnetlink qdisc statistics of the egress device",
+            Self::Softnet => "/proc/net/softnet_stat",
+            Self::Cpu => "/proc/stat",
+        }
+    }
+
+    /// The `host.csv` columns it fills.
+    pub fn columns(self) -> &'static [&'static str] {
+        match self {
+            Self::Qdisc => &[
+                "host.csv qdisc_backlog_bytes",
+                "host.csv qdisc_backlog_packets",
+                "host.csv qdisc_drops",
+                "host.csv qdisc_requeues",
+            ],
+            Self::Softnet => &["host.csv softnet_dropped", "host.csv softnet_time_squeeze"],
+            Self::Cpu => &["host.csv cpu_busy_max_pct", "host.csv cpu_busy_mean_pct"],
+        }
+    }
+}
+
+/// The egress device's root qdisc: its backlog at the tick, and what it dropped and
+/// requeued over the interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QdiscLoad {
+    pub backlog_bytes: u64,
+    pub backlog_packets: u64,
+    pub drops: u64,
+    pub requeues: u64,
+}
+
+/// `/proc/net/softnet_stat` summed over the CPUs, over the interval: packets the receive
+/// backlog dropped (`netdev_max_backlog` full), and times the receive softirq ran out of
+/// budget or time with work left (`netdev_budget`, `netdev_budget_usecs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SoftnetLoad {
+    pub dropped: u64,
+    pub time_squeeze: u64,
+}
+
+/// How busy the host's CPUs were over the interval (`/proc/stat`): the busiest one and
+/// the mean, percent of the interval's CPU time not idle nor waiting for I/O.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuLoad {
+    pub busy_max_pct: f64,
+    pub busy_mean_pct: f64,
+}
+
 /// CPU time and context switches of a process (or their growth over a span).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessCost {

@@ -123,6 +123,9 @@ pub enum RowError {
     /// A BBR gain the kernel cannot give (not a number, below 0, past a u32 over 256).
     #[error("a BBR gain of {gain:?} is not one the kernel can give (0 to {MAX_BBR_GAIN:e})")]
     Gain { gain: f64 },
+    /// A CPU's busy share that is not one (not a number, outside 0 to 100).
+    #[error("a CPU {pct:?}% busy is not a share (0 to 100)")]
+    CpuBusy { pct: f64 },
 }
 
 impl RunDirError {

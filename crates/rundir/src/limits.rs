@@ -61,8 +61,11 @@ impl Columns for HostSample {
     fn check(&self, limits: &Limits) -> Result<(), RowError> {
         limits.check_time("t_s", self.t_s)?;
         // No thread waits for a CPU longer than the run.
-        match self.run_queue_wait_ms {
-            Some(ms) => limits.check_time("run_queue_wait_ms", ms / 1e3),
+        if let Some(ms) = self.run_queue_wait_ms {
+            limits.check_time("run_queue_wait_ms", ms / 1e3)?;
+        }
+        match self.cpu_busy_pct_out_of_range() {
+            Some(pct) => Err(RowError::CpuBusy { pct }),
             None => Ok(()),
         }
     }

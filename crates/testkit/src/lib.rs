@@ -138,6 +138,49 @@ impl Drop for Daemon {
     }
 }
 
+/// Checks the hosts' own load in a run's `host.csv`: every row of both sides has the egress
+/// qdisc's and softnet's figures, and at least three rows in four the CPUs' (read at most
+/// every 90 ms, so a run's last, partial row may have none), each a share within 0..=100.
+pub fn assert_host_load_filled(run: &Path) {
+    let rows = Csv::read(&run.join("host.csv")).rows;
+    for side in ["reader", "sender"] {
+        let rows: Vec<_> = rows.iter().filter(|r| r["side"] == side).collect();
+        assert!(!rows.is_empty(), "{}: no {side} rows", run.display());
+        for row in &rows {
+            for column in [
+                "qdisc_backlog_bytes",
+                "qdisc_backlog_packets",
+                "qdisc_drops",
+                "qdisc_requeues",
+                "softnet_dropped",
+                "softnet_time_squeeze",
+            ] {
+                assert!(number(row, column) >= 0.0, "{side} {column}");
+            }
+        }
+        let with_cpu: Vec<_> = rows
+            .iter()
+            .filter(|r| !r["cpu_busy_max_pct"].is_empty())
+            .collect();
+        assert!(
+            with_cpu.len() * 4 >= rows.len() * 3,
+            "{side}: CPU figures on {} of {} rows",
+            with_cpu.len(),
+            rows.len()
+        );
+        for row in with_cpu {
+            let (max, mean) = (
+                number(row, "cpu_busy_max_pct"),
+                number(row, "cpu_busy_mean_pct"),
+            );
+            assert!(
+                (0.0..=100.0).contains(&max) && (0.0..=max).contains(&mean),
+                "{side}: CPU busy max {max}, mean {mean}"
+            );
+        }
+    }
+}
+
 /// A CSV file as rows of column name -> text.
 pub struct Csv {
     pub rows: Vec<HashMap<String, String>>,

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
+use oscil_kernel::host::load::HostLoadSince;
 use oscil_kernel::host::netstat::QueueEventsSince;
 use oscil_kernel::host::schedstat::RunQueueWaits;
 use oscil_kernel::rows::{host_sample, sender_sample};
@@ -51,6 +52,8 @@ struct Sampler {
     last: Vec<FlowCounters>,
     /// The process's threads' waits for a CPU at the last sample: a starved writer.
     waits: RunQueueWaits,
+    /// The host's own load: the egress qdisc, softnet, the CPUs.
+    load: HostLoadSince,
 }
 
 /// A flow's cumulative `tcp_info` counters, kept between samples to give each row its
@@ -107,7 +110,17 @@ impl Sampler {
         let watched =
             Watched::new(flows.iter().map(|f| &*f.stream)).map_err(SamplerError::Identify)?;
         let probe = Probe::new(watched).map_err(SamplerError::Open)?;
+        let peer = flows.first().and_then(|f| f.stream.peer_addr().ok());
+        let (load, gaps) = HostLoadSince::open(peer.map(|a| a.ip()), Instant::now());
+        // The reader names the columns left empty (its rows carry none); the why is here.
+        for (source, why) in gaps {
+            eprintln!(
+                "oscil-daemon: cannot read the {} ({why}): host.csv leaves its columns empty",
+                source.what()
+            );
+        }
         Ok(Sampler {
+            load,
             queue: QueueEventsSince::new(proc.tcpext().ok().as_ref()),
             last: vec![FlowCounters::default(); flows.len()],
             waits: RunQueueWaits::new(),
@@ -176,7 +189,8 @@ impl Sampler {
                 self.queue.next(self.proc.tcpext().ok().as_ref()),
                 snapshot.namespace_charged_bytes,
                 self.waits.since_last(),
-            ),
+            )
+            .with_load(&self.load.next(now)),
             flows,
         })
     }

@@ -70,6 +70,8 @@ pub enum SampleError {
     OutsideSession { t_s: f64, elapsed_s: f64 },
     #[error("a wait for a CPU of {wait_ms} ms {elapsed_s:.3} s into the session")]
     RunQueueWait { wait_ms: f64, elapsed_s: f64 },
+    #[error("a CPU {pct}% busy, outside 0 to 100")]
+    CpuBusy { pct: f64 },
     #[error("t_s {t_s} does not follow {last_t_s}")]
     NotAfter { t_s: f64, last_t_s: f64 },
     #[error("{messages} samples by t_s {t_s}, more than one per {interval_s} s interval")]
@@ -185,6 +187,9 @@ impl SampleCheck {
             .filter(|w| !(0.0..=(elapsed_s + CLOCK_SLACK_S) * 1e3).contains(w))
         {
             return Err(SampleError::RunQueueWait { wait_ms, elapsed_s });
+        }
+        if let Some(pct) = host.cpu_busy_pct_out_of_range() {
+            return Err(SampleError::CpuBusy { pct });
         }
         if t_s <= self.last_t_s {
             return Err(SampleError::NotAfter {
@@ -430,6 +435,22 @@ mod tests {
                 },
                 vec![],
                 "a wait for a CPU of 1000000000 ms",
+            ),
+            (
+                HostSample {
+                    cpu_busy_max_pct: Some(100.5),
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "a CPU 100.5% busy",
+            ),
+            (
+                HostSample {
+                    cpu_busy_mean_pct: Some(f64::NAN),
+                    ..host(0.1, Side::Sender)
+                },
+                vec![],
+                "a CPU NaN% busy",
             ),
             (
                 host(0.1, Side::Sender),

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use oscil_model::files::markers::{MarkerCounts, RunSpan};
 use oscil_model::files::rows::{HostSample, ReaderSample, SenderSample};
 use oscil_model::files::trace::{SenderTrace, TraceRow};
+use oscil_model::host::HostLoadSource;
 use oscil_model::run::clock::ClockEstimate;
 use oscil_model::run::sampling::{Sampling, Tally};
 use oscil_rundir::trace::TraceCsv;
@@ -65,8 +66,7 @@ impl Recorder {
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
         self.reader_ticks
             .tick(host.t_s, span_s, rows.iter().map(|r| r.flow));
-        self.reader_ticks
-            .run_queue_wait(host.t_s, host.run_queue_wait_ms);
+        self.reader_ticks.host(host);
         self.host(host)
     }
 
@@ -82,8 +82,7 @@ impl Recorder {
         let span_s = rows.first().map_or(0.0, |r| r.span_s);
         self.sender_ticks
             .tick(host.t_s, span_s, rows.iter().map(|r| r.flow));
-        self.sender_ticks
-            .run_queue_wait(host.t_s, host.run_queue_wait_ms);
+        self.sender_ticks.host(host);
         self.host(host)
     }
 
@@ -134,6 +133,11 @@ impl Recorder {
 
     /// Both sides' sampling over a run whose reader ran `intervals` intervals, for
     /// `run.json`.
+    /// The sources of the host's load the daemon's rows never carried.
+    pub fn sender_load_missing(&self) -> Vec<HostLoadSource> {
+        self.sender_ticks.host_load_missing()
+    }
+
     pub fn sampling(&self, intervals: u64) -> Sampling {
         Sampling {
             reader: self.reader_ticks.clone().finish(intervals),

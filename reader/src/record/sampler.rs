@@ -9,6 +9,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use oscil_kernel::host::load::HostLoadSince;
 use oscil_kernel::host::netstat::QueueEventsSince;
 use oscil_kernel::host::schedstat::RunQueueWaits;
 use oscil_kernel::host::{netstat, sockstat};
@@ -60,6 +61,8 @@ struct Sources {
     /// The process's threads' waits for a CPU at the last sample: the reading threads
     /// starved while this one, in the real-time class, still wakes on time.
     waits: RunQueueWaits,
+    /// The host's own load: the egress qdisc, softnet, the CPUs.
+    load: HostLoadSince,
 }
 
 impl Sampler {
@@ -70,6 +73,8 @@ impl Sampler {
         // Without the privilege it runs at the default priority; lateness shows in run.json.
         let _ = oscil_kernel::prioritise_this_thread();
         let mut netstat = netstat::open()?;
+        let peer = self.flows.first().and_then(|f| f.stream.peer_addr().ok());
+        let (load, load_gaps) = HostLoadSince::open(peer.map(|a| a.ip()), Instant::now());
         let mut sources = Sources {
             probe: Probe::new(Watched::new(self.flows.iter().map(|f| &f.stream))?)?,
             sockstat: sockstat::open()?,
@@ -77,11 +82,21 @@ impl Sampler {
             netstat,
             received_bytes: vec![0; self.flows.len()],
             waits: RunQueueWaits::new(),
+            load,
         };
-        // Said once, in run.json: a sampler without sock_diag sees only its own sockets.
-        if let Some(absent) = absent::of_sampling(Side::Reader, sources.probe.source()) {
+        // Said once, in run.json: a sampler without sock_diag sees only its own sockets,
+        // and a source of the host's load it could not open leaves its columns empty.
+        let absent: Vec<_> = absent::of_sampling(Side::Reader, sources.probe.source())
+            .into_iter()
+            .chain(
+                load_gaps
+                    .iter()
+                    .map(|(source, why)| absent::of_host_load(Side::Reader, *source, Some(why))),
+            )
+            .collect();
+        if !absent.is_empty() {
             self.recorder.record(|r| {
-                r.writer.meta_mut().absent.push(absent);
+                r.writer.meta_mut().absent.extend(absent);
                 Ok(())
             })?;
         }
@@ -151,7 +166,8 @@ impl Sampler {
             sources.queue.next(sources.netstat.read().ok().as_ref()),
             snapshot.namespace_charged_bytes,
             sources.waits.since_last(),
-        );
+        )
+        .with_load(&sources.load.next(now));
         self.recorder.record(|r| r.reader(&rows, &host))?;
         self.progress.update(t_s, total_bytes);
         Ok(())

@@ -1,12 +1,17 @@
 //! The facts of a host that decide what a run measures: kernel, buffer sysctls, clock; and
 //! its files under `/proc` read each interval (sockstat, `TcpExt`, the process's own cost,
-//! its threads' wait for a CPU).
+//! its threads' wait for a CPU), and its own load (`load`: the egress qdisc, softnet, the
+//! CPUs).
 
 pub mod cost;
+pub mod cpustat;
+pub mod load;
 pub mod netstat;
 pub(crate) mod proc;
+pub mod qdisc;
 pub mod schedstat;
 pub mod sockstat;
+pub mod softnet;
 
 use std::os::unix::fs::MetadataExt;
 use std::time::{SystemTime, UNIX_EPOCH};

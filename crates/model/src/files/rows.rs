@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::files::columns::Row;
+use crate::host::HostLoad;
 use crate::socket::Chrono;
 
 pub const READER_CSV: &str = "reader.csv";
@@ -263,6 +264,30 @@ pub struct HostSample {
     /// Empty where `/proc` does not tell, and in runs before the column existed.
     #[serde(default)]
     pub run_queue_wait_ms: Option<f64>,
+    /// The egress device's root qdisc (the device the route to the peer leaves by):
+    /// backlog at the tick, bytes and packets, and drops and requeues over the row's span.
+    /// Empty where no device or qdisc could be read (`run.json` `absent` says why), and in
+    /// runs before the columns existed.
+    #[serde(default)]
+    pub qdisc_backlog_bytes: Option<u64>,
+    #[serde(default)]
+    pub qdisc_backlog_packets: Option<u64>,
+    #[serde(default)]
+    pub qdisc_drops: Option<u64>,
+    #[serde(default)]
+    pub qdisc_requeues: Option<u64>,
+    /// `/proc/net/softnet_stat` summed over the CPUs, over the row's span: packets the
+    /// receive backlog dropped, and receive softirq runs cut short with work left.
+    #[serde(default)]
+    pub softnet_dropped: Option<u64>,
+    #[serde(default)]
+    pub softnet_time_squeeze: Option<u64>,
+    /// The busiest CPU's and the mean CPU's busy share of the row's span (`/proc/stat`:
+    /// neither idle nor waiting for I/O), percent, 0 to 100.
+    #[serde(default)]
+    pub cpu_busy_max_pct: Option<f64>,
+    #[serde(default)]
+    pub cpu_busy_mean_pct: Option<f64>,
 }
 
 impl HostSample {
@@ -285,6 +310,47 @@ impl HostSample {
             tcp_rcvq_drop: None,
             tcp_backlog_drop: None,
             run_queue_wait_ms: None,
+            qdisc_backlog_bytes: None,
+            qdisc_backlog_packets: None,
+            qdisc_drops: None,
+            qdisc_requeues: None,
+            softnet_dropped: None,
+            softnet_time_squeeze: None,
+            cpu_busy_max_pct: None,
+            cpu_busy_mean_pct: None,
+        }
+    }
+
+    /// The row with one interval of the host's own load.
+    pub fn with_load(self, load: &HostLoad) -> Self {
+        HostSample {
+            qdisc_backlog_bytes: load.qdisc.map(|q| q.backlog_bytes),
+            qdisc_backlog_packets: load.qdisc.map(|q| q.backlog_packets),
+            qdisc_drops: load.qdisc.map(|q| q.drops),
+            qdisc_requeues: load.qdisc.map(|q| q.requeues),
+            softnet_dropped: load.softnet.map(|s| s.dropped),
+            softnet_time_squeeze: load.softnet.map(|s| s.time_squeeze),
+            cpu_busy_max_pct: load.cpu.map(|c| c.busy_max_pct),
+            cpu_busy_mean_pct: load.cpu.map(|c| c.busy_mean_pct),
+            ..self
+        }
+    }
+
+    /// A CPU figure that is not a share (NaN, or outside 0 to 100): an untrusted row or
+    /// file carrying one is refused.
+    pub fn cpu_busy_pct_out_of_range(&self) -> Option<f64> {
+        [self.cpu_busy_max_pct, self.cpu_busy_mean_pct]
+            .into_iter()
+            .flatten()
+            .find(|p| !(0.0..=100.0).contains(p))
+    }
+
+    /// Packets this host dropped below TCP over the row's span: its egress qdisc's and its
+    /// softnet backlog's; `None` where neither was read.
+    pub fn host_dropped_packets(&self) -> Option<u64> {
+        match (self.qdisc_drops, self.softnet_dropped) {
+            (None, None) => None,
+            (q, s) => Some(q.unwrap_or(0).saturating_add(s.unwrap_or(0))),
         }
     }
 }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::files::rows::Side;
-use crate::host::HostFacts;
+use crate::host::{HostFacts, HostLoadSource};
 use crate::socket::{FieldGroup, Source};
 use crate::text::escape_peer;
 
@@ -151,6 +151,31 @@ pub fn of_sampling(side: Side, source: &Source) -> Option<Absence> {
     })
 }
 
+/// A source of the host's own load a side's sampler could not read: with the side's
+/// reason where it gave one (the reader's own), or, for a daemon's rows that carry none,
+/// that they do not (a daemon before the columns, or a host that could not give them).
+pub fn of_host_load(side: Side, source: HostLoadSource, why: Option<&str>) -> Absence {
+    let columns = source.columns();
+    let why = why.map_or_else(
+        || "its rows carry none: a daemon before these columns, or its host could not give them (the daemon's log says why)".to_string(),
+        // An OS error's text, escaped as any text that reaches a note.
+        escape_peer,
+    );
+    Absence {
+        side,
+        what: source.what().into(),
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        since: None,
+        note: format!(
+            "the {} could not read the {} ({why}): {} {} empty",
+            side.as_str(),
+            source.what(),
+            columns.join(", "),
+            if columns.len() == 1 { "is" } else { "are" },
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,6 +266,34 @@ mod tests {
         assert!(cubic.note.contains("ran cubic"), "{}", cubic.note);
         // A peer's name is escaped before it reaches a note.
         assert!(!of_congestion("x\x1b[2J").unwrap().note.contains('\x1b'));
+    }
+
+    #[test]
+    fn a_host_load_source_names_its_columns_and_why() {
+        let qdisc = of_host_load(
+            Side::Reader,
+            HostLoadSource::Qdisc,
+            Some("rtnetlink: No such device (os error 19)"),
+        );
+        assert_eq!(qdisc.columns.len(), 4);
+        assert!(qdisc
+            .columns
+            .iter()
+            .all(|c| c.starts_with("host.csv qdisc_")));
+        assert!(
+            qdisc
+                .note
+                .starts_with("the reader could not read the rtnetlink qdisc")
+                && qdisc.note.contains("os error 19"),
+            "{}",
+            qdisc.note
+        );
+        let cpu = of_host_load(Side::Sender, HostLoadSource::Cpu, None);
+        assert!(cpu.note.contains("its rows carry none"), "{}", cpu.note);
+        assert_eq!(
+            cpu.columns,
+            ["host.csv cpu_busy_max_pct", "host.csv cpu_busy_mean_pct"]
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod absent;
 pub mod clock;
+pub mod host_limit;
 pub mod link_health;
 pub mod sampling;
 pub mod starvation;

@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::files::rows::HostSample;
+use crate::host::HostLoadSource;
+use crate::run::host_limit::CPU_SATURATED_PCT;
+
 /// How often both ends sample unless told: fine enough to see a slow phase's queue build,
 /// coarse enough that a thousand flows' rows stay cheap.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
@@ -58,6 +62,16 @@ pub struct SideSampling {
     /// 99th percentile of the run's seconds. Absent where the rows do not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_queue_wait_p99_ms_per_s: Option<f64>,
+    /// Packets the side's host dropped below TCP over the run: its egress qdisc's drops
+    /// and its softnet backlog's (`host.csv` `qdisc_drops` + `softnet_dropped`). Absent
+    /// where the rows do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_dropped_packets: Option<u64>,
+    /// The share of the side's rows whose busiest CPU was at least
+    /// [`crate::run::host_limit::CPU_SATURATED_PCT`] busy (`host.csv` `cpu_busy_max_pct`),
+    /// 0 to 1. Absent where the rows do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_saturated_share: Option<f64>,
 }
 
 impl SideSampling {
@@ -104,6 +118,13 @@ pub struct Tally {
     /// the second being summed.
     wait_ms_by_second: Vec<f64>,
     waiting: Option<(u64, f64)>,
+    /// The host's drops so far, and rows that said them.
+    host_dropped_packets: Option<u64>,
+    /// Rows with a CPU figure, and those whose busiest CPU was saturated.
+    cpu_rows: u64,
+    cpu_saturated_rows: u64,
+    /// Rows that carried each [`HostLoadSource`]'s columns, in its order.
+    load_rows: [u64; 3],
 }
 
 impl Tally {
@@ -118,7 +139,45 @@ impl Tally {
             lateness_s: Vec::new(),
             wait_ms_by_second: Vec::new(),
             waiting: None,
+            host_dropped_packets: None,
+            cpu_rows: 0,
+            cpu_saturated_rows: 0,
+            load_rows: [0; 3],
         }
+    }
+
+    /// A `host.csv` row of this side: its run-queue wait, and its host's own load.
+    pub fn host(&mut self, row: &HostSample) {
+        self.run_queue_wait(row.t_s, row.run_queue_wait_ms);
+        if let Some(dropped) = row.host_dropped_packets() {
+            let sum = self.host_dropped_packets.get_or_insert(0);
+            *sum = sum.saturating_add(dropped);
+        }
+        if let Some(pct) = row.cpu_busy_max_pct.filter(|p| p.is_finite()) {
+            self.cpu_rows += 1;
+            self.cpu_saturated_rows += u64::from(pct >= CPU_SATURATED_PCT);
+        }
+        let filled = [
+            row.qdisc_drops.is_some(),
+            row.softnet_dropped.is_some(),
+            row.cpu_busy_max_pct.is_some(),
+        ];
+        for (count, filled) in self.load_rows.iter_mut().zip(filled) {
+            *count += u64::from(filled);
+        }
+    }
+
+    /// The sources of the host's load no row of this side carried (none before any row).
+    pub fn host_load_missing(&self) -> Vec<HostLoadSource> {
+        if self.ticks == 0 {
+            return Vec::new();
+        }
+        HostLoadSource::ALL
+            .into_iter()
+            .zip(self.load_rows)
+            .filter(|&(_, rows)| rows == 0)
+            .map(|(source, _)| source)
+            .collect()
     }
 
     /// A row at `t_s` whose longest-waiting thread waited `wait_ms` for a CPU since the
@@ -200,6 +259,9 @@ impl Tally {
             lateness_p50_ms: quantile_ms(0.5).unwrap_or(0.0),
             lateness_p99_ms: quantile_ms(0.99).unwrap_or(0.0),
             run_queue_wait_p99_ms_per_s: quantile(&self.wait_ms_by_second, 0.99),
+            host_dropped_packets: self.host_dropped_packets,
+            cpu_saturated_share: (self.cpu_rows > 0)
+                .then(|| self.cpu_saturated_rows as f64 / self.cpu_rows as f64),
         }
     }
 }
@@ -216,6 +278,44 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-6
+    }
+
+    #[test]
+    fn host_rows_sum_drops_and_count_saturated_cpus_and_missing_sources() {
+        let mut tally = Tally::new(1, 0.1);
+        let row = |k: u32, qdisc: Option<u64>, softnet: Option<u64>, cpu: Option<f64>| HostSample {
+            qdisc_drops: qdisc,
+            softnet_dropped: softnet,
+            cpu_busy_max_pct: cpu,
+            ..HostSample::empty(f64::from(k) * 0.1, crate::files::rows::Side::Sender)
+        };
+        // 4 rows: drops 2 + 0, 3 + 1, none, 0 + 0; CPUs 99, 98, 50, 97.9.
+        for (k, (q, s, cpu)) in [
+            (Some(2), Some(0), Some(99.0)),
+            (Some(3), Some(1), Some(98.0)),
+            (None, Some(0), Some(50.0)),
+            (Some(0), Some(0), Some(97.9)),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            tally.tick(f64::from(k as u32 + 1) * 0.1, 0.1, [0]);
+            tally.host(&row(k as u32 + 1, q, s, cpu));
+        }
+        assert!(tally.host_load_missing().is_empty());
+        let side = tally.finish(4);
+        assert_eq!(side.host_dropped_packets, Some(6));
+        assert_eq!(side.cpu_saturated_share, Some(0.5));
+        // Rows without the columns: each source named missing, nothing summed.
+        let mut old = Tally::new(1, 0.1);
+        old.tick(0.1, 0.1, [0]);
+        old.host(&row(1, None, None, None));
+        assert_eq!(old.host_load_missing(), HostLoadSource::ALL);
+        let side = old.finish(1);
+        assert_eq!(
+            (side.host_dropped_packets, side.cpu_saturated_share),
+            (None, None)
+        );
     }
 
     #[test]
