@@ -229,7 +229,7 @@ pub async fn run(
     // A listening reader may wait long for its daemon: a stop ends the wait.
     let session = tokio::select! {
         opened = session::open(&config) => opened?,
-        Some(()) = stop.recv(), if config.listen => return Err(ReaderError::StoppedListening),
+        Some(_) = stop.recv(), if config.listen => return Err(ReaderError::StoppedListening),
     };
     say_adjustments(&config, &session);
     let schedule = config.pattern.schedule();
