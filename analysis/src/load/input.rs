@@ -171,6 +171,55 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_run_both_ways_is_two_configurations_the_reverse_inside_the_forward() {
+        let run = |direction| CampaignRun {
+            label: "x".into(),
+            repetition: 2,
+            position: 1,
+            dir: "runs/x/rep-2".into(),
+            settings: RunSettings {
+                direction,
+                ..RunSettings::default()
+            },
+            status: CampaignRunStatus::Complete,
+            reason: None,
+            pair: None,
+            link_spoiled: None,
+        };
+        let dir = PathBuf::from("/c/runs/x/rep-2");
+        let both = directions(dir.clone(), &run(Direction::Both));
+        let seen: Vec<(&Path, &str, Direction)> = both
+            .iter()
+            .map(|i| {
+                let c = i.campaign.as_ref().unwrap();
+                (i.dir.as_path(), c.label.as_str(), c.settings.direction)
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (dir.as_path(), "x_forward", Direction::Both),
+                (
+                    dir.join("reverse").as_path(),
+                    "x_reverse",
+                    Direction::Reverse
+                ),
+            ]
+        );
+        for direction in [Direction::Forward, Direction::Reverse] {
+            let one = directions(dir.clone(), &run(direction));
+            assert_eq!(one.len(), 1);
+            assert_eq!(
+                (
+                    one[0].dir.as_path(),
+                    one[0].campaign.as_ref().unwrap().label.as_str()
+                ),
+                (dir.as_path(), "x")
+            );
+        }
+    }
+
+    #[test]
     fn relative_paths_climb_to_the_common_ancestor() {
         assert_eq!(
             relative(Path::new("/c/runs/a/rep-1"), Path::new("/c/report")),
