@@ -211,7 +211,10 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
             _ => " (full-speed: read at full speed as long)",
         };
         oscil_cli::outln!("every run: {}", shared_words(&first.settings, pattern));
-        oscil_cli::outln!("direction: {}", directions_words(&todo));
+        // Forward is the default, left unsaid as the labels leave it.
+        if todo.iter().any(|r| !r.settings.direction.is_forward()) {
+            oscil_cli::outln!("direction: {}", directions_words(&todo));
+        }
         oscil_cli::outln!(
             "   #  rep  configuration (its label names what differs from the defaults)"
         );
