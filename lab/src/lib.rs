@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use oscil_model::campaign::{
-    Backend as BackendKind, Campaign, CampaignRunStatus, RunSettings, SlowRateBasis,
+    Backend as BackendKind, Campaign, CampaignRunStatus, Direction, RunSettings, SlowRateBasis,
     CAMPAIGN_FORMAT_VERSION, CAMPAIGN_JSON,
 };
 use oscil_model::lab::LinkKind;
@@ -211,6 +211,10 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
             _ => " (full-speed: read at full speed as long)",
         };
         oscil_cli::outln!("every run: {}", shared_words(&first.settings, pattern));
+        // Forward is the default, left unsaid as the labels leave it.
+        if todo.iter().any(|r| !r.settings.direction.is_forward()) {
+            oscil_cli::outln!("direction: {}", directions_words(&todo));
+        }
         oscil_cli::outln!(
             "   #  rep  configuration (its label names what differs from the defaults)"
         );
@@ -249,6 +253,28 @@ fn print_plan(campaign: &Campaign, spec: &BackendSpec) {
         ui::human_duration(total),
         ui::human_duration(spec.per_run_overhead())
     );
+}
+
+/// Which way the runs' data flows, and a `both` run's reverse pair's flows.
+fn directions_words(runs: &[&oscil_model::campaign::CampaignRun]) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for run in runs {
+        let s = &run.settings;
+        let word = match s.direction {
+            Direction::Forward => "forward (sender to receiver)".to_owned(),
+            Direction::Reverse => "reverse (receiver to sender)".to_owned(),
+            Direction::Both => {
+                let reverse = oscil_protocol::request::SessionRequest::of_run(&s.reverse_pair());
+                let groups = reverse.flow_groups();
+                let groups: Vec<String> = groups.iter().map(oscil_cli::group::spec_of).collect();
+                format!("both at once (the reverse pair: {})", groups.join(" and "))
+            }
+        };
+        if !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    words.join("; ")
 }
 
 /// What every run of a plan shares, in words: the axes' values are in the labels.

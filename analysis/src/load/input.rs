@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use oscil_model::campaign::{CampaignRunStatus, RunSettings};
+use oscil_model::campaign::{CampaignRun, CampaignRunStatus, Direction, RunSettings, REVERSE_DIR};
 use oscil_rundir::campaign::{self, CampaignError};
 
 /// One run directory to report on.
@@ -66,19 +66,52 @@ pub fn expand(dirs: &[PathBuf]) -> Result<Inputs, CampaignError> {
                     continue;
                 }
             };
-            inputs.runs.push(RunInput {
-                dir: path,
-                campaign: Some(CampaignEntry {
-                    label: run.configuration_name(),
-                    repetition: run.repetition,
-                    settings: run.settings.clone(),
-                    pair: run.pair.clone(),
-                }),
-            });
+            inputs.runs.extend(directions(path, run));
         }
     }
     inputs.warnings = drop_repeats(&mut inputs.runs);
     Ok(inputs)
+}
+
+/// The configurations a campaign run counts in: a `--direction both` run's forward pair in
+/// `LABEL_forward` and its reverse pair (`RUN/reverse`) in `LABEL_reverse`; any other run
+/// in its own.
+pub fn configuration_names(run: &CampaignRun) -> Vec<String> {
+    let name = run.configuration_name();
+    match run.settings.direction {
+        Direction::Both => vec![format!("{name}_forward"), format!("{name}_reverse")],
+        Direction::Forward | Direction::Reverse => vec![name],
+    }
+}
+
+/// A run as the report counts it: a `--direction both` run is two (see
+/// [`configuration_names`]), the reverse pair with its own settings; any other run is one.
+fn directions(dir: PathBuf, run: &CampaignRun) -> Vec<RunInput> {
+    let names = configuration_names(run);
+    let both = names.len() == 2;
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(i, label)| {
+            let reverse = both && i == 1;
+            RunInput {
+                dir: if reverse {
+                    dir.join(REVERSE_DIR)
+                } else {
+                    dir.clone()
+                },
+                campaign: Some(CampaignEntry {
+                    label,
+                    repetition: run.repetition,
+                    settings: match reverse {
+                        true => run.settings.reverse_pair(),
+                        false => run.settings.clone(),
+                    },
+                    pair: run.pair.clone(),
+                }),
+            }
+        })
+        .collect()
 }
 
 /// Keeps the first of runs that are one directory (however the path was written: a
@@ -136,6 +169,55 @@ pub fn relative(target: &Path, from: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_both_ways_is_two_configurations_the_reverse_inside_the_forward() {
+        let run = |direction| CampaignRun {
+            label: "x".into(),
+            repetition: 2,
+            position: 1,
+            dir: "runs/x/rep-2".into(),
+            settings: RunSettings {
+                direction,
+                ..RunSettings::default()
+            },
+            status: CampaignRunStatus::Complete,
+            reason: None,
+            pair: None,
+            link_spoiled: None,
+        };
+        let dir = PathBuf::from("/c/runs/x/rep-2");
+        let both = directions(dir.clone(), &run(Direction::Both));
+        let seen: Vec<(&Path, &str, Direction)> = both
+            .iter()
+            .map(|i| {
+                let c = i.campaign.as_ref().unwrap();
+                (i.dir.as_path(), c.label.as_str(), c.settings.direction)
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (dir.as_path(), "x_forward", Direction::Both),
+                (
+                    dir.join("reverse").as_path(),
+                    "x_reverse",
+                    Direction::Reverse
+                ),
+            ]
+        );
+        for direction in [Direction::Forward, Direction::Reverse] {
+            let one = directions(dir.clone(), &run(direction));
+            assert_eq!(one.len(), 1);
+            assert_eq!(
+                (
+                    one[0].dir.as_path(),
+                    one[0].campaign.as_ref().unwrap().label.as_str()
+                ),
+                (dir.as_path(), "x")
+            );
+        }
+    }
 
     #[test]
     fn relative_paths_climb_to_the_common_ancestor() {

@@ -79,9 +79,9 @@ fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError> {
     let configs = configs::group(&summaries, None).map_err(ReportError::Baseline)?;
     let cells = verdict::evaluate(&summaries, &configs, SCOPE);
     let mut labels: Vec<String> = Vec::new();
-    for run in &campaign.runs {
-        if !labels.contains(&run.configuration_name()) {
-            labels.push(run.configuration_name());
+    for name in campaign.runs.iter().flat_map(input::configuration_names) {
+        if !labels.contains(&name) {
+            labels.push(name);
         }
     }
     labels.sort();
@@ -96,7 +96,7 @@ fn end_table(campaign: &Campaign, dir: &Path) -> Result<String, ReportError> {
         let planned = campaign
             .runs
             .iter()
-            .filter(|r| r.configuration_name() == label)
+            .filter(|r| input::configuration_names(r).contains(&label))
             .count();
         let found = configs.iter().position(|c| c.name == label);
         let done = found.map_or(0, |i| configs[i].runs.len());

@@ -19,7 +19,7 @@ struct Habit {
     elsewhere: &'static str,
 }
 
-const ONE_WAY: &str = "oscil always sends one way, from oscil-daemon to oscil-reader: run the daemon on the sending host (a second pair the other way measures the reverse)";
+const ONE_WAY: &str = "oscil always sends one way, from oscil-daemon to oscil-reader: run the daemon on the sending host (a second pair the other way measures the reverse; oscil-lab --direction reverse or both runs it over the emulated link)";
 const JSON: &[(&str, &str)] = &[
     ("recommend", "the report writes report.json (every file, figure and warning) into its --out"),
     ("repeat", "a campaign keeps campaign.json and report/report.json in its --out; oscil-reader -J prints one run as JSON"),

@@ -285,7 +285,7 @@ fn reader_json_usage_errors_are_objects() {
 fn iperf3_flags_get_a_pointer() {
     let reader: &[(&[&str], &str)] = &[
         (&["-s"], "unexpected argument '-s': iperf3's -s: the server is oscil-daemon, run on the sending host (see oscil-reader --help)"),
-        (&["-R"], "unexpected argument '-R': iperf3's -R: oscil always sends one way, from oscil-daemon to oscil-reader: run the daemon on the sending host (a second pair the other way measures the reverse)"),
+        (&["-R"], "unexpected argument '-R': iperf3's -R: oscil always sends one way, from oscil-daemon to oscil-reader: run the daemon on the sending host (a second pair the other way measures the reverse; oscil-lab --direction reverse or both runs it over the emulated link)"),
         (&["-i", "1"], "unexpected argument '-i': iperf3's -i: --interval DUR sets how often both ends are sampled (the summary is per phase)"),
         (&["-w", "1M"], "unexpected argument '-w': iperf3's -w: --sndbuf BYTES sets the daemon's SO_SNDBUF; --rcvbuf BYTES sets the reader's SO_RCVBUF"),
         (&["-l", "128k"], "unexpected argument '-l': iperf3's -l: --write-size BYTES sets the bytes per write of the daemon"),
@@ -1113,7 +1113,7 @@ fn habits_of_other_tools_get_a_pointer_in_every_binary() {
         ("oscil-reader", &["-u"], "unexpected argument '-u': iperf3's -u: oscil measures TCP only: what a TCP sender's buffers do when its reader reads unevenly (see oscil-reader --help)"),
         ("oscil-daemon", &["--udp"], "unexpected argument '--udp': iperf3's --udp: oscil measures TCP only"),
         ("oscil-lab", &["-u"], "unexpected argument '-u': iperf3's -u: oscil measures TCP only"),
-        ("oscil-reader", &["--bidir"], "unexpected argument '--bidir': iperf3's --bidir: oscil always sends one way, from oscil-daemon to oscil-reader: run the daemon on the sending host (a second pair the other way measures the reverse)"),
+        ("oscil-reader", &["--bidir"], "unexpected argument '--bidir': iperf3's --bidir: oscil always sends one way, from oscil-daemon to oscil-reader: run the daemon on the sending host (a second pair the other way measures the reverse; oscil-lab --direction reverse or both runs it over the emulated link)"),
         ("oscil-reader", &["-d"], "unexpected argument '-d': iperf2's -d: oscil always sends one way"),
         ("oscil-reader", &["--reverse"], "unexpected argument '--reverse': iperf3's --reverse: oscil always sends one way"),
         ("oscil-lab", &["-t", "10"], "unexpected argument '-t': iperf3's -t: every run follows the pattern: --fast, --slow and --cycles set its lengths (--quick: one short cycle), and --pattern full-speed reads at full speed as iperf3 does (see oscil-lab --help)"),

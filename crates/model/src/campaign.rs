@@ -153,7 +153,68 @@ pub struct RunSettings {
     /// `slow_rate_bps`. Empty: one group of the settings above.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<crate::group::FlowGroup>,
+    /// Which way the data flows (the lab's `--direction`); absent: forward, as before.
+    #[serde(default, skip_serializing_if = "Direction::is_forward")]
+    pub direction: Direction,
+    /// The lab's `--reverse-group`s for the reverse pair of a `both` run, resolved as
+    /// `groups` are. Empty: the reverse pair runs this run's own flows and groups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reverse_groups: Vec<crate::group::FlowGroup>,
 }
+
+/// Where a `--direction both` run keeps its reverse pair's run directory: inside the
+/// forward pair's, which stays where a run's directory always is.
+pub const REVERSE_DIR: &str = "reverse";
+
+/// Which way a lab run's data flows over its path (`oscil-lab --direction`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The daemon on the sending end, the reader on the receiving one.
+    #[default]
+    Forward,
+    /// The daemon on the receiving end, the reader on the sending one: data flows back.
+    Reverse,
+    /// A forward pair and a reverse pair over the same path at the same time.
+    Both,
+}
+
+impl Direction {
+    pub fn is_forward(&self) -> bool {
+        *self == Direction::Forward
+    }
+
+    /// Its name on the command line and in labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Forward => "forward",
+            Direction::Reverse => "reverse",
+            Direction::Both => "both",
+        }
+    }
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Direction {
+    type Err = UnknownDirection;
+
+    fn from_str(input: &str) -> Result<Self, UnknownDirection> {
+        [Direction::Forward, Direction::Reverse, Direction::Both]
+            .into_iter()
+            .find(|d| d.name() == input)
+            .ok_or_else(|| UnknownDirection(crate::text::escape_peer(input)))
+    }
+}
+
+/// A direction that is not forward, reverse or both.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("\"{0}\" is not a direction (forward, reverse or both)")]
+pub struct UnknownDirection(String);
 
 /// How the lab chose a run's slow rate. Every configuration of a path must read its slow
 /// phases at one rate, or a comparison of them compares two workloads (issue 29: a per-run
@@ -257,7 +318,26 @@ impl RunSettings {
             trace: false,
             pattern,
             groups: Vec::new(),
+            direction: Direction::Forward,
+            reverse_groups: Vec::new(),
         }
+    }
+
+    /// The settings of a `both` run's reverse pair: its own groups when it has them (their
+    /// flows the pair's), otherwise these; recorded as a reverse run.
+    pub fn reverse_pair(&self) -> RunSettings {
+        let mut reverse = self.clone();
+        if !self.reverse_groups.is_empty() {
+            reverse.groups = self.reverse_groups.clone();
+            let flows = crate::group::total_flows(&reverse.groups);
+            reverse.flows = u32::try_from(flows).unwrap_or(u32::MAX);
+            let full_speed =
+                |g: &crate::group::FlowGroup| g.pattern == crate::group::Reading::FullSpeed;
+            reverse.pattern.full_speed = reverse.groups.iter().all(full_speed);
+        }
+        reverse.direction = Direction::Reverse;
+        reverse.reverse_groups = Vec::new();
+        reverse
     }
 
     /// The sysctls a run's settings set (each on its [`Sysctl::side`]'s host), and what

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use oscil_cli::path_args::default_queue_limit;
-use oscil_model::campaign::{CampaignRun, PathSettings};
+use oscil_model::campaign::{CampaignRun, Direction, PathSettings, REVERSE_DIR};
 use oscil_model::lab::{bdp_bytes, LabRecord, LinkKind, LinkRecord, OneWay, Sides};
 use oscil_model::pattern::BitRate;
 use oscil_model::sysctl::{Sysctl, SysctlValue, SysctlValues};
@@ -15,7 +15,7 @@ use oscil_model::sysctl::{Sysctl, SysctlValue, SysctlValues};
 use super::Backend;
 use crate::campaign::error::LabError;
 use crate::campaign::meta::run_warnings;
-use crate::campaign::session::{Ends, ReaderEnd, RunFiles};
+use crate::campaign::session::{Ends, ReaderEnd, RunFiles, REVERSE_DAEMON_LOG, REVERSE_READER_LOG};
 use crate::campaign::sysctl;
 use crate::remote::host::{Host, Proc};
 
@@ -38,6 +38,9 @@ pub struct Netns {
     pcap: bool,
     bin: PathBuf,
     ends: Ends,
+    /// The same namespaces the other way round: the daemon in the receiver's namespace
+    /// (`--direction reverse`, and a `both` run's reverse pair).
+    reverse_ends: Ends,
     /// The sender's and the receiver's namespace.
     names: [String; 2],
     /// Namespaces made, deleted on close.
@@ -111,22 +114,23 @@ impl Netns {
         let (snd, rcv) = (format!("{tag}_snd"), format!("{tag}_rcv"));
         let tmp = super::private_dir()?;
         let key = super::write_key(tmp.path())?.display().to_string();
-        let port_file = tmp.path().join("daemon.port").display().to_string();
+        let ends = |from: &str, to: &str, addr: &str, port_file: &str| Ends {
+            sender: Host::Netns(from.to_owned()),
+            receiver: Host::Netns(to.to_owned()),
+            daemon_bin: bin.join("oscil-daemon").display().to_string(),
+            reader_bin: bin.join("oscil-reader").display().to_string(),
+            sender_key: key.clone(),
+            receiver_key: key.clone(),
+            listen_ip: addr.into(),
+            connect_host: addr.into(),
+            port_file: tmp.path().join(port_file).display().to_string(),
+        };
         let mut lab = Netns {
             link_kind,
             pcap,
             bin: bin.to_owned(),
-            ends: Ends {
-                sender: Host::Netns(snd.clone()),
-                receiver: Host::Netns(rcv.clone()),
-                daemon_bin: bin.join("oscil-daemon").display().to_string(),
-                reader_bin: bin.join("oscil-reader").display().to_string(),
-                sender_key: key.clone(),
-                receiver_key: key,
-                listen_ip: SENDER_ADDR.into(),
-                connect_host: SENDER_ADDR.into(),
-                port_file,
-            },
+            ends: ends(&snd, &rcv, SENDER_ADDR, "daemon.port"),
+            reverse_ends: ends(&rcv, &snd, RECEIVER_ADDR, "daemon-reverse.port"),
             names: [snd.clone(), rcv.clone()],
             made: Vec::new(),
             fresh: SysctlValues::default(),
@@ -486,7 +490,17 @@ impl Backend for Netns {
         tick: &mut dyn FnMut(Duration),
     ) -> Result<ReaderEnd, LabError> {
         let s = &run.settings;
-        self.ends.set_sysctls(s, [&self.fresh, &self.fresh])?;
+        // Each sysctl goes to the side its pair needs it on; a `both` run's reverse pair
+        // runs under the forward pair's (docs/lab.md).
+        let (ends, other) = match s.direction {
+            Direction::Reverse => (&self.reverse_ends, &self.ends),
+            Direction::Forward | Direction::Both => (&self.ends, &self.reverse_ends),
+        };
+        // The other way round first, at the fresh values: what an earlier run of the other
+        // direction set on each side does not stay.
+        let unset = oscil_model::campaign::RunSettings::default();
+        other.set_sysctls(&unset, [&self.fresh, &self.fresh])?;
+        ends.set_sysctls(s, [&self.fresh, &self.fresh])?;
         let path = s
             .path
             .as_ref()
@@ -495,6 +509,12 @@ impl Backend for Netns {
         let result = self.run_pair(run, run_dir, logs, link, tick);
         let link_json = run_dir.join("link.json");
         let stopped = self.stop_link(run_dir.is_dir().then_some(link_json.as_path()));
+        // The link's figures cover both directions: a reverse pair's run has them too.
+        let reverse_dir = run_dir.join(REVERSE_DIR);
+        if stopped.is_ok() && reverse_dir.is_dir() {
+            std::fs::copy(&link_json, reverse_dir.join("link.json"))
+                .map_err(|e| LabError::io("cannot write", reverse_dir.join("link.json"), e))?;
+        }
         let captured = self.keep_captures(run_dir);
         let end = result?;
         stopped?;
@@ -520,30 +540,133 @@ impl Netns {
         link: LinkRecord,
         tick: &mut dyn FnMut(Duration),
     ) -> Result<ReaderEnd, LabError> {
-        let sysctls = self.ends.sysctls_in_force()?;
-        let mut warnings = self.warnings.clone();
-        warnings.extend(run_warnings(&run.settings, &sysctls.receiver, &self.kernel));
-        let record = LabRecord {
-            configuration: run.label.clone(),
-            repetition: run.repetition,
-            settings: run.settings.clone(),
-            link: Some(link),
-            sysctls,
-            namespaces: Some(self.ends()),
-            hosts: None,
-            kernel: self.kernel.clone(),
-            warnings,
+        let reverse = run.settings.direction == Direction::Reverse;
+        // A `both` run's pairs are named as the report counts them: LABEL_forward and
+        // LABEL_reverse (their readers' --label, their records' configuration).
+        let both = run.settings.direction == Direction::Both;
+        let named = |suffix: &str| CampaignRun {
+            label: format!("{}_{suffix}", run.label),
+            ..run.clone()
         };
-        let record_path = self.tmp.path().join("lab-record.json");
-        oscil_rundir::lab::write_record(&record_path, &record)?;
+        let forward_run = both.then(|| named("forward"));
+        let run = forward_run.as_ref().unwrap_or(run);
+        let record_path = self.write_record(reverse, run, link.clone(), "lab-record.json")?;
+        let ends = if reverse {
+            &self.reverse_ends
+        } else {
+            &self.ends
+        };
         let files = RunFiles {
             out: &run_dir.display().to_string(),
             lab_record: &record_path.display().to_string(),
             daemon_log: &logs.join("daemon.log"),
             reader_log: &logs.join("reader.log"),
         };
-        super::run_session(&self.ends, run, &files, tick, None)
+        if !both {
+            return super::run_session(ends, run, &files, tick, None);
+        }
+        let reverse_run = CampaignRun {
+            settings: run.settings.reverse_pair(),
+            ..named("reverse")
+        };
+        let reverse_record =
+            self.write_record(true, &reverse_run, link, "lab-record-reverse.json")?;
+        let reverse_files = RunFiles {
+            out: &run_dir.join(REVERSE_DIR).display().to_string(),
+            lab_record: &reverse_record.display().to_string(),
+            daemon_log: &logs.join(REVERSE_DAEMON_LOG),
+            reader_log: &logs.join(REVERSE_READER_LOG),
+        };
+        let pairs = [
+            (&self.ends, run, &files),
+            (&self.reverse_ends, &reverse_run, &reverse_files),
+        ];
+        both_ways(pairs, run_dir, tick)
     }
+
+    /// Writes the lab's record of a run, for the forward pair or the `reverse` one, in the
+    /// private directory.
+    fn write_record(
+        &self,
+        reverse: bool,
+        run: &CampaignRun,
+        link: LinkRecord,
+        name: &str,
+    ) -> Result<PathBuf, LabError> {
+        let ends = if reverse {
+            &self.reverse_ends
+        } else {
+            &self.ends
+        };
+        let sysctls = ends.sysctls_in_force()?;
+        let mut warnings = self.warnings.clone();
+        warnings.extend(run_warnings(&run.settings, &sysctls.receiver, &self.kernel));
+        let [snd, rcv] = self.names.clone();
+        let namespaces = match reverse {
+            false => Sides {
+                sender: snd,
+                receiver: rcv,
+            },
+            true => Sides {
+                sender: rcv,
+                receiver: snd,
+            },
+        };
+        let record = LabRecord {
+            configuration: run.label.clone(),
+            repetition: run.repetition,
+            settings: run.settings.clone(),
+            link: Some(link),
+            sysctls,
+            namespaces: Some(namespaces),
+            hosts: None,
+            kernel: self.kernel.clone(),
+            warnings,
+        };
+        let record_path = self.tmp.path().join(name);
+        oscil_rundir::lab::write_record(&record_path, &record)?;
+        Ok(record_path)
+    }
+}
+
+/// A `--direction both` run: both daemons, then the forward reader, then, once it has made
+/// the run directory that holds the reverse pair's, the reverse reader; the forward end
+/// with the reverse one in it.
+fn both_ways(
+    pairs: [(&Ends, &CampaignRun, &RunFiles); 2],
+    run_dir: &Path,
+    tick: &mut dyn FnMut(Duration),
+) -> Result<ReaderEnd, LabError> {
+    let mut daemons = Vec::new();
+    let result = (|| -> Result<ReaderEnd, LabError> {
+        let mut ports = Vec::new();
+        for (ends, _, files) in pairs {
+            let (daemon, port) = ends.start_daemon(files.daemon_log)?;
+            daemons.push(daemon);
+            ports.push(port);
+        }
+        let [(forward, run, files), (backward, reverse_run, reverse_files)] = pairs;
+        let mut first = forward.spawn_reader(run, ports[0], files)?;
+        // The forward reader refuses a run directory that is not empty: the reverse pair's
+        // goes in only once the forward one has begun its own (a fraction of a second).
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !run_dir.join("run.json").exists()
+            && first.try_wait().is_none()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let second = backward.spawn_reader(reverse_run, ports[1], reverse_files)?;
+        let mut ends = crate::campaign::session::supervise(vec![first, second], tick);
+        let reverse = ends.pop().map(Box::new);
+        let mut end = ends.pop().expect("two readers");
+        end.reverse = reverse;
+        Ok(end)
+    })();
+    for mut daemon in daemons {
+        daemon.stop(Duration::from_secs(5));
+    }
+    result
 }
 
 impl Drop for Netns {

@@ -4,14 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-use oscil_model::campaign::{Campaign, CampaignRunStatus};
+use oscil_model::campaign::{Campaign, CampaignRunStatus, REVERSE_DIR};
 use oscil_rundir::campaign;
 
 use super::error::LabError;
-use super::session::{last_line, ReaderEnd};
+use super::session::{last_line, ReaderEnd, REVERSE_READER_LOG};
 
 /// A run's status from what it left: `run.json` says complete or partial (and why); no
-/// `run.json` means the reader never got going.
+/// `run.json` means the reader never got going. A `--direction both` run is complete when
+/// both pairs are; else partial, saying which pair fell short and why.
 pub fn outcome(
     run_dir: &Path,
     result: &Result<ReaderEnd, LabError>,
@@ -21,6 +22,31 @@ pub fn outcome(
         Err(error) => return (CampaignRunStatus::Failed, Some(error.to_string())),
         Ok(end) => end,
     };
+    let forward = pair_outcome(run_dir, end, reader_log);
+    let Some(reverse_end) = &end.reverse else {
+        return forward;
+    };
+    let reverse_log = reader_log.with_file_name(REVERSE_READER_LOG);
+    match pair_outcome(&run_dir.join(REVERSE_DIR), reverse_end, &reverse_log) {
+        (CampaignRunStatus::Complete, None) => forward,
+        (CampaignRunStatus::Complete, Some(why)) if forward.0 == CampaignRunStatus::Complete => {
+            let reasons = forward.1.into_iter().chain([format!("reverse: {why}")]);
+            (forward.0, Some(reasons.collect::<Vec<_>>().join("; ")))
+        }
+        (_, why) if forward.0 == CampaignRunStatus::Complete => {
+            let why = why.unwrap_or_else(|| "no reason recorded".into());
+            (CampaignRunStatus::Partial, Some(format!("reverse: {why}")))
+        }
+        _ => forward,
+    }
+}
+
+/// One pair's status: its reader's end and its run directory.
+fn pair_outcome(
+    run_dir: &Path,
+    end: &ReaderEnd,
+    reader_log: &Path,
+) -> (CampaignRunStatus, Option<String>) {
     match oscil_rundir::load_meta(run_dir) {
         Ok(meta)
             if meta.ending.status == oscil_model::run::RunStatus::Complete
@@ -146,6 +172,7 @@ mod tests {
         let end = Ok(ReaderEnd {
             code: Some(1),
             stopped: false,
+            reverse: None,
         });
         let (status, reason) = outcome(&dir.path().join("none"), &end, &log);
         assert_eq!(status, CampaignRunStatus::Failed);

@@ -62,7 +62,13 @@ pub enum SessionError {
 pub struct ReaderEnd {
     pub code: Option<i32>,
     pub stopped: bool,
+    /// How the reverse pair's reader ended, in a `--direction both` run.
+    pub reverse: Option<Box<ReaderEnd>>,
 }
+
+/// The logs of a `--direction both` run's reverse pair, beside the forward pair's.
+pub const REVERSE_DAEMON_LOG: &str = "daemon-reverse.log";
+pub const REVERSE_READER_LOG: &str = "reader-reverse.log";
 
 fn log_file(path: &Path) -> Result<File, SessionError> {
     File::create(path).map_err(|source| SessionError::Log {
@@ -165,9 +171,21 @@ impl Ends {
         }
     }
 
-    /// Runs the reader to its end against a daemon on `port`. `tick` is called about every
-    /// 100 ms with the time since the reader started. A stop signal to the lab becomes a
-    /// SIGINT to the reader, which then finishes its run directory (partial) and exits.
+    /// Starts the reader against a daemon on `port`.
+    pub fn spawn_reader(
+        &self,
+        run: &CampaignRun,
+        port: u16,
+        files: &RunFiles,
+    ) -> Result<Proc, SessionError> {
+        let connect = format!("{}:{port}", self.connect_host);
+        let args = reader_invocation(run, connect, &self.receiver_key, files).argv();
+        let mut argv = vec![self.reader_bin.as_str()];
+        argv.extend(args.iter().map(String::as_str));
+        Ok(self.receiver.spawn(&argv, &log_file(files.reader_log)?)?)
+    }
+
+    /// Runs the reader to its end against a daemon on `port` (see [`supervise`]).
     pub fn run_reader(
         &self,
         run: &CampaignRun,
@@ -175,38 +193,56 @@ impl Ends {
         files: &RunFiles,
         tick: &mut dyn FnMut(Duration),
     ) -> Result<ReaderEnd, SessionError> {
-        let connect = format!("{}:{port}", self.connect_host);
-        let args = reader_invocation(run, connect, &self.receiver_key, files).argv();
-        let mut argv = vec![self.reader_bin.as_str()];
-        argv.extend(args.iter().map(String::as_str));
-        let mut reader = self.receiver.spawn(&argv, &log_file(files.reader_log)?)?;
-        let started = Instant::now();
-        let mut asked_to_stop: Option<Instant> = None;
-        loop {
-            if let Some(status) = reader.try_wait() {
-                return Ok(ReaderEnd {
+        let reader = self.spawn_reader(run, port, files)?;
+        Ok(supervise(vec![reader], tick).remove(0))
+    }
+}
+
+/// Waits for every reader to end, each's end in order. `tick` is called about every 100 ms
+/// with the time since they started. A stop signal to the lab becomes a SIGINT to each
+/// reader still running, which then finishes its run directory (partial) and exits.
+pub fn supervise(mut readers: Vec<Proc>, tick: &mut dyn FnMut(Duration)) -> Vec<ReaderEnd> {
+    let started = Instant::now();
+    let mut ends: Vec<Option<ReaderEnd>> = readers.iter().map(|_| None).collect();
+    let mut asked_to_stop: Option<Instant> = None;
+    loop {
+        for (reader, end) in readers.iter_mut().zip(&mut ends) {
+            if end.is_none() {
+                *end = reader.try_wait().map(|status| ReaderEnd {
                     code: status.code(),
                     stopped: asked_to_stop.is_some(),
+                    reverse: None,
                 });
             }
-            match asked_to_stop {
-                None if sys::stop_signal().is_some() => {
-                    reader.signal(sys::SIGINT);
-                    asked_to_stop = Some(Instant::now());
-                }
-                // It had its chance to write its last samples: now it must go.
-                Some(when) if when.elapsed() > Duration::from_secs(10) => {
-                    let status = reader.stop(Duration::from_secs(2));
-                    return Ok(ReaderEnd {
-                        code: status.and_then(|s| s.code()),
-                        stopped: true,
-                    });
-                }
-                _ => {}
-            }
-            tick(started.elapsed());
-            std::thread::sleep(Duration::from_millis(100));
         }
+        if ends.iter().all(Option::is_some) {
+            return ends.into_iter().flatten().collect();
+        }
+        match asked_to_stop {
+            None if sys::stop_signal().is_some() => {
+                for (reader, _) in readers.iter().zip(&ends).filter(|(_, e)| e.is_none()) {
+                    reader.signal(sys::SIGINT);
+                }
+                asked_to_stop = Some(Instant::now());
+            }
+            // They had their chance to write their last samples: now they must go.
+            Some(when) if when.elapsed() > Duration::from_secs(10) => {
+                for (reader, end) in readers.iter_mut().zip(&mut ends) {
+                    if end.is_none() {
+                        let status = reader.stop(Duration::from_secs(2));
+                        *end = Some(ReaderEnd {
+                            code: status.and_then(|s| s.code()),
+                            stopped: true,
+                            reverse: None,
+                        });
+                    }
+                }
+                return ends.into_iter().flatten().collect();
+            }
+            _ => {}
+        }
+        tick(started.elapsed());
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -15,6 +15,7 @@ use oscil_cli::units::{
     parse_bytes, parse_bytes_u32, parse_duration, parse_fraction, parse_positive_duration,
     parse_rate_bps, whole, UnitError,
 };
+use oscil_model::campaign::{Direction, UnknownDirection};
 use oscil_model::lab::LinkKind;
 use oscil_model::pattern::Fraction;
 use oscil_model::socket::{UnknownWriteMode, WriteMode};
@@ -109,6 +110,12 @@ pub struct Cli {
     /// Reading patterns: oscillating, full-speed (the iperf3-like control) [default: oscillating].
     #[arg(long, value_name = "LIST", value_parser = list(parse_pattern), help_heading = "Settings (axes)")]
     pub pattern: Option<List<ReadPattern>>,
+    /// Which way the data flows over the emulated link: forward (the daemon in the sending
+    /// namespace), reverse (the daemon in the receiving one, data flowing back), both (a
+    /// forward and a reverse pair at the same time, the reverse run in RUN/reverse); the
+    /// namespace lab only [default: forward].
+    #[arg(long, value_name = "LIST", value_parser = list(parse_direction), help_heading = "Settings (axes)")]
+    pub direction: Option<List<Direction>>,
 
     /// A group of flows with settings of its own, the same in every configuration
     /// (repeatable): SPEC is oscil-reader's --group grammar, a comma list of flows=N and any
@@ -119,6 +126,10 @@ pub struct Cli {
     /// --flows: the SPECs say the flows.
     #[arg(long, value_name = "SPEC", value_parser = parse_group, conflicts_with = "flows", help_heading = "Reading pattern")]
     pub group: Vec<GroupSpec>,
+    /// A group of the reverse pair's flows in a --direction both configuration (repeatable,
+    /// --group's grammar); without it the reverse pair runs the forward pair's flows.
+    #[arg(long, value_name = "SPEC", value_parser = parse_group, help_heading = "Reading pattern")]
+    pub reverse_group: Vec<GroupSpec>,
     /// Data connections per run [default: 1].
     #[arg(long, value_name = "N", value_parser = whole("count", 1, MAX_FLOWS), help_heading = "Reading pattern")]
     pub flows: Option<u32>,
@@ -359,6 +370,10 @@ fn parse_adv_win_scale(input: &str) -> Result<i32, ValueError> {
 }
 
 fn parse_write_mode(input: &str) -> Result<WriteMode, UnknownWriteMode> {
+    input.parse()
+}
+
+fn parse_direction(input: &str) -> Result<Direction, UnknownDirection> {
     input.parse()
 }
 

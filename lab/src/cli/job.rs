@@ -9,7 +9,7 @@ use std::time::Duration;
 use oscil_cli::list::{List, DEFAULT};
 use oscil_cli::request_args::SlowRateArg;
 use oscil_kernel::socket::congestion::CongestionControls;
-use oscil_model::campaign::{Order, PathSettings};
+use oscil_model::campaign::{Direction, Order, PathSettings};
 use oscil_model::lab::LinkKind;
 use oscil_model::pattern::PatternConfig;
 use oscil_model::run::sampling::DEFAULT_INTERVAL;
@@ -73,6 +73,10 @@ pub enum CliError {
     CongestionList(std::io::Error),
     #[error("--pcap: the capture is oscil-link's; leave out --link netem")]
     PcapWithoutTun,
+    #[error("--direction {0}: only in the namespace lab for now (on real hosts the daemon runs on --sender only)")]
+    DirectionOnHosts(Direction),
+    #[error("--reverse-group: for the reverse pair of --direction both; give --direction both")]
+    ReverseGroupWithoutBoth,
 }
 
 /// A LIST as given, else `default` alone: the kernel's (or the host's) own value.
@@ -150,6 +154,8 @@ impl Cli {
             ("--pattern", self.pattern.is_some()),
             ("--flows", self.flows.is_some()),
             ("--group", !self.group.is_empty()),
+            ("--direction", self.direction.is_some()),
+            ("--reverse-group", !self.reverse_group.is_empty()),
             ("--fast", self.fast.is_some()),
             ("--slow", self.slow.is_some()),
             ("--fraction", self.fraction.is_some()),
@@ -276,6 +282,7 @@ impl Cli {
         }
         axes.extend(self.setting_axes(lab));
         axes.push(self.patterns(pattern));
+        axes.push(self.directions(lab)?);
         let matrix = Matrix {
             axes,
             flows: self.flows.unwrap_or(1),
@@ -291,15 +298,20 @@ impl Cli {
             trace: self.trace,
             pattern,
             groups: self.group.clone(),
+            reverse_groups: self.reverse_group.clone(),
         };
         // Every run's session, by the rules the reader and the daemon will apply to it.
         for config in crate::plan::matrix::configurations(&matrix) {
-            SessionRequest::of_run(&config.settings)
-                .validate()
-                .map_err(|source| CliError::Request {
-                    label: config.label,
-                    source,
-                })?;
+            let reverse = (config.settings.direction == Direction::Both)
+                .then(|| config.settings.reverse_pair());
+            for settings in std::iter::once(&config.settings).chain(&reverse) {
+                SessionRequest::of_run(settings)
+                    .validate()
+                    .map_err(|source| CliError::Request {
+                        label: config.label.clone(),
+                        source,
+                    })?;
+            }
         }
         Ok(matrix)
     }
@@ -384,6 +396,25 @@ impl Cli {
             }
         }
         paths
+    }
+
+    /// The direction axis, labelled where it is not forward; real hosts only forward.
+    fn directions(&self, lab: bool) -> Result<Vec<AxisValue>, CliError> {
+        let forward = || List::of([(Direction::Forward.name(), Direction::Forward)]);
+        let directions = self.direction.clone().unwrap_or_else(forward);
+        let values = directions.entries().iter().map(|e| e.value);
+        if let Some(other) = values.clone().find(|d| !lab && !d.is_forward()) {
+            return Err(CliError::DirectionOnHosts(other));
+        }
+        if !self.reverse_group.is_empty() && !values.clone().any(|d| d == Direction::Both) {
+            return Err(CliError::ReverseGroupWithoutBoth);
+        }
+        Ok(axis(
+            &directions,
+            "",
+            Some(&Direction::Forward),
+            Setting::Direction,
+        ))
     }
 
     /// The writer axis: labelled only where it is not the daemon's default.

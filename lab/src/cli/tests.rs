@@ -558,3 +558,49 @@ fn groups_are_the_same_in_every_configuration_over_its_settings() {
         "unknown key \"cc\"",
     );
 }
+
+#[test]
+fn the_direction_is_an_axis_labelled_where_it_is_not_forward_and_both_has_its_own_groups() {
+    use oscil_model::campaign::Direction;
+    let campaign = new(&[
+        "--tcp-notsent-lowat",
+        "default",
+        "--direction",
+        "forward,both",
+        "--group",
+        "flows=2",
+        "--reverse-group",
+        "flows=3,congestion=reno",
+    ]);
+    let configs = configurations(&campaign.matrix);
+    let directions: Vec<(Direction, bool)> = configs
+        .iter()
+        .map(|c| (c.settings.direction, c.label.ends_with("_both")))
+        .collect();
+    assert_eq!(
+        directions,
+        [(Direction::Forward, false), (Direction::Both, true)]
+    );
+    let both = &configs[1].settings;
+    assert!(configs[0].settings.reverse_groups.is_empty());
+    let reverse = both.reverse_pair();
+    assert_eq!((both.flows, reverse.flows), (2, 3));
+    assert_eq!(reverse.direction, Direction::Reverse);
+    assert_eq!(reverse.groups[0].sender.congestion.as_deref(), Some("reno"));
+    // Without --reverse-group the reverse pair runs the forward pair's flows.
+    let same = configurations(&new(&["--direction", "both", "--flows", "4"]).matrix);
+    assert!(same.iter().all(|c| c.settings.reverse_groups.is_empty()));
+    assert_eq!(same[0].settings.reverse_pair().flows, 4);
+    refused(
+        &["--direction", "sideways"],
+        "--direction",
+        "not a direction",
+    );
+    let hosts = error(&["--sender", "a", "--receiver", "b", "--direction", "both"]);
+    assert!(
+        hosts.starts_with("--direction both: only in the namespace lab"),
+        "{hosts}"
+    );
+    let alone = error(&["--reverse-group", "flows=1"]);
+    assert!(alone.contains("give --direction both"), "{alone}");
+}

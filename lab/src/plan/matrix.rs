@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use oscil_cli::group::GroupSpec;
 use oscil_model::campaign::{
-    CampaignRun, CampaignRunStatus, Order, PathSettings, RunSettings, SlowRateBasis,
+    CampaignRun, CampaignRunStatus, Direction, Order, PathSettings, RunSettings, SlowRateBasis,
 };
 use oscil_model::group::{total_flows, FlowGroup, Reading};
 use oscil_model::pattern::{BitRate, PatternConfig};
@@ -36,6 +36,7 @@ pub enum Setting {
     PacingRate(Option<u64>),
     WriteMode(WriteMode),
     Pattern(PatternConfig),
+    Direction(Direction),
 }
 
 impl Setting {
@@ -52,6 +53,7 @@ impl Setting {
             Setting::PacingRate(v) => settings.pacing_rate_bps = v,
             Setting::WriteMode(v) => settings.write_mode = v,
             Setting::Pattern(v) => settings.pattern = v,
+            Setting::Direction(v) => settings.direction = v,
         }
     }
 }
@@ -74,6 +76,8 @@ pub struct Matrix {
     pub trace: bool,
     /// `--group`: the same groups in every configuration, each over its settings.
     pub groups: Vec<GroupSpec>,
+    /// `--reverse-group`: the reverse pair's groups in every `both` configuration.
+    pub reverse_groups: Vec<GroupSpec>,
 }
 
 /// The lab's defaults: one flow, the default sampling interval, the Cloudflare pattern,
@@ -91,6 +95,7 @@ impl Default for Matrix {
             no_probe: false,
             trace: false,
             groups: Vec::new(),
+            reverse_groups: Vec::new(),
         }
     }
 }
@@ -158,7 +163,7 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
             .collect::<Vec<_>>()
     });
     for config in &mut configs {
-        with_groups(&mut config.settings, &matrix.groups);
+        with_groups(&mut config.settings, &matrix.groups, &matrix.reverse_groups);
         matrix.slow_rate.apply(&mut config.settings);
     }
     configs
@@ -168,15 +173,19 @@ pub fn configurations(matrix: &Matrix) -> Vec<Configuration> {
 /// every group's defaults), their flows the run's; the run's timetable oscillates while any
 /// group does. A group's own slow rate stays; without one it is `None`, its share of the
 /// path's rate ([`RunSettings::groups`]).
-fn with_groups(settings: &mut RunSettings, specs: &[GroupSpec]) {
-    if specs.is_empty() {
-        return;
-    }
+/// A `both` run's reverse groups are resolved over the same settings.
+fn with_groups(settings: &mut RunSettings, specs: &[GroupSpec], reverse_specs: &[GroupSpec]) {
     let base = FlowGroup {
         // Left to the run's own rate, fixed per path after this.
         slow_rate_bps: None,
         ..SessionRequest::of_run(settings).flow_groups().remove(0)
     };
+    if settings.direction == Direction::Both {
+        settings.reverse_groups = oscil_cli::group::resolve(reverse_specs, &base);
+    }
+    if specs.is_empty() {
+        return;
+    }
     settings.groups = oscil_cli::group::resolve(specs, &base);
     settings.flows = u32::try_from(total_flows(&settings.groups)).unwrap_or(u32::MAX);
     settings.pattern.full_speed = settings
