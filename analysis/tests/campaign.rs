@@ -332,10 +332,22 @@ fn the_page_loads_every_image_and_fits_1280_pixels_in_a_real_browser() {
         "no network fetches"
     );
     let images = html.matches("<img ").count();
+    // A run whose sender ran BBR (this kernel's default) has BBR's own picture as well.
+    let root = out.parent().unwrap();
+    let bbr_runs = (1..=REPEAT)
+        .flat_map(|rep| CONFIGS.iter().map(move |(label, _)| (label, rep)))
+        .filter(|(label, rep)| {
+            let sender = root.join(format!("runs/{label}/rep-{rep}/sender.csv"));
+            Csv::read(&sender)
+                .rows
+                .iter()
+                .any(|row| !row["bbr_bw_bps"].is_empty())
+        })
+        .count();
     assert_eq!(
         images,
-        3 + 6,
-        "overlay.png, cycles.png, comparison.png and one picture per run"
+        3 + 6 + bbr_runs,
+        "overlay.png, cycles.png, comparison.png, one picture per run and BBR's per BBR run"
     );
     assert!(html.contains("Not reported: default rep 4: failed (the daemon did not listen)"));
 
