@@ -286,33 +286,26 @@ impl Args {
         Ok(request)
     }
 
-    /// The run's configuration, and where its key came from.
-    pub fn into_config(self) -> anyhow::Result<(ReaderConfig, Option<KeySource>)> {
-        let (key, key_source) = load_key(self.key_file.as_deref())?.unzip();
-        let meta = match &self.meta {
-            None => None,
-            Some(path) => {
-                let text = read_meta(path)?;
-                let value: serde_json::Value = serde_json::from_slice(&text)
-                    .with_context(|| format!("--meta file {} is not JSON", path.display()))?;
-                Some(value)
-            }
+    /// `--meta`'s JSON, read within its bound.
+    fn meta_value(&self) -> anyhow::Result<Option<serde_json::Value>> {
+        let Some(path) = &self.meta else {
+            return Ok(None);
         };
-        let lab = self
-            .lab_record
-            .as_deref()
-            .map(oscil_rundir::lab::read_record)
-            .transpose()
-            .context("--lab-record")?;
-        let request = self.request()?;
-        let pattern = request.pattern.unwrap_or_else(|| self.pattern());
-        let groups = groups_as_run(&request);
+        let text = read_meta(path)?;
+        let value = serde_json::from_slice(&text)
+            .with_context(|| format!("--meta file {} is not JSON", path.display()))?;
+        Ok(Some(value))
+    }
+
+    /// The daemon's address (or the one to listen on), whether this reader listens, and the
+    /// address family to look it up in, checked against `--bind`.
+    fn daemon_address(&self, keyed: bool) -> anyhow::Result<(Endpoint, bool, address::IpFamily)> {
         let (endpoint, listen) = match (&self.connect, &self.listen) {
             (_, Some(listen)) => (listen, true),
             (Some(connect), None) => (connect, false),
             (None, None) => anyhow::bail!("give the daemon's address (--connect) or --listen"),
         };
-        if listen && key.is_none() {
+        if listen && !keyed {
             anyhow::bail!("--listen needs a key, as a daemon on a public address does: give --key-file or $OSCIL_KEY (oscil-daemon --gen-key makes one)");
         }
         let connect = self.address.with_port(endpoint);
@@ -330,6 +323,23 @@ impl Args {
                 anyhow::bail!("-B {bind} and the daemon's address {daemon} are of different IP versions: connect from an address of the daemon's");
             }
         }
+        Ok((connect, listen, family))
+    }
+
+    /// The run's configuration, and where its key came from.
+    pub fn into_config(self) -> anyhow::Result<(ReaderConfig, Option<KeySource>)> {
+        let (key, key_source) = load_key(self.key_file.as_deref())?.unzip();
+        let meta = self.meta_value()?;
+        let lab = self
+            .lab_record
+            .as_deref()
+            .map(oscil_rundir::lab::read_record)
+            .transpose()
+            .context("--lab-record")?;
+        let request = self.request()?;
+        let pattern = request.pattern.unwrap_or_else(|| self.pattern());
+        let groups = groups_as_run(&request);
+        let (connect, listen, family) = self.daemon_address(key.is_some())?;
         let config = ReaderConfig {
             connect: connect.lookup_form(),
             listen,

@@ -27,28 +27,8 @@ pub fn groups_figure(
         .map(|p| p.0)
         .fold(0.0, f64::max);
     let shade = series[run].slow.clone();
-    let largest = |points: fn(&RunGroup) -> &[(f64, f64)]| {
-        groups
-            .iter()
-            .flat_map(|g| points(g).iter().map(|p| p.1))
-            .fold(0.0, f64::max)
-    };
-    let rate = rate_unit(largest(|g| &g.goodput_bps));
-    let bytes = byte_unit(largest(|g| &g.notsent_bytes));
-    let lines = |points: fn(&RunGroup) -> &[(f64, f64)], scale: f64| -> Vec<Line> {
-        groups
-            .iter()
-            .enumerate()
-            .map(|(i, g)| {
-                let values = points(g).iter().map(|&(t, v)| (t, v / scale)).collect();
-                Line::new(
-                    format!("group {i}: {}", g.name),
-                    PALETTE[i % PALETTE.len()],
-                    values,
-                )
-            })
-            .collect()
-    };
+    let rate = rate_unit(largest(groups, |g| &g.goodput_bps));
+    let bytes = byte_unit(largest(groups, |g| &g.notsent_bytes));
     let panel = |key: &str, title: &str, left: Axis| Panel {
         key: key.into(),
         configurations: vec![c.name.clone()],
@@ -75,7 +55,7 @@ pub fn groups_figure(
                 "What TCP delivered to each group's flows",
                 Axis {
                     label: format!("rate ({})", rate.name),
-                    lines: lines(|g| &g.goodput_bps, rate.scale),
+                    lines: lines(groups, |g| &g.goodput_bps, rate.scale),
                     unit: Some((rate, Family::Rate)),
                     bound: Bound::Rate {
                         path: summaries[run]
@@ -91,11 +71,38 @@ pub fn groups_figure(
                 "Each group's bytes written but not yet sent, summed over its flows",
                 Axis {
                     label: format!("bytes ({})", bytes.name),
-                    lines: lines(|g| &g.notsent_bytes, bytes.scale),
+                    lines: lines(groups, |g| &g.notsent_bytes, bytes.scale),
                     unit: Some((bytes, Family::Bytes)),
                     ..Axis::default()
                 },
             ),
         ],
     }
+}
+
+/// One of a group's series over time.
+type Points = fn(&RunGroup) -> &[(f64, f64)];
+
+/// The largest value of `points` over every group.
+fn largest(groups: &[RunGroup], points: Points) -> f64 {
+    groups
+        .iter()
+        .flat_map(|g| points(g).iter().map(|p| p.1))
+        .fold(0.0, f64::max)
+}
+
+/// A line per group of `points` divided by `scale`, one colour each.
+fn lines(groups: &[RunGroup], points: Points, scale: f64) -> Vec<Line> {
+    groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let values = points(g).iter().map(|&(t, v)| (t, v / scale)).collect();
+            Line::new(
+                format!("group {i}: {}", g.name),
+                PALETTE[i % PALETTE.len()],
+                values,
+            )
+        })
+        .collect()
 }

@@ -86,23 +86,7 @@ pub fn of_run(run: &Run, interval_s: f64, end_s: f64) -> Vec<RunGroup> {
     // flow's place in the groups' order.
     let of = |group: Option<u32>, flow: u32| group.or_else(|| by_flow.get(flow as usize).copied());
     let schedule = &run.meta.schedule;
-    // Each flow's delivered bytes per span, in one pass over the rows.
-    let mut per_flow: Vec<PhaseFigures> = by_flow
-        .iter()
-        .map(|_| PhaseFigures::new(schedule, interval_s))
-        .collect();
-    for row in &run.reader {
-        if let Some(figures) = per_flow.get_mut(row.flow as usize) {
-            figures.reader(row);
-        }
-    }
-    let mut per_flow = per_flow.into_iter().map(|figures| {
-        let spans = figures.finish(end_s).spans;
-        spans
-            .iter()
-            .map(|s| s.totals.bytes_delivered.unwrap_or(0))
-            .collect::<Vec<u64>>()
-    });
+    let mut per_flow = delivered_per_flow(run, by_flow.len(), interval_s, end_s).into_iter();
     let names = names(&groups);
     let mut first_flow = 0u32;
     groups
@@ -157,6 +141,30 @@ pub fn of_run(run: &Run, interval_s: f64, end_s: f64) -> Vec<RunGroup> {
                     interval_s,
                 ),
             }
+        })
+        .collect()
+}
+
+/// Each of the run's first `flows` flows' delivered bytes per span, in one pass over the
+/// rows.
+fn delivered_per_flow(run: &Run, flows: usize, interval_s: f64, end_s: f64) -> Vec<Vec<u64>> {
+    let schedule = &run.meta.schedule;
+    let mut per_flow: Vec<PhaseFigures> = (0..flows)
+        .map(|_| PhaseFigures::new(schedule, interval_s))
+        .collect();
+    for row in &run.reader {
+        if let Some(figures) = per_flow.get_mut(row.flow as usize) {
+            figures.reader(row);
+        }
+    }
+    per_flow
+        .into_iter()
+        .map(|figures| {
+            let spans = figures.finish(end_s).spans;
+            spans
+                .iter()
+                .map(|s| s.totals.bytes_delivered.unwrap_or(0))
+                .collect()
         })
         .collect()
 }
