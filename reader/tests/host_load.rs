@@ -7,10 +7,10 @@
 mod util;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use oscil_testkit::{assert_host_load_filled, ip, lacks_root, number, workspace_bin, Csv, Netns};
-use util::assert_success;
+use util::{assert_success, wait_for_daemon};
 
 const DAEMON_ADDR: &str = "10.77.0.1";
 const READER_ADDR: &str = "10.77.0.2";
@@ -77,18 +77,7 @@ fn a_tbf_too_small_for_the_sender_shows_its_backlog_and_drops_in_host_csv() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start oscil-daemon");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let listening = || {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &sender.0, "ss", "-Hltn", "sport = :5250"])
-            .output()
-            .expect("run ss");
-        !out.stdout.is_empty()
-    };
-    while !listening() {
-        assert!(Instant::now() < deadline, "oscil-daemon never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_daemon(&sender.0, Duration::from_secs(20));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let output = Command::new("ip")

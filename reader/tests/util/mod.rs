@@ -87,18 +87,7 @@ pub fn run_in_namespace(
         .stderr(Stdio::null())
         .spawn()
         .expect("start oscil-daemon in the namespace");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let listening = || {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &ns.0, "ss", "-Hltn", "sport = :5250"])
-            .output()
-            .expect("run ss");
-        !out.stdout.is_empty()
-    };
-    while !listening() {
-        assert!(Instant::now() < deadline, "oscil-daemon never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_daemon(&ns.0, Duration::from_secs(10));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let output = in_ns(workspace_bin("oscil-reader"))
@@ -111,4 +100,20 @@ pub fn run_in_namespace(
     let _ = daemon.wait();
     assert_success(&output);
     (dir, out, output)
+}
+
+/// Waits up to `within` for a daemon to listen on port 5250 in namespace `ns`.
+pub fn wait_for_daemon(ns: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    let listening = || {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns, "ss", "-Hltn", "sport = :5250"])
+            .output()
+            .expect("run ss");
+        !out.stdout.is_empty()
+    };
+    while !listening() {
+        assert!(Instant::now() < deadline, "oscil-daemon never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
